@@ -1,0 +1,1 @@
+"""The ATSSS weight-control xApp: control loop, estimators, weight policy, evaluation."""

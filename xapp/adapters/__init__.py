@@ -1,0 +1,1 @@
+"""Adapters that implement the control loop's ports (``xapp.ports``)."""

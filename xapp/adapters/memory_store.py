@@ -1,0 +1,26 @@
+"""State store kept in process memory: for the simulator, the evaluator and tests."""
+
+from __future__ import annotations
+
+from xapp.domain import Direction, Override, WeightSet
+
+
+class MemoryStateStore:
+    def __init__(self) -> None:
+        self._weights: dict[tuple[str, Direction], WeightSet] = {}
+        self._overrides: dict[tuple[str, Direction], Override] = {}
+
+    def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        return self._weights.get((cpe_id, direction))
+
+    def save_weights(self, weight_set: WeightSet) -> None:
+        self._weights[(weight_set.cpe_id, weight_set.direction)] = weight_set
+
+    def load_override(self, cpe_id: str, direction: Direction) -> Override | None:
+        return self._overrides.get((cpe_id, direction))
+
+    def save_override(self, override: Override) -> None:
+        self._overrides[(override.cpe_id, override.direction)] = override
+
+    def delete_override(self, cpe_id: str, direction: Direction) -> None:
+        self._overrides.pop((cpe_id, direction), None)

@@ -1,0 +1,200 @@
+"""The ``atsss`` command line: one entry point, a subcommand per job.
+
+Errors a user can fix (a bad scenario, a bad option) print one line on stderr and exit with 2;
+nothing here prints a traceback for them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from xapp.domain import Direction
+from xapp.evaluation.closed_loop import CONTENDERS, ESTIMATORS, LoopSettings, evaluate
+from xapp.policy.baselines import proportional_weights, round_robin_weights
+from xapp.policy.fluid import aggregate_mbps
+from xapp.policy.optimal import optimal_weights
+from xapp.policy.weight_policy import PolicyConfig
+from xapp.scenario.load import ScenarioError, load_scenario, shipped_scenarios
+
+app = typer.Typer(
+    name="atsss",
+    help="ATSSS weight control xApp: keeps MPTCP WRR weights proportional to path capacity.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode="markdown",
+)
+bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+scenario_app = typer.Typer(help="List and check scenario files.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+app.add_typer(scenario_app, name="scenario")
+
+out = Console()
+err = Console(stderr=True)
+
+
+def fail(message: str) -> NoReturn:
+    err.print(f"error: {message}", markup=False, highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command()
+def demo(
+    plots: Annotated[
+        Path | None, typer.Option(help="Write one PNG per scenario into this folder.")
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option(help="Cut every scenario to at most this many seconds.")
+    ] = None,
+) -> None:
+    """Run the control loop on the paper's scenarios (simulated time, no RIC, no root) and
+    print the results next to the paper's figures."""
+    from xapp.demo import run_demo
+
+    run_demo(out, plots, duration)
+
+
+@bench_app.command("loop")
+def bench_loop(
+    scenario: Annotated[str, typer.Option(help="Scenario file, or the name of a shipped one.")],
+    estimator: Annotated[
+        str, typer.Option(help=f"Capacity estimator: {', '.join(ESTIMATORS)}.")
+    ] = "oracle-noise",
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(help=f"Contenders to run (repeatable): {', '.join(CONTENDERS)}. Default: all."),
+    ] = None,
+    direction: Annotated[Direction, typer.Option(help="Which direction to evaluate.")] = (
+        Direction.DOWNLINK
+    ),
+    duration: Annotated[
+        float | None, typer.Option(help="Cut the scenario to this many seconds.")
+    ] = None,
+    reporting_period_ms: Annotated[int, typer.Option(help="KPI reporting period.")] = 1000,
+    control_delay_ms: Annotated[
+        int, typer.Option(help="From a report to new weights in the kernel.")
+    ] = 100,
+    step_ms: Annotated[int, typer.Option(help="Simulation time step.")] = 100,
+    noise: Annotated[
+        float, typer.Option(help="Relative error (1 sigma) of the oracle-noise estimator.")
+    ] = 0.05,
+    max_weight: Annotated[int, typer.Option(help="Largest WRR weight.")] = 100,
+    min_gain: Annotated[
+        float, typer.Option(help="Predicted relative gain needed to push new weights.")
+    ] = 0.02,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    plot: Annotated[
+        Path | None, typer.Option(help="Write a PNG of one CPE's run (like the paper's Fig. 6).")
+    ] = None,
+) -> None:
+    """Closed-loop evaluation in simulated time: efficiency, weight pushes and re-convergence
+    time of this xApp's policy against round robin, the proportional rule, the paper's probe
+    method and an oracle."""
+    try:
+        loaded = load_scenario(scenario)
+        if duration is not None:
+            if duration <= 0:
+                fail(f"--duration must be > 0 s, got {duration}")
+            loaded = replace(loaded, duration_s=min(duration, loaded.duration_s))
+        settings = LoopSettings(
+            direction=direction,
+            step_s=step_ms / 1000,
+            reporting_period_s=reporting_period_ms / 1000,
+            control_delay_s=control_delay_ms / 1000,
+            estimator=estimator,
+            estimator_noise=noise,
+            min_gain=min_gain,
+            policy=PolicyConfig(max_weight=max_weight),
+            contenders=tuple(policy) if policy else CONTENDERS,
+        )
+    except (ScenarioError, ValueError) as error:
+        fail(str(error))
+    try:
+        with err.status(f"evaluating {loaded.name} ({len(loaded.cpes)} CPEs) …"):
+            report = evaluate(loaded, settings)
+    except ScenarioError as error:
+        fail(str(error))
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=2))
+    else:
+        from xapp.evaluation.report import loop_table
+
+        out.print(loop_table(report))
+        out.print(f"wall time {report.wall_s:.2f} s")
+    if plot is not None:
+        from xapp.evaluation.plot import plot_report
+
+        plot_report(report, plot)
+        err.print(f"plot written to {plot}")
+
+
+@scenario_app.command("list")
+def scenario_list() -> None:
+    """The scenarios shipped with the xApp."""
+    table = Table("name", "CPEs", "duration s", "description")
+    for name, path in sorted(shipped_scenarios().items()):
+        loaded = load_scenario(str(path))
+        first_line = loaded.description.splitlines()[0] if loaded.description else ""
+        table.add_row(name, str(len(loaded.cpes)), f"{loaded.duration_s:g}", first_line)
+    out.print(table)
+
+
+@scenario_app.command("check")
+def scenario_check(
+    files: Annotated[list[str], typer.Argument(help="Scenario files or shipped names.")],
+) -> None:
+    """Validate scenario files; prints one line per file, exits 2 on the first bad one."""
+    for name in files:
+        try:
+            loaded = load_scenario(name)
+        except ScenarioError as error:
+            fail(str(error))
+        out.print(
+            f"ok: {loaded.source}: {loaded.name}, {len(loaded.cpes)} CPE(s), "
+            f"accesses {', '.join(loaded.access_names)}, {loaded.duration_s:g} s"
+        )
+
+
+@app.command()
+def weights(
+    capacities: Annotated[
+        str, typer.Argument(help="Capacities in Mbit/s, e.g. nr=342,wifi=1190,lifi=12.1")
+    ],
+    max_weight: Annotated[int, typer.Option(help="Largest WRR weight.")] = 100,
+) -> None:
+    """Optimal integer WRR weights for given capacities, next to the baselines."""
+    parsed: dict[str, float] = {}
+    for item in capacities.split(","):
+        name, sep, value = item.partition("=")
+        try:
+            parsed[name.strip()] = float(value)
+        except ValueError:
+            fail(f"capacities: {item!r} is not ACCESS=MBPS (e.g. nr=342)")
+        if not sep or not name.strip() or parsed[name.strip()] < 0:
+            fail(f"capacities: {item!r} is not ACCESS=MBPS with MBPS ≥ 0")
+    if not 1 <= max_weight <= 255:
+        fail(f"--max-weight must be in 1..255, got {max_weight}")
+    caps = list(parsed.values())
+    total = sum(caps)
+    table = Table("rule", *parsed.keys(), "aggregate Mbit/s", "of sum")
+    for label, chosen in (
+        ("optimal", optimal_weights(caps, max_weight)),
+        ("proportional", proportional_weights(caps, max_weight)),
+        ("round robin", round_robin_weights(caps)),
+    ):
+        agg = aggregate_mbps(list(chosen), caps)
+        table.add_row(
+            label, *map(str, chosen), f"{agg:.1f}", f"{agg / total:.4f}" if total else "-"
+        )
+    out.print(table)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,198 @@
+"""The xApp's control loop: KPIs in, capacity estimates, weights out.
+
+Each ``step`` polls the KPI source, feeds the estimator, asks the policy for weights per CPE and
+direction (or takes the operator's override), and pushes a new weight set only when hysteresis
+says it is worth it. It knows nothing of E2, Redis, HTTP or the kernel: those are adapters behind
+the ports in ``xapp.ports``. Time comes in as an argument so the same loop runs in real time in
+the xApp and in simulated time in the evaluator.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from xapp.domain import Cpe, Direction, KpiSample, Override, SteeringRule, WeightSet
+from xapp.policy.hysteresis import Hysteresis
+from xapp.policy.weight_policy import PathView, PolicyInput, WeightPolicy
+from xapp.ports import CapacityEstimator, KpiSource, StateStore, WeightPushError, WeightSink
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What happened for one CPE and direction in one step."""
+
+    cpe_id: str
+    direction: Direction
+    pushed: WeightSet | None
+    reason: str
+
+
+@dataclass
+class _PathConditions:
+    rtt_ms: float | None = None
+    loss_rate_permille: float | None = None
+    throughput_mbps: float | None = None
+
+
+class ControlLoop:
+    def __init__(
+        self,
+        *,
+        cpes: Sequence[Cpe],
+        directions: Sequence[Direction],
+        source: KpiSource,
+        estimator: CapacityEstimator,
+        policy: WeightPolicy,
+        sink: WeightSink,
+        store: StateStore,
+        hysteresis: Hysteresis | None = None,
+        rules: Mapping[str, SteeringRule] | None = None,
+    ) -> None:
+        self._cpes = list(cpes)
+        self._directions = list(directions)
+        self._source = source
+        self._estimator = estimator
+        self._policy = policy
+        self._sink = sink
+        self._store = store
+        self._hysteresis = hysteresis or Hysteresis()
+        self._rules = dict(rules or {})
+        self._conditions: dict[tuple[str, str, Direction], _PathConditions] = {}
+        # What each (CPE, direction) was last decided under, to notice mode and override changes.
+        self._last_rule: dict[tuple[str, Direction], SteeringRule] = {}
+        self._last_override: dict[tuple[str, Direction], int | None] = {}
+        self._last_usable: dict[tuple[str, Direction], frozenset[str]] = {}
+
+    def step(self, now_s: float) -> list[StepOutcome]:
+        samples = self._source.poll(now_s)
+        self._estimator.update(samples)
+        self._remember_conditions(samples)
+        return [
+            self._decide(cpe, direction, now_s)
+            for cpe in self._cpes
+            for direction in self._directions
+        ]
+
+    def set_rule(self, cpe_id: str, rule: SteeringRule) -> None:
+        self._rules[cpe_id] = rule
+
+    def _remember_conditions(self, samples: Sequence[KpiSample]) -> None:
+        for s in samples:
+            conditions = self._conditions.setdefault(
+                (s.cpe_id, s.access, s.direction), _PathConditions()
+            )
+            if s.rtt_ms is not None:
+                conditions.rtt_ms = s.rtt_ms
+            if s.loss_rate_permille is not None:
+                conditions.loss_rate_permille = s.loss_rate_permille
+            if s.throughput_mbps is not None:
+                conditions.throughput_mbps = s.throughput_mbps
+
+    def _decide(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome:
+        key = (cpe.cpe_id, direction)
+        current = self._store.load_weights(cpe.cpe_id, direction)
+        override = self._store.load_override(cpe.cpe_id, direction)
+        override_revision = override.revision if override is not None else None
+        override_changed = (
+            key in self._last_override and self._last_override[key] != override_revision
+        )
+        rule = self._rule_for(cpe.cpe_id, override)
+        mode_changed = key in self._last_rule and self._last_rule[key] != rule
+
+        if override is not None and override.weights is not None:
+            weights = {a: override.weights.get(a, 0) for a in cpe.access_names}
+            predicted_mbps, current_predicted_mbps = 0.0, None
+            appeared: frozenset[str] = frozenset()
+            lost: frozenset[str] = frozenset()
+            reason = f"override by {override.requested_by}"
+        else:
+            proposal = self._policy.propose(
+                self._policy_input(cpe, direction, now_s, rule, current)
+            )
+            if proposal is None:
+                return StepOutcome(cpe.cpe_id, direction, None, "no usable estimate; unchanged")
+            weights = dict(proposal.weights)
+            predicted_mbps = proposal.predicted_mbps
+            current_predicted_mbps = proposal.current_predicted_mbps
+            reason = proposal.reason
+            previously_usable = self._last_usable.get(key, frozenset(cpe.access_names))
+            appeared = proposal.usable - previously_usable
+            lost = frozenset(cpe.access_names) - proposal.usable
+            self._last_usable[key] = proposal.usable
+
+        decision = self._hysteresis.decide(
+            current.weights if current is not None else None,
+            weights,
+            predicted_mbps=predicted_mbps,
+            current_predicted_mbps=current_predicted_mbps,
+            appeared=appeared,
+            lost=lost,
+            mode_changed=mode_changed,
+            override_changed=override_changed,
+        )
+        if not decision.push:
+            self._last_rule[key] = rule
+            self._last_override[key] = override_revision
+            return StepOutcome(cpe.cpe_id, direction, None, decision.reason)
+
+        weight_set = WeightSet(
+            cpe_id=cpe.cpe_id,
+            direction=direction,
+            weights=weights,
+            mode=rule.mode,
+            sequence=(current.sequence + 1) if current is not None else 1,
+            reason=f"{decision.reason}: {reason}",
+        )
+        try:
+            self._sink.push(weight_set)
+        except WeightPushError as error:
+            # Leave the remembered rule and override untouched so the next step tries again.
+            log.warning("push to %s %s failed: %s", cpe.cpe_id, direction, error)
+            return StepOutcome(cpe.cpe_id, direction, None, f"push failed: {error}")
+        self._store.save_weights(weight_set)
+        self._last_rule[key] = rule
+        self._last_override[key] = override_revision
+        return StepOutcome(cpe.cpe_id, direction, weight_set, weight_set.reason)
+
+    def _rule_for(self, cpe_id: str, override: Override | None) -> SteeringRule:
+        if override is not None and override.rule is not None:
+            return override.rule
+        return self._rules.get(cpe_id, SteeringRule())
+
+    def _policy_input(
+        self,
+        cpe: Cpe,
+        direction: Direction,
+        now_s: float,
+        rule: SteeringRule,
+        current: WeightSet | None,
+    ) -> PolicyInput:
+        paths = []
+        demand_mbps = 0.0
+        demand_known = False
+        for access in cpe.access_names:
+            conditions = self._conditions.get((cpe.cpe_id, access, direction), _PathConditions())
+            paths.append(
+                PathView(
+                    access=access,
+                    estimate=self._estimator.estimate(cpe.cpe_id, access, direction, now_s),
+                    rtt_ms=conditions.rtt_ms,
+                    loss_rate_permille=conditions.loss_rate_permille,
+                )
+            )
+            if conditions.throughput_mbps is not None:
+                demand_mbps += conditions.throughput_mbps
+                demand_known = True
+        return PolicyInput(
+            cpe_id=cpe.cpe_id,
+            direction=direction,
+            now_s=now_s,
+            paths=tuple(paths),
+            rule=rule,
+            demand_mbps=demand_mbps if demand_known else None,
+            current=current.weights if current is not None else None,
+        )

@@ -1,0 +1,220 @@
+"""Domain types shared by every layer: accesses, CPEs, KPI samples, capacity estimates, weights.
+
+Plain frozen dataclasses with units in the field names; no I/O and no framework types here.
+Times are monotonic seconds (``*_s``) unless a name says otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from statistics import NormalDist
+
+
+class Direction(StrEnum):
+    """Which kernel the weights act on: the CPE's (uplink) or the MPTCP proxy's (downlink)."""
+
+    UPLINK = "uplink"
+    DOWNLINK = "downlink"
+
+
+class SteeringMode(StrEnum):
+    """ATSSS steering modes, named as in 3GPP TS 23.501 / TS 24.193."""
+
+    LOAD_BALANCING = "LOAD_BALANCING"
+    ACTIVE_STANDBY = "ACTIVE_STANDBY"
+    PRIORITY_BASED = "PRIORITY_BASED"
+    SMALLEST_DELAY = "SMALLEST_DELAY"
+    REDUNDANT = "REDUNDANT"
+
+
+@dataclass(frozen=True)
+class AccessTechnology:
+    """One kind of access network a CPE can be attached to (``nr``, ``wifi``, ``lifi``, ...)."""
+
+    name: str
+    label: str
+
+
+DEFAULT_ACCESS_TECHNOLOGIES: tuple[AccessTechnology, ...] = (
+    AccessTechnology("nr", "5G NR"),
+    AccessTechnology("wifi", "Wi-Fi"),
+    AccessTechnology("lifi", "LiFi"),
+)
+
+
+class UnknownAccessError(ValueError):
+    """An access name that the catalogue does not know."""
+
+
+@dataclass(frozen=True)
+class AccessCatalogue:
+    """The access technologies known to this deployment; more are added by configuration."""
+
+    technologies: tuple[AccessTechnology, ...] = DEFAULT_ACCESS_TECHNOLOGIES
+
+    def __post_init__(self) -> None:
+        names = [t.name for t in self.technologies]
+        if len(set(names)) != len(names):
+            raise ValueError(f"access names must be unique, got {names}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.technologies)
+
+    def get(self, name: str) -> AccessTechnology:
+        for technology in self.technologies:
+            if technology.name == name:
+                return technology
+        raise UnknownAccessError(
+            f"unknown access {name!r}; expected one of {', '.join(self.names)}"
+        )
+
+    def extended(self, extra: Iterable[AccessTechnology]) -> AccessCatalogue:
+        return AccessCatalogue(self.technologies + tuple(extra))
+
+
+@dataclass(frozen=True)
+class AccessIdentity:
+    """How one CPE is known on one access: to the RAN (E2 node, UE id) and to IP (addresses)."""
+
+    access: str
+    e2_node_id: str | None = None
+    ue_id: str | None = None
+    station_mac: str | None = None
+    local_ip: str | None = None
+    remote_ip: str | None = None
+
+
+@dataclass(frozen=True)
+class Cpe:
+    """A customer premises device and its identity on every access it is attached to."""
+
+    cpe_id: str
+    accesses: Mapping[str, AccessIdentity]
+
+    @property
+    def access_names(self) -> tuple[str, ...]:
+        return tuple(self.accesses)
+
+
+@dataclass(frozen=True)
+class KpiSample:
+    """What one report says about one CPE on one access over the period ending at ``time_s``.
+
+    The common fields are filled by the KPI source from its measurements; ``measurements`` keeps
+    every named value as received (catalogue names, catalogue units) for the estimators.
+    """
+
+    cpe_id: str
+    access: str
+    direction: Direction
+    time_s: float
+    period_s: float
+    throughput_mbps: float | None = None
+    rtt_ms: float | None = None
+    loss_rate_permille: float | None = None
+    available: bool | None = None
+    measurements: Mapping[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CapacityEstimate:
+    """An estimator's belief about one path's capacity: a value, its uncertainty and its age."""
+
+    cpe_id: str
+    access: str
+    direction: Direction
+    capacity_mbps: float
+    stddev_mbps: float
+    source: str
+    measured_at_s: float
+    available: bool = True
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.capacity_mbps) or self.capacity_mbps < 0:
+            raise ValueError(f"capacity_mbps must be finite and ≥ 0, got {self.capacity_mbps}")
+        if not math.isfinite(self.stddev_mbps) or self.stddev_mbps < 0:
+            raise ValueError(f"stddev_mbps must be finite and ≥ 0, got {self.stddev_mbps}")
+
+    def age_s(self, now_s: float) -> float:
+        return max(0.0, now_s - self.measured_at_s)
+
+    def quantile_mbps(self, quantile: float) -> float:
+        """The capacity the path exceeds with probability ``1 - quantile`` (normal belief)."""
+        if self.stddev_mbps == 0.0:
+            return self.capacity_mbps
+        z = NormalDist().inv_cdf(quantile)
+        return max(0.0, self.capacity_mbps + z * self.stddev_mbps)
+
+
+@dataclass(frozen=True)
+class SteeringThresholds:
+    """ATSSS thresholds: RTT in ms, packet loss rate in tenths of a percent (per mille)."""
+
+    rtt_ms: int | None = None
+    loss_rate_permille: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.rtt_ms is not None and self.rtt_ms < 0:
+            raise ValueError(f"rtt_ms threshold must be ≥ 0, got {self.rtt_ms}")
+        if self.loss_rate_permille is not None and not 0 <= self.loss_rate_permille <= 1000:
+            raise ValueError(
+                f"loss_rate_permille threshold must be in 0..1000, got {self.loss_rate_permille}"
+            )
+
+
+@dataclass(frozen=True)
+class SteeringRule:
+    """The steering mode for one CPE and direction, with what the mode needs to know.
+
+    ``preferred`` is the active access for ACTIVE_STANDBY (the rest, in order, are standbys) and
+    the priority order for PRIORITY_BASED; other modes ignore it.
+    """
+
+    mode: SteeringMode = SteeringMode.LOAD_BALANCING
+    preferred: tuple[str, ...] = ()
+    thresholds: SteeringThresholds = field(default_factory=SteeringThresholds)
+
+
+@dataclass(frozen=True)
+class WeightSet:
+    """Integer WRR weights for one CPE and direction, as pushed to an agent.
+
+    ``sequence`` increases with every push for the same CPE and direction so that agents can
+    reject updates that arrive out of order. Weight 0 means standby (backup subflow).
+    """
+
+    cpe_id: str
+    direction: Direction
+    weights: Mapping[str, int]
+    mode: SteeringMode
+    sequence: int
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        for access, weight in self.weights.items():
+            if not isinstance(weight, int) or weight < 0:
+                raise ValueError(f"weight for {access!r} must be an integer ≥ 0, got {weight!r}")
+
+    @property
+    def active_accesses(self) -> frozenset[str]:
+        return frozenset(a for a, w in self.weights.items() if w > 0)
+
+
+@dataclass(frozen=True)
+class Override:
+    """An operator's instruction for one CPE and direction: fixed weights or a steering rule."""
+
+    cpe_id: str
+    direction: Direction
+    weights: Mapping[str, int] | None = None
+    rule: SteeringRule | None = None
+    revision: int = 0
+    requested_by: str = "operator"
+
+    def __post_init__(self) -> None:
+        if (self.weights is None) == (self.rule is None):
+            raise ValueError("an override sets exactly one of weights or rule")

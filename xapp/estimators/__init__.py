@@ -1,0 +1,1 @@
+"""Capacity estimators: each turns KPI samples into ``CapacityEstimate``s (see ``xapp.ports``)."""

@@ -1,0 +1,1 @@
+"""Closed-loop evaluation in simulated time: contenders, the connection model, reports, plots."""

@@ -1,0 +1,316 @@
+"""Closed-loop evaluation in simulated time: estimator + policy against baselines on a scenario.
+
+Every contender runs over the same ground truth on the same time grid. Reported per contender:
+efficiency (data carried over the sum of the path capacities, both integrated over time and all
+CPEs), weight pushes, and the time to re-converge after each step change of the truth (reaching
+95 % of what the oracle carries at that moment).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from xapp.domain import Direction
+from xapp.estimators.oracle import OracleNoiseEstimator
+from xapp.evaluation.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
+from xapp.evaluation.contenders import (
+    Contender,
+    ControlledContender,
+    OracleContender,
+    PaperProbeContender,
+    ProbeMethodSettings,
+    StaticContender,
+    kernel_default_weights,
+)
+from xapp.policy.hysteresis import Hysteresis
+from xapp.policy.weight_policy import PolicyConfig, make_policy
+from xapp.ports import CapacityEstimator
+from xapp.scenario.model import Scenario
+from xapp.scenario.truth import Truth, sample_truth
+
+FloatArray = npt.NDArray[np.float64]
+
+CONTENDERS = ("optimal", "proportional", "rr", "paper-probe", "oracle")
+ESTIMATORS = ("oracle-noise",)
+
+# A step change: the CPE's total capacity moves by this fraction within one tick, or a link
+# goes up or down. Re-converged: carrying this fraction of what the oracle carries.
+STEP_FRACTION = 0.05
+RECONVERGED_FRACTION = 0.95
+
+
+@dataclass(frozen=True)
+class LoopSettings:
+    direction: Direction = Direction.DOWNLINK
+    step_s: float = 0.1
+    reporting_period_s: float = 1.0
+    control_delay_s: float = 0.1
+    detection_s: float = DEFAULT_DETECTION_S
+    estimator: str = "oracle-noise"
+    estimator_noise: float = 0.05
+    min_gain: float = 0.02
+    policy: PolicyConfig = field(default_factory=PolicyConfig)
+    probe: ProbeMethodSettings = field(default_factory=ProbeMethodSettings)
+    contenders: tuple[str, ...] = CONTENDERS
+    trace_cpe: int = 0
+
+    def __post_init__(self) -> None:
+        if self.step_s <= 0:
+            raise ValueError(f"step_s must be > 0, got {self.step_s}")
+        if self.reporting_period_s < self.step_s:
+            raise ValueError(
+                f"reporting_period_s ({self.reporting_period_s}) must be ≥ step_s ({self.step_s})"
+            )
+        if self.control_delay_s < 0:
+            raise ValueError(f"control_delay_s must be ≥ 0, got {self.control_delay_s}")
+        unknown = [c for c in self.contenders if c not in CONTENDERS]
+        if unknown:
+            raise ValueError(
+                f"unknown policy {', '.join(unknown)}; expected some of {', '.join(CONTENDERS)}"
+            )
+        if self.estimator not in ESTIMATORS:
+            raise ValueError(
+                f"unknown estimator {self.estimator!r}; expected one of {', '.join(ESTIMATORS)}"
+            )
+
+
+@dataclass(frozen=True)
+class Reconvergence:
+    steps: int
+    mean_s: float | None
+    max_s: float | None
+    not_reconverged: int
+
+
+@dataclass(frozen=True)
+class ContenderResult:
+    name: str
+    efficiency: float
+    mean_aggregate_mbps: float
+    weight_pushes: int
+    reconvergence: Reconvergence
+    final_weights: dict[str, int]
+    probe_traffic_fraction: float | None = None
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Per-tick record of one CPE, for plots."""
+
+    cpe_id: str
+    accesses: tuple[str, ...]
+    times_s: FloatArray
+    capacity_mbps: FloatArray  # (T, A), 0 while a link is down
+    carried_mbps: dict[str, FloatArray]  # contender → (T, A)
+    weights: dict[str, npt.NDArray[np.int64]]  # contender → (T, A)
+
+
+@dataclass(frozen=True)
+class LoopReport:
+    scenario: str
+    direction: Direction
+    duration_s: float
+    cpes: int
+    mean_capacity_mbps: float
+    results: list[ContenderResult]
+    trace: Trace
+    wall_s: float
+
+    def result(self, name: str) -> ContenderResult:
+        return next(r for r in self.results if r.name == name)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "scenario": self.scenario,
+            "direction": self.direction.value,
+            "duration_s": self.duration_s,
+            "cpes": self.cpes,
+            "mean_capacity_mbps": round(self.mean_capacity_mbps, 3),
+            "wall_s": round(self.wall_s, 3),
+            "results": {
+                r.name: {
+                    "efficiency": round(r.efficiency, 4),
+                    "mean_aggregate_mbps": round(r.mean_aggregate_mbps, 3),
+                    "weight_pushes": r.weight_pushes,
+                    "reconvergence": {
+                        "steps": r.reconvergence.steps,
+                        "mean_s": _rounded(r.reconvergence.mean_s),
+                        "max_s": _rounded(r.reconvergence.max_s),
+                        "not_reconverged": r.reconvergence.not_reconverged,
+                    },
+                    "final_weights": r.final_weights,
+                    "probe_traffic_fraction": _rounded(r.probe_traffic_fraction, 4),
+                }
+                for r in self.results
+            },
+        }
+
+
+def _rounded(value: float | None, digits: int = 3) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+Progress = Callable[[str], None]
+
+
+def evaluate(
+    scenario: Scenario, settings: LoopSettings | None = None, progress: Progress | None = None
+) -> LoopReport:
+    settings = settings or LoopSettings()
+    started = time.perf_counter()
+    truth = sample_truth(scenario, settings.direction, settings.step_s)
+    in_round = subflows_in_round(truth, settings.detection_s)
+    capacity = truth.usable_mbps
+    names = list(settings.contenders)
+    if "oracle" not in names:
+        names.append("oracle")  # re-convergence is measured against it
+    runs: dict[str, _Run] = {}
+    for name in names:
+        if progress is not None:
+            progress(f"{scenario.name}: running {name}")
+        contender = _make_contender(name, scenario, truth, in_round, settings)
+        runs[name] = _simulate(contender, truth, in_round, settings.trace_cpe)
+
+    steps = _step_changes(truth)
+    oracle_aggregate = runs["oracle"].aggregate_mbps
+    total_capacity = float(capacity.sum())
+    results = []
+    for name in settings.contenders:
+        run = runs[name]
+        probe_fraction = None
+        if isinstance(run.contender, PaperProbeContender):
+            carried_mbit = float(run.aggregate_mbps.sum() * truth.step_s)
+            probe_fraction = run.contender.probe_mbit / carried_mbit if carried_mbit else None
+        results.append(
+            ContenderResult(
+                name=name,
+                efficiency=float(run.aggregate_mbps.sum()) / total_capacity
+                if total_capacity
+                else 0.0,
+                mean_aggregate_mbps=float(run.aggregate_mbps.mean()),
+                weight_pushes=run.contender.pushes,
+                reconvergence=_reconvergence(run.aggregate_mbps, oracle_aggregate, steps, truth),
+                final_weights=dict(
+                    zip(truth.accesses, run.trace_weights[-1].tolist(), strict=True)
+                ),
+                probe_traffic_fraction=probe_fraction,
+            )
+        )
+    c = settings.trace_cpe
+    trace = Trace(
+        cpe_id=truth.cpe_ids[c],
+        accesses=truth.accesses,
+        times_s=truth.times_s,
+        capacity_mbps=capacity[:, c, :],
+        carried_mbps={n: runs[n].trace_carried for n in settings.contenders},
+        weights={n: runs[n].trace_weights for n in settings.contenders},
+    )
+    return LoopReport(
+        scenario=scenario.name,
+        direction=settings.direction,
+        duration_s=float(len(truth.times_s) * truth.step_s),
+        cpes=len(truth.cpe_ids),
+        mean_capacity_mbps=float(capacity.sum(axis=2).mean()),
+        results=results,
+        trace=trace,
+        wall_s=time.perf_counter() - started,
+    )
+
+
+def _make_contender(
+    name: str,
+    scenario: Scenario,
+    truth: Truth,
+    in_round: npt.NDArray[np.bool_],
+    settings: LoopSettings,
+) -> Contender:
+    if name == "oracle":
+        return OracleContender(truth, in_round, settings.policy.max_weight)
+    if name == "rr":
+        return StaticContender("rr", kernel_default_weights(truth))
+    if name == "paper-probe":
+        return PaperProbeContender(truth, settings.probe, settings.control_delay_s)
+    return ControlledContender(
+        name,
+        scenario,
+        truth,
+        direction=settings.direction,
+        estimator=_make_estimator(settings, truth, scenario.seed),
+        policy=make_policy(name, settings.policy),
+        hysteresis=Hysteresis(settings.min_gain),
+        reporting_period_s=settings.reporting_period_s,
+        control_delay_s=settings.control_delay_s,
+    )
+
+
+def _make_estimator(settings: LoopSettings, truth: Truth, seed: int) -> CapacityEstimator:
+    return OracleNoiseEstimator(truth, settings.estimator_noise, seed)
+
+
+@dataclass
+class _Run:
+    contender: Contender
+    aggregate_mbps: FloatArray  # (T, C)
+    trace_carried: FloatArray  # (T, A)
+    trace_weights: npt.NDArray[np.int64]  # (T, A)
+
+
+def _simulate(
+    contender: Contender, truth: Truth, in_round: npt.NDArray[np.bool_], trace_cpe: int
+) -> _Run:
+    ticks, cpes, accesses = truth.capacity_mbps.shape
+    aggregate = np.zeros((ticks, cpes))
+    trace_carried = np.zeros((ticks, accesses))
+    trace_weights = np.zeros((ticks, accesses), dtype=np.int64)
+    for k, t in enumerate(truth.times_s):
+        weights = contender.weights(k, float(t))
+        capacity = truth.usable_mbps[k] * contender.data_share(k)
+        carried = carried_mbps(weights, capacity, in_round[k])
+        contender.observe(k, carried)
+        aggregate[k] = carried.sum(axis=1)
+        trace_carried[k] = carried[trace_cpe]
+        trace_weights[k] = weights[trace_cpe]
+    return _Run(contender, aggregate, trace_carried, trace_weights)
+
+
+def _step_changes(truth: Truth) -> list[tuple[int, int]]:
+    """(tick, CPE) pairs where the truth jumps: a link flips or the total moves by ≥ 5 %."""
+    total = truth.usable_mbps.sum(axis=2)  # (T, C)
+    moved = np.abs(np.diff(total, axis=0)) >= STEP_FRACTION * np.maximum(total[:-1], 1e-9)
+    flipped = np.any(np.diff(truth.available.astype(np.int8), axis=0) != 0, axis=2)
+    ticks, cpes = np.nonzero(moved | flipped)
+    return [(int(k) + 1, int(c)) for k, c in zip(ticks, cpes, strict=True)]
+
+
+def _reconvergence(
+    aggregate: FloatArray,
+    oracle: FloatArray,
+    steps: Sequence[tuple[int, int]],
+    truth: Truth,
+) -> Reconvergence:
+    ticks = len(truth.times_s)
+    by_cpe: dict[int, list[int]] = {}
+    for k, c in steps:
+        by_cpe.setdefault(c, []).append(k)
+    durations: list[float] = []
+    missed = 0
+    for c, starts in by_cpe.items():
+        good = aggregate[:, c] >= RECONVERGED_FRACTION * oracle[:, c] - 1e-9
+        for i, start in enumerate(starts):
+            end = starts[i + 1] if i + 1 < len(starts) else ticks
+            hits = np.flatnonzero(good[start:end])
+            if hits.size:
+                durations.append(float(hits[0]) * truth.step_s)
+            else:
+                missed += 1
+    return Reconvergence(
+        steps=len(steps),
+        mean_s=float(np.mean(durations)) if durations else None,
+        max_s=float(np.max(durations)) if durations else None,
+        not_reconverged=missed,
+    )

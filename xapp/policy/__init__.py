@@ -1,0 +1,1 @@
+"""Weight policy: the WRR fluid model, the exact integer optimiser, baselines, hysteresis."""

@@ -1,0 +1,63 @@
+"""When a proposal is worth pushing: every push costs a round trip to the agents and a
+reconfiguration of the kernel scheduler, so small predicted gains are not pushed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PushDecision:
+    push: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Hysteresis:
+    """Push when the predicted relative gain reaches ``min_gain``; or when a path appeared (it has
+    a usable estimate again) or was lost while weighted (it would stall the round); or when the
+    steering mode or an operator override changed. The predictions come from the policy, made
+    under the same beliefs, so estimate noise alone rarely looks like a gain. A path that the
+    policy merely moves between standby and a small weight is a gain question, not a path
+    change, so noise on a marginal path does not cause pushes."""
+
+    min_gain: float = 0.02
+
+    def __post_init__(self) -> None:
+        if self.min_gain < 0:
+            raise ValueError(f"min_gain must be ≥ 0, got {self.min_gain}")
+
+    def decide(
+        self,
+        current: Mapping[str, int] | None,
+        proposed: Mapping[str, int],
+        *,
+        predicted_mbps: float = 0.0,
+        current_predicted_mbps: float | None = None,
+        appeared: Set[str] = frozenset(),
+        lost: Set[str] = frozenset(),
+        mode_changed: bool = False,
+        override_changed: bool = False,
+    ) -> PushDecision:
+        if current is None:
+            return PushDecision(True, "first weights for this CPE")
+        if dict(current) == dict(proposed):
+            return PushDecision(False, "unchanged")
+        if override_changed:
+            return PushDecision(True, "operator override changed")
+        if mode_changed:
+            return PushDecision(True, "steering mode changed")
+        weighted_lost = sorted(a for a in lost if current.get(a, 0) > 0)
+        if weighted_lost:
+            return PushDecision(True, f"weighted path lost ({', '.join(weighted_lost)})")
+        newly_weighted = sorted(a for a in appeared if proposed.get(a, 0) > 0)
+        if newly_weighted:
+            return PushDecision(True, f"path appeared ({', '.join(newly_weighted)})")
+        before = current_predicted_mbps
+        if before is None or before <= 0:
+            return PushDecision(predicted_mbps > 0, "current weights are predicted to carry nothing")
+        gain = predicted_mbps / before - 1
+        if gain >= self.min_gain:
+            return PushDecision(True, f"predicted gain {gain:.1%}")
+        return PushDecision(False, f"predicted gain {gain:.1%} below {self.min_gain:.1%}")

@@ -1,0 +1,1 @@
+"""Scenarios: the YAML format, loading with clear errors, and sampling of ground truth."""
