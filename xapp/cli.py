@@ -41,7 +41,7 @@ err = Console(stderr=True)
 
 
 def fail(message: str) -> NoReturn:
-    err.print(f"error: {message}", markup=False, highlight=False)
+    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 
@@ -69,7 +69,9 @@ def bench_loop(
     ] = "oracle-noise",
     policy: Annotated[
         list[str] | None,
-        typer.Option(help=f"Contenders to run (repeatable): {', '.join(CONTENDERS)}. Default: all."),
+        typer.Option(
+            help=f"Contenders to run (repeatable): {', '.join(CONTENDERS)}. Default: all."
+        ),
     ] = None,
     direction: Annotated[Direction, typer.Option(help="Which direction to evaluate.")] = (
         Direction.DOWNLINK

@@ -47,14 +47,19 @@ def fluid_table() -> Table:
     rows = [
         ("30-100-1 (paper's choice)", (30, 100, 1), PAPER_STATIC_MEASURED["WRR 30-100-1"]),
         ("proportional rule", proportional_weights(caps), ""),
-        ("round robin 1-1-1", round_robin_weights(caps),
-         PAPER_STATIC_MEASURED["round robin 1-1-1 (CWND_LIMITED=N)"]),
+        (
+            "round robin 1-1-1",
+            round_robin_weights(caps),
+            PAPER_STATIC_MEASURED["round robin 1-1-1 (CWND_LIMITED=N)"],
+        ),
         ("this xApp's optimum", optimal_weights(caps), ""),
     ]
     for label, weights, measured in rows:
         model = aggregate_mbps(list(weights), caps)
         table.add_row(
-            f"{label}: {'-'.join(map(str, weights))}", f"{model:.1f}", f"{model / total:.3f}",
+            f"{label}: {'-'.join(map(str, weights))}",
+            f"{model:.1f}",
+            f"{model / total:.3f}",
             measured,
         )
     table.caption = (

@@ -1,9 +1,10 @@
 """An estimator that reads the ground truth and adds noise: a stand-in for evaluation only.
 
-It answers what a good real estimator would: the mean capacity over the last reporting period,
-off by a seeded relative error of ``noise_ratio`` (one standard deviation); its stated
+It answers what a good real estimator would: the mean capacity over the last reporting
+period, off by a seeded relative error of ``noise_ratio`` (one standard deviation); its stated
 uncertainty combines that error with how much the capacity varied within the period (which a
-real estimator sees in the spread of its KPIs). It can only exist where ground truth exists (the closed-loop evaluator).
+real estimator sees in the spread of its KPIs). It can only exist where ground truth exists
+(the closed-loop evaluator).
 """
 
 from __future__ import annotations

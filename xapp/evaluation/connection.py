@@ -48,6 +48,7 @@ def carried_mbps(
     effective[idle] = in_round[idle].astype(np.float64)
     aggregate = aggregate_mbps_batch(effective, capacity_mbps)
     totals = effective.sum(axis=1)
-    share = np.divide(effective, totals[:, None], out=np.zeros_like(effective),
-                      where=totals[:, None] > 0)
+    share = np.divide(
+        effective, totals[:, None], out=np.zeros_like(effective), where=totals[:, None] > 0
+    )
     return np.asarray(aggregate[:, None] * share, dtype=np.float64)

@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
 from xapp.domain import Direction, KpiSample, WeightSet
 from xapp.policy.baselines import proportional_weights
@@ -29,7 +30,6 @@ from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.optimal import optimal_weights_batch
 from xapp.policy.weight_policy import WeightPolicy
 from xapp.ports import CapacityEstimator
-from xapp.adapters.memory_store import MemoryStateStore
 from xapp.scenario.model import Scenario
 from xapp.scenario.truth import Truth
 
@@ -228,9 +228,7 @@ class ProbeMethodSettings:
 
 
 class PaperProbeContender:
-    def __init__(
-        self, truth: Truth, settings: ProbeMethodSettings, control_delay_s: float
-    ) -> None:
+    def __init__(self, truth: Truth, settings: ProbeMethodSettings, control_delay_s: float) -> None:
         self.name = "paper-probe"
         self.pushes = 0
         self.settings = settings

@@ -9,9 +9,9 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from xapp.evaluation.closed_loop import LoopReport  # noqa: E402
+from xapp.evaluation.closed_loop import LoopReport
 
 _COLOURS = {"nr": "#1f77b4", "wifi": "#ff7f0e", "lifi": "#2ca02c"}
 
@@ -21,7 +21,11 @@ def plot_report(report: LoopReport, out: Path, contenders: list[str] | None = No
     names = contenders or [n for n in ("optimal", "paper-probe", "oracle") if n in trace.weights]
     names = names or list(trace.weights)[:3]
     fig, axes = plt.subplots(
-        2, len(names), figsize=(5.2 * len(names), 6.2), sharex=True, squeeze=False,
+        2,
+        len(names),
+        figsize=(5.2 * len(names), 6.2),
+        sharex=True,
+        squeeze=False,
         gridspec_kw={"height_ratios": [3, 1.3]},
     )
     total = trace.capacity_mbps.sum(axis=1)
@@ -42,16 +46,17 @@ def plot_report(report: LoopReport, out: Path, contenders: list[str] | None = No
         top.set_ylim(bottom=0)
         for a, access in enumerate(trace.accesses):
             bottom.step(
-                trace.times_s, trace.weights[name][:, a], where="post", label=access,
+                trace.times_s,
+                trace.weights[name][:, a],
+                where="post",
+                label=access,
                 color=_COLOURS.get(access, f"C{a + 3}"),
             )
         bottom.set_ylabel("WRR weight")
         bottom.set_xlabel("time (s)")
         bottom.set_yscale("symlog", linthresh=1)
     axes[0][0].legend(loc="upper right", fontsize="small")
-    fig.suptitle(
-        f"{report.scenario} ({report.direction.value}, {trace.cpe_id})", fontsize="medium"
-    )
+    fig.suptitle(f"{report.scenario} ({report.direction.value}, {trace.cpe_id})", fontsize="medium")
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

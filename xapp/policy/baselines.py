@@ -16,9 +16,7 @@ def proportional_weights(
     largest = max(capacities_mbps, default=0.0)
     if largest <= 0:
         return tuple(0 for _ in capacities_mbps)
-    return tuple(
-        max(1, round(max_weight * c / largest)) if c > 0 else 0 for c in capacities_mbps
-    )
+    return tuple(max(1, round(max_weight * c / largest)) if c > 0 else 0 for c in capacities_mbps)
 
 
 def round_robin_weights(capacities_mbps: Sequence[float]) -> tuple[int, ...]:

@@ -56,7 +56,9 @@ class Hysteresis:
             return PushDecision(True, f"path appeared ({', '.join(newly_weighted)})")
         before = current_predicted_mbps
         if before is None or before <= 0:
-            return PushDecision(predicted_mbps > 0, "current weights are predicted to carry nothing")
+            return PushDecision(
+                predicted_mbps > 0, "current weights are predicted to carry nothing"
+            )
         gain = predicted_mbps / before - 1
         if gain >= self.min_gain:
             return PushDecision(True, f"predicted gain {gain:.1%}")

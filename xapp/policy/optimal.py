@@ -48,10 +48,12 @@ def optimal_weights_batch(
     rates = (capacities[:, :, None] / divisors[None, None, :]).reshape(rows, -1)
     valid = rates > 0
     safe_rates = np.where(valid, rates, 1.0)
-    # The 1e-12 guards floor() against c/r = k - ε from rounding.
-    weights = np.minimum(
-        np.floor(capacities[:, None, :] / safe_rates[:, :, None] * (1 + 1e-12)), max_weight
-    )
+    # The 1e-12 guards floor() against c/r = k - ε from rounding; huge ratios from tiny rates
+    # overflow to inf and are capped at max_weight like any other.
+    with np.errstate(over="ignore"):
+        weights = np.minimum(
+            np.floor(capacities[:, None, :] / safe_rates[:, :, None] * (1 + 1e-12)), max_weight
+        )
     weights = np.where(valid[:, :, None], weights, 0.0)
     weighted = weights > 0
     ratios = np.where(
@@ -63,6 +65,6 @@ def optimal_weights_batch(
     best = aggregates.max(axis=1, keepdims=True)
     ties = aggregates >= best * (1 - _TIE_TOLERANCE)
     chosen = np.argmin(np.where(ties, totals, np.inf), axis=1)
-    result = weights[np.arange(rows), chosen].astype(np.int64)
+    result: npt.NDArray[np.int64] = weights[np.arange(rows), chosen].astype(np.int64)
     result[best[:, 0] <= 0] = 0
     return result

@@ -55,7 +55,8 @@ def robust_weights(
     means = np.asarray(means_mbps, dtype=np.float64)
     stddevs = np.asarray(stddevs_mbps, dtype=np.float64)
     if not np.any(stddevs > 0):
-        return optimal_weights_batch(means[None, :], max_weight)[0]
+        exact: IntArray = optimal_weights_batch(means[None, :], max_weight)[0]
+        return exact
     z = NormalDist().inv_cdf(quantile)
     lowered = np.maximum(0.0, means + z * stddevs)
     one_lowered = np.where(np.eye(len(means), dtype=bool), lowered[None, :], means[None, :])
@@ -67,7 +68,8 @@ def robust_weights(
         return np.zeros(len(means), dtype=np.int64)
     # (candidates, draws) predicted aggregates
     aggregates = aggregate_mbps_batch(
-        candidates[:, None, :].astype(np.float64), np.broadcast_to(draws, (len(candidates), *draws.shape))
+        candidates[:, None, :].astype(np.float64),
+        np.broadcast_to(draws, (len(candidates), *draws.shape)),
     )
     scores = np.quantile(aggregates, quantile, axis=1)
     ties = scores >= scores.max() * (1 - 1e-9)

@@ -11,7 +11,7 @@ weights would carry under the same beliefs, so hysteresis can compare like with 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -73,7 +73,7 @@ class PolicyInput:
     direction: Direction
     now_s: float
     paths: tuple[PathView, ...]
-    rule: SteeringRule = SteeringRule()
+    rule: SteeringRule = field(default_factory=SteeringRule)
     # What the CPE is currently sending; None means "as much as it can" (a bulk transfer).
     demand_mbps: float | None = None
     current: Mapping[str, int] | None = None
@@ -111,8 +111,9 @@ class WeightPolicy:
         if not usable:
             return None
         conservative = {a: e.quantile_mbps(self.config.quantile) for a, e in usable.items()}
-        candidates = _within_thresholds([p for p in request.paths if p.access in usable],
-                                        request.rule)
+        candidates = _within_thresholds(
+            [p for p in request.paths if p.access in usable], request.rule
+        )
         selected, why = self._select(request, candidates, conservative)
         selected = self._drop_negligible(selected, conservative)
         weights = dict.fromkeys((p.access for p in request.paths), 0)

@@ -112,7 +112,8 @@ def _build(spec: ScenarioSpec, source: str) -> Scenario:
                 raise ScenarioError(f"{source}: cpes[{i}].id: CPE id {cpe_id!r} is used twice")
             seen.add(cpe_id)
             scales = {
-                access: float(rng.uniform(*path.scale)) if path.scale[0] < path.scale[1]
+                access: float(rng.uniform(*path.scale))
+                if path.scale[0] < path.scale[1]
                 else path.scale[0]
                 for access, path in template.accesses.items()
             }
@@ -165,8 +166,12 @@ def _expectation(detail: ErrorDetails) -> str:
     if kind == "missing":
         return "required key is missing"
     if kind in {"greater_than_equal", "greater_than", "less_than_equal", "less_than"}:
-        op = {"greater_than_equal": "≥", "greater_than": ">", "less_than_equal": "≤",
-              "less_than": "<"}[kind]
+        op = {
+            "greater_than_equal": "≥",
+            "greater_than": ">",
+            "less_than_equal": "≤",
+            "less_than": "<",
+        }[kind]
         bound = next(iter(ctx.values()))
         return f"expected a value {op} {bound}, got {got!r}"
     if kind == "value_error":

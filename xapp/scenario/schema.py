@@ -10,6 +10,7 @@ with ``points`` or ``value`` plus ``interpolation``, ``jitter`` and ``clip``.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -39,7 +40,9 @@ class SeriesSpec(_Strict):
     @classmethod
     def _shorthand(cls, data: Any) -> Any:
         if isinstance(data, bool):
-            raise ValueError(f"expected a number, a list of [t_s, value] points or a mapping, got {data!r}")
+            raise ValueError(
+                f"expected a number, a list of [t_s, value] points or a mapping, got {data!r}"
+            )
         if isinstance(data, int | float):
             return {"value": data}
         if isinstance(data, list):
@@ -55,7 +58,7 @@ class SeriesSpec(_Strict):
             return None
         if not points:
             raise ValueError("expected at least one [t_s, value] point")
-        for i, ((t_prev, _), (t, _)) in enumerate(zip(points, points[1:], strict=False), 1):
+        for i, ((t_prev, _), (t, _)) in enumerate(itertools.pairwise(points), 1):
             if t <= t_prev:
                 raise ValueError(
                     f"point {i} is at t={t:g} s, not after t={t_prev:g} s: times must increase"
@@ -112,7 +115,9 @@ class AvailabilitySpec(_Strict):
 
     @field_validator("outages")
     @classmethod
-    def _ordered(cls, outages: list[tuple[float, float]] | None) -> list[tuple[float, float]] | None:
+    def _ordered(
+        cls, outages: list[tuple[float, float]] | None
+    ) -> list[tuple[float, float]] | None:
         for i, (start, end) in enumerate(outages or []):
             if start < 0 or end <= start:
                 raise ValueError(

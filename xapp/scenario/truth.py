@@ -133,8 +133,9 @@ def sample_series(series: SeriesSpec, times_s: FloatArray, key: tuple[object, ..
             index = np.searchsorted(points[:, 0], times_s, side="right") - 1
             values = points[np.clip(index, 0, len(points) - 1), 1]
     if series.jitter is not None and series.jitter.std_ratio > 0 and len(times_s) > 1:
-        values = values * (1.0 + _ar1_noise(series.jitter.std_ratio,
-                                            series.jitter.correlation_s, times_s, key))
+        values = values * (
+            1.0 + _ar1_noise(series.jitter.std_ratio, series.jitter.correlation_s, times_s, key)
+        )
     if series.clip is not None:
         values = np.clip(values, *series.clip)
     return np.asarray(values, dtype=np.float64)

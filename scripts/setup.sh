@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Sets up everything the demo and the test suite need, on a fresh Debian machine or an existing
+# checkout: system packages (as root, through apt-get), a Python 3.11 virtualenv in .venv, and the
+# project with its development dependencies. Safe to run again; it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Debian packages the tests and benchmarks use (servers and tools started by the test fixtures).
+SYSTEM_PACKAGES=(redis-server iperf3 iproute2)
+
+missing=()
+for pkg in "${SYSTEM_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    # The packages start services we do not want: tests start their own servers.
+    systemctl disable --now redis-server >/dev/null 2>&1 || service redis-server stop >/dev/null 2>&1 || true
+  else
+    echo "setup: warning: not root, cannot install ${missing[*]}; tests that need them will skip" >&2
+  fi
+fi
+
+python=""
+for candidate in python3.11 python3; do
+  if command -v "$candidate" >/dev/null &&
+    "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then
+    python=$candidate
+    break
+  fi
+done
+if [ -z "$python" ]; then
+  echo "setup: error: Python 3.11 is needed (python3.11 or python3 on PATH)" >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $python"
+  "$python" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing the project and its dependencies into .venv"
+  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+echo "setup: ready (.venv/bin/atsss)"

@@ -1,0 +1,25 @@
+"""Small builders shared by the tests."""
+
+from xapp.domain import CapacityEstimate, Direction
+from xapp.policy.weight_policy import PathView
+
+DL = Direction.DOWNLINK
+
+
+def estimate(
+    access: str,
+    capacity_mbps: float,
+    *,
+    stddev_mbps: float = 0.0,
+    at_s: float = 0.0,
+    available: bool = True,
+    cpe_id: str = "cpe-1",
+) -> CapacityEstimate:
+    return CapacityEstimate(cpe_id, access, DL, capacity_mbps, stddev_mbps, "test", at_s, available)
+
+
+def paths(capacities: dict[str, float], **kwargs: object) -> tuple[PathView, ...]:
+    return tuple(
+        PathView(a, estimate(a, c, **kwargs))  # type: ignore[arg-type]
+        for a, c in capacities.items()
+    )

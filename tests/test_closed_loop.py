@@ -1,0 +1,119 @@
+"""Closed-loop evaluation on the shipped scenarios, through the library and the real CLI."""
+
+import json
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xapp.evaluation.closed_loop import LoopSettings, evaluate
+from xapp.scenario.load import load_scenario
+
+
+@pytest.fixture(scope="module")
+def static_report():  # type: ignore[no-untyped-def]
+    return evaluate(load_scenario("paper-static"))
+
+
+def test_static_oracle_round_robin_and_baselines(static_report) -> None:  # type: ignore[no-untyped-def]
+    by_name = {r.name: r for r in static_report.results}
+    assert set(by_name) == {"optimal", "proportional", "rr", "paper-probe", "oracle"}
+    assert by_name["oracle"].efficiency >= 0.98
+    assert by_name["rr"].efficiency == pytest.approx(36.3 / 1544.1, abs=0.001)
+    assert by_name["optimal"].efficiency >= 0.95
+    assert by_name["proportional"].efficiency >= 0.95
+    # The paper's probes take 10/11 of every path for 5 s of every 10 s.
+    assert 0.4 < by_name["paper-probe"].efficiency < 0.6
+    assert by_name["paper-probe"].probe_traffic_fraction is not None
+    assert by_name["rr"].weight_pushes == 0
+
+
+def test_the_loop_beats_the_proportional_rule_when_capacities_move() -> None:
+    report = evaluate(
+        load_scenario("paper-dynamic"), LoopSettings(contenders=("optimal", "proportional"))
+    )
+    assert report.result("optimal").efficiency > report.result("proportional").efficiency
+
+
+def test_an_outage_puts_the_path_on_standby_within_one_reporting_period() -> None:
+    report = evaluate(
+        replace(load_scenario("paper-interruption"), duration_s=30),
+        LoopSettings(contenders=("optimal",)),
+    )
+    trace = report.trace
+    wifi = trace.accesses.index("wifi")
+    times = trace.times_s
+    # Wi-Fi is down from 15 s to 20 s (cycle 10 s up, 5 s down, offset 5 s).
+    during = (times >= 15 + 1.0 + 0.1) & (times < 20)
+    assert (trace.weights["optimal"][during, wifi] == 0).all()
+    after = (times >= 21.5) & (times < 25)
+    assert (trace.weights["optimal"][after, wifi] > 0).all()
+
+
+def test_many_cpes_run_through_the_same_loop() -> None:
+    report = evaluate(
+        replace(load_scenario("many-cpes"), duration_s=4),
+        LoopSettings(contenders=("optimal", "oracle")),
+    )
+    assert report.cpes == 1000
+    assert report.result("oracle").efficiency > 0.9
+    assert report.result("optimal").weight_pushes >= 1000  # first weights for every CPE
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xapp", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_bench_loop_json_on_the_paper_static_scenario(tmp_path: Path) -> None:
+    plot = tmp_path / "static.png"
+    run = run_cli("bench", "loop", "--scenario", "paper-static", "--json", "--plot", str(plot))
+    assert run.returncode == 0, run.stderr
+    results = json.loads(run.stdout)["results"]
+    assert results["oracle"]["efficiency"] >= 0.98
+    assert results["rr"]["efficiency"] == pytest.approx(0.024, abs=0.001)
+    assert {"paper-probe", "proportional", "optimal"} <= set(results)
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_bench_loop_rejects_bad_options() -> None:
+    run = run_cli("bench", "loop", "--scenario", "paper-static", "--policy", "best")
+    assert run.returncode == 2
+    assert "unknown policy best" in run.stderr
+    run = run_cli("bench", "loop", "--scenario", "nowhere")
+    assert run.returncode == 2
+    assert "no shipped scenario" in run.stderr
+
+
+def test_demo_prints_the_table_next_to_the_papers_figures(tmp_path: Path) -> None:
+    run = run_cli("demo", "--duration", "20", "--plots", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    for expected in ("1493.4", "1360", "41.1", "paper-static", "paper-dynamic", "oracle"):
+        assert expected in run.stdout
+    assert len(list(tmp_path.glob("*.png"))) == 4
+
+
+def test_weights_command() -> None:
+    run = run_cli("weights", "nr=342,wifi=1190,lifi=12.1")
+    assert run.returncode == 0
+    assert "1538.6" in run.stdout
+    bad = run_cli("weights", "nr=fast")
+    assert bad.returncode == 2
+    assert "ACCESS=MBPS" in bad.stderr
+
+
+def test_scenario_list_names_every_shipped_scenario() -> None:
+    run = run_cli("scenario", "list")
+    assert run.returncode == 0
+    assert "many-cpes" in run.stdout
+    assert "paper-dynamic" in run.stdout
+
+
+def test_weights_stay_within_bounds_everywhere() -> None:
+    report = evaluate(load_scenario("lifi-blockage"))
+    for weights in report.trace.weights.values():
+        assert np.all((weights >= 0) & (weights <= 100))

@@ -1,0 +1,179 @@
+"""The control loop's contract with its ports: what it pushes, when, and what it remembers."""
+
+from collections.abc import Sequence
+
+import pytest
+
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.control_loop import ControlLoop
+from xapp.domain import (
+    AccessIdentity,
+    CapacityEstimate,
+    Cpe,
+    Direction,
+    KpiSample,
+    Override,
+    SteeringMode,
+    SteeringRule,
+    WeightSet,
+)
+from xapp.policy.weight_policy import make_policy
+from xapp.ports import WeightPushError
+
+from .helpers import DL, estimate
+
+CPE = Cpe("cpe-1", {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")})
+
+
+class TableEstimator:
+    """Answers from a table the test edits; records what the loop fed it."""
+
+    name = "table"
+
+    def __init__(self, table: dict[str, CapacityEstimate]) -> None:
+        self.table = table
+        self.fed: list[KpiSample] = []
+
+    def update(self, samples: Sequence[KpiSample]) -> None:
+        self.fed.extend(samples)
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction, now_s: float
+    ) -> CapacityEstimate | None:
+        return self.table.get(access)
+
+
+class QueueSource:
+    def __init__(self) -> None:
+        self.queue: list[KpiSample] = []
+
+    def poll(self, now_s: float) -> Sequence[KpiSample]:
+        out, self.queue = self.queue, []
+        return out
+
+
+class RecordingSink:
+    def __init__(self) -> None:
+        self.pushed: list[WeightSet] = []
+        self.fail = False
+
+    def push(self, weight_set: WeightSet) -> None:
+        if self.fail:
+            raise WeightPushError("agent unreachable")
+        self.pushed.append(weight_set)
+
+
+def make_loop(
+    table: dict[str, CapacityEstimate],
+) -> tuple[ControlLoop, RecordingSink, MemoryStateStore, QueueSource, TableEstimator]:
+    sink, store, source = RecordingSink(), MemoryStateStore(), QueueSource()
+    estimator = TableEstimator(table)
+    loop = ControlLoop(
+        cpes=[CPE],
+        directions=[DL],
+        source=source,
+        estimator=estimator,
+        policy=make_policy("optimal"),
+        sink=sink,
+        store=store,
+    )
+    return loop, sink, store, source, estimator
+
+
+def paper_table(now_s: float = 0.0) -> dict[str, CapacityEstimate]:
+    return {
+        "nr": estimate("nr", 342.0, at_s=now_s),
+        "wifi": estimate("wifi", 1190.0, at_s=now_s),
+        "lifi": estimate("lifi", 12.1, at_s=now_s),
+    }
+
+
+def test_first_step_pushes_and_stores_the_optimum() -> None:
+    loop, sink, store, _, _ = make_loop(paper_table())
+    outcomes = loop.step(0.0)
+    assert len(sink.pushed) == 1
+    pushed = sink.pushed[0]
+    assert dict(pushed.weights) == {"nr": 28, "wifi": 99, "lifi": 1}
+    assert pushed.sequence == 1
+    assert pushed.mode is SteeringMode.LOAD_BALANCING
+    assert store.load_weights("cpe-1", DL) == pushed
+    assert outcomes[0].pushed == pushed
+
+
+def test_unchanged_estimates_push_nothing_more() -> None:
+    loop, sink, _, _, _ = make_loop(paper_table())
+    loop.step(0.0)
+    loop.step(1.0)
+    loop.step(2.0)
+    assert len(sink.pushed) == 1
+
+
+def test_kpi_samples_reach_the_estimator() -> None:
+    loop, _, _, source, estimator = make_loop(paper_table())
+    sample = KpiSample("cpe-1", "nr", DL, 1.0, 1.0, throughput_mbps=100.0, rtt_ms=12.0)
+    source.queue.append(sample)
+    loop.step(1.0)
+    assert estimator.fed == [sample]
+
+
+def test_a_lost_path_is_pushed_with_the_next_sequence_number() -> None:
+    table = paper_table()
+    loop, sink, _, _, _ = make_loop(table)
+    loop.step(0.0)
+    table["lifi"] = estimate("lifi", 0.0, available=False, at_s=1.0)
+    loop.step(1.0)
+    assert len(sink.pushed) == 2
+    assert sink.pushed[1].weights["lifi"] == 0
+    assert sink.pushed[1].sequence == 2
+    assert "lost" in sink.pushed[1].reason
+
+
+def test_a_failed_push_keeps_the_old_weights_and_is_retried() -> None:
+    table = paper_table()
+    loop, sink, store, _, _ = make_loop(table)
+    loop.step(0.0)
+    table["wifi"] = estimate("wifi", 100.0, at_s=1.0)
+    sink.fail = True
+    outcome = loop.step(1.0)[0]
+    assert outcome.pushed is None
+    assert "push failed" in outcome.reason
+    assert store.load_weights("cpe-1", DL) == sink.pushed[0]
+    sink.fail = False
+    loop.step(2.0)
+    assert len(sink.pushed) == 2
+    assert sink.pushed[1].sequence == 2
+
+
+def test_no_usable_estimate_changes_nothing() -> None:
+    loop, sink, _, _, _ = make_loop({})
+    outcome = loop.step(0.0)[0]
+    assert sink.pushed == []
+    assert "no usable estimate" in outcome.reason
+
+
+def test_an_operator_override_wins_and_its_removal_returns_to_the_policy() -> None:
+    loop, sink, store, _, _ = make_loop(paper_table())
+    loop.step(0.0)
+    store.save_override(Override("cpe-1", DL, weights={"nr": 1, "wifi": 2}, revision=1))
+    loop.step(1.0)
+    assert dict(sink.pushed[-1].weights) == {"nr": 1, "wifi": 2, "lifi": 0}
+    assert "override by operator" in sink.pushed[-1].reason
+    store.delete_override("cpe-1", DL)
+    loop.step(2.0)
+    assert dict(sink.pushed[-1].weights) == {"nr": 28, "wifi": 99, "lifi": 1}
+    assert len(sink.pushed) == 3
+
+
+def test_a_mode_override_changes_the_mode() -> None:
+    loop, sink, store, _, _ = make_loop(paper_table())
+    loop.step(0.0)
+    rule = SteeringRule(SteeringMode.ACTIVE_STANDBY, preferred=("nr",))
+    store.save_override(Override("cpe-1", DL, rule=rule, revision=1))
+    loop.step(1.0)
+    assert sink.pushed[-1].mode is SteeringMode.ACTIVE_STANDBY
+    assert dict(sink.pushed[-1].weights) == {"nr": 1, "wifi": 0, "lifi": 0}
+
+
+def test_an_override_needs_weights_or_a_rule_not_both() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        Override("cpe-1", DL)

@@ -1,0 +1,43 @@
+"""The packaging files conform to what the O-RAN SC platform checks."""
+
+import copy
+import json
+from pathlib import Path
+
+import jsonschema
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT.parent / "shared" / "reference" / "osc" / "xapp-descriptor.schema.json"
+
+
+def test_descriptor_conforms_to_the_onboarder_schema() -> None:
+    assert SCHEMA.exists(), f"{SCHEMA} is missing: ../shared/ must sit beside the checkout"
+    schema = json.loads(SCHEMA.read_text())
+    # The onboarder puts the xApp's own controls schema in place of this placeholder.
+    schema = copy.deepcopy(schema)
+    schema["properties"]["controls"] = {"type": "object"}
+    descriptor = json.loads((ROOT / "xapp-descriptor.json").read_text())
+    jsonschema.validate(descriptor, schema)
+    assert descriptor["version"] == _project_version()
+
+
+def _project_version() -> str:
+    for line in (ROOT / "pyproject.toml").read_text().splitlines():
+        if line.startswith("version = "):
+            return line.split('"')[1]
+    raise AssertionError("no version in pyproject.toml")
+
+
+def test_top_level_layout_is_the_agreed_one() -> None:
+    for name in (
+        "xapp",
+        "kpm",
+        "e2sim",
+        "agent",
+        "models",
+        "charts",
+        "Dockerfile",
+        "xapp-descriptor.json",
+        "pyproject.toml",
+    ):
+        assert (ROOT / name).exists(), name

@@ -1,0 +1,187 @@
+"""Scenario files: the shipped ones load, bad ones get one clear line, truth is reproducible."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from xapp.domain import Direction, SteeringMode
+from xapp.scenario.load import ScenarioError, load_scenario, parse_scenario, shipped_scenarios
+from xapp.scenario.truth import sample_truth
+
+SHIPPED = sorted(shipped_scenarios())
+
+
+def minimal(**overrides: object) -> dict[str, object]:
+    data: dict[str, object] = {
+        "name": "t",
+        "duration_s": 10,
+        "cpes": [
+            {"id": "c", "accesses": {"nr": {"downlink_mbps": 100}, "wifi": {"downlink_mbps": 50}}}
+        ],
+    }
+    data.update(overrides)
+    return data
+
+
+def test_every_shipped_scenario_is_there_and_loads() -> None:
+    assert set(SHIPPED) >= {
+        "paper-static",
+        "paper-static-lowlatency",
+        "paper-dynamic",
+        "paper-interruption",
+        "lifi-blockage",
+        "many-cpes",
+    }
+    for name in SHIPPED:
+        scenario = load_scenario(name)
+        assert scenario.description, f"{name} needs a description"
+
+
+def test_many_cpes_expands_to_a_thousand_with_their_own_scales() -> None:
+    scenario = load_scenario("many-cpes")
+    assert len(scenario.cpes) == 1000
+    assert scenario.cpes[0].cpe.cpe_id == "cpe-0000"
+    assert len({c.capacity_scale["wifi"] for c in scenario.cpes}) > 900
+
+
+def write(tmp_path: Path, data: object) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def problem(tmp_path: Path, data: object) -> str:
+    path = write(tmp_path, data)
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(str(path))
+    message = str(caught.value)
+    assert message.startswith(str(path))
+    assert "\n" not in message
+    return message
+
+
+def test_unknown_key_names_the_key_and_the_allowed_ones(tmp_path: Path) -> None:
+    data = minimal()
+    data["cpes"][0]["accesses"]["nr"]["bandwidth"] = 5  # type: ignore[index]
+    message = problem(tmp_path, data)
+    assert "cpes[0].accesses.nr.bandwidth: unknown key" in message
+    assert "downlink_mbps" in message
+
+
+def test_negative_capacity_is_named(tmp_path: Path) -> None:
+    data = minimal()
+    data["cpes"][0]["accesses"]["wifi"]["downlink_mbps"] = -5  # type: ignore[index]
+    message = problem(tmp_path, data)
+    assert "cpes[0].accesses.wifi.downlink_mbps" in message
+    assert "≥ 0" in message
+    assert "-5" in message
+
+
+def test_time_going_backwards_is_named(tmp_path: Path) -> None:
+    data = minimal()
+    data["cpes"][0]["accesses"]["nr"]["downlink_mbps"] = [[0, 1], [5, 2], [3, 4]]  # type: ignore[index]
+    message = problem(tmp_path, data)
+    assert "cpes[0].accesses.nr.downlink_mbps" in message
+    assert "times must increase" in message
+
+
+def test_an_access_the_cpe_does_not_have_is_named(tmp_path: Path) -> None:
+    data = minimal()
+    data["cpes"][0]["steering"] = {"mode": "ACTIVE_STANDBY", "preferred": ["lifi"]}  # type: ignore[index]
+    message = problem(tmp_path, data)
+    assert "cpes[0]" in message
+    assert "'lifi'" in message
+    assert "does not have" in message
+
+
+def test_unknown_access_technology_is_named_and_can_be_added(tmp_path: Path) -> None:
+    data = minimal()
+    data["cpes"][0]["accesses"]["sat"] = {"downlink_mbps": 20}  # type: ignore[index]
+    message = problem(tmp_path, data)
+    assert "cpes[0].accesses.sat: unknown access 'sat'" in message
+    data["access_technologies"] = [{"name": "sat", "label": "Satellite"}]
+    scenario = parse_scenario(data)
+    assert scenario.access_names == ("nr", "wifi", "sat")
+
+
+def test_other_mistakes_are_named(tmp_path: Path) -> None:
+    assert "duration_s: required key is missing" in problem(tmp_path, {"name": "x", "cpes": []})
+    bad_mode = minimal()
+    bad_mode["cpes"][0]["steering"] = {"mode": "FASTEST"}  # type: ignore[index]
+    assert "cpes[0].steering.mode" in problem(tmp_path, bad_mode)
+    many = minimal()
+    many["cpes"][0]["count"] = 3  # type: ignore[index]
+    assert "{index}" in problem(tmp_path, many)
+
+
+def test_not_yaml_and_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(ScenarioError, match="not valid YAML"):
+        load_scenario(str(path))
+    with pytest.raises(ScenarioError, match="no such file"):
+        load_scenario(str(tmp_path / "missing.yaml"))
+
+
+def test_cli_reports_a_bad_scenario_in_one_line_with_exit_code_2(tmp_path: Path) -> None:
+    data = minimal()
+    data["cpes"][0]["accesses"]["nr"]["downlink_mbps"] = -1  # type: ignore[index]
+    path = write(tmp_path, data)
+    for args in (["scenario", "check", str(path)], ["bench", "loop", "--scenario", str(path)]):
+        run = subprocess.run(
+            [sys.executable, "-m", "xapp", *args], capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 2, run.stderr
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1, run.stderr
+        assert lines[0].startswith(f"error: {path}: cpes[0].accesses.nr.downlink_mbps")
+        assert "Traceback" not in run.stderr
+
+
+def test_steering_is_read() -> None:
+    data = minimal()
+    data["cpes"][0]["steering"] = {  # type: ignore[index]
+        "mode": "PRIORITY_BASED",
+        "preferred": ["wifi"],
+        "thresholds": {"rtt_ms": 40},
+    }
+    rule = parse_scenario(data).cpes[0].rule
+    assert rule.mode is SteeringMode.PRIORITY_BASED
+    assert rule.preferred == ("wifi",)
+    assert rule.thresholds.rtt_ms == 40
+
+
+def test_truth_follows_points_periodic_outages_and_is_reproducible() -> None:
+    data = minimal(duration_s=30)
+    nr = data["cpes"][0]["accesses"]["nr"]  # type: ignore[index]
+    nr["downlink_mbps"] = [[0, 100], [10, 200]]
+    nr["availability"] = {"periodic": {"up_s": 10, "down_s": 5}}
+    wifi = data["cpes"][0]["accesses"]["wifi"]  # type: ignore[index]
+    wifi["downlink_mbps"] = {"value": 50, "jitter": {"std_ratio": 0.2, "correlation_s": 1}}
+    wifi["availability"] = {"random": {"mean_up_s": 3, "mean_down_s": 1}}
+    scenario = parse_scenario(data)
+    truth = sample_truth(scenario, Direction.DOWNLINK, 0.1)
+    assert truth.capacity_mbps.shape == (300, 1, 2)
+    assert truth.capacity_mbps[50, 0, 0] == pytest.approx(150.0)
+    assert truth.capacity_mbps[200, 0, 0] == pytest.approx(200.0)
+    assert truth.available[:100, 0, 0].all()
+    assert not truth.available[100:150, 0, 0].any()
+    assert truth.available[150:250, 0, 0].all()
+    wifi_caps = truth.capacity_mbps[:, 0, 1]
+    assert 0.05 < wifi_caps.std() / wifi_caps.mean() < 0.4
+    assert 0.4 < truth.available[:, 0, 1].mean() < 0.95
+    again = sample_truth(parse_scenario(data), Direction.DOWNLINK, 0.1)
+    assert np.array_equal(truth.capacity_mbps, again.capacity_mbps)
+    assert np.array_equal(truth.available, again.available)
+
+
+def test_uplink_needs_uplink_figures() -> None:
+    scenario = parse_scenario(minimal())
+    with pytest.raises(ScenarioError, match="uplink_mbps"):
+        sample_truth(scenario, Direction.UPLINK, 0.1)
+    uplink = sample_truth(load_scenario("paper-static"), Direction.UPLINK, 0.5)
+    assert uplink.capacity_mbps[0, 0].tolist() == [90.0, 900.0, 10.0]

@@ -1,0 +1,5 @@
+"""``python -m xapp`` runs the ``atsss`` command line."""
+
+from xapp.cli import main
+
+main()
