@@ -36,7 +36,8 @@ scenario_app = typer.Typer(help="List and check scenario files.", no_args_is_hel
 app.add_typer(bench_app, name="bench")
 app.add_typer(scenario_app, name="scenario")
 
-out = Console()
+# Tables are wider than 80 columns; pipes and CI logs get 110 rather than rich's default 80.
+out = Console(width=max(110, Console().size.width))
 err = Console(stderr=True)
 
 

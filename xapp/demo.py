@@ -81,7 +81,7 @@ def run_demo(console: Console, plots: Path | None = None, duration_s: float | No
             report = evaluate(scenario, LoopSettings())
         paper = None
         if name == "paper-static":
-            paper = {"rr": "41.1", "proportional": "1360 (30-100-1)"}
+            paper = {"rr": "41.1", "proportional": "1360"}
         console.print(loop_table(report, paper))
         if plots is not None:
             path = plot_report(report, plots / f"{name}.png")

@@ -28,33 +28,36 @@ def loop_table(report: LoopReport, paper: dict[str, str] | None = None) -> Table
     )
     table.add_column("contender")
     table.add_column("efficiency", justify="right")
-    table.add_column("mean Mbit/s", justify="right")
+    table.add_column("Mbit/s", justify="right")
     table.add_column("pushes", justify="right")
-    table.add_column("re-converge s (mean/max)", justify="right")
-    table.add_column("final weights")
+    table.add_column("reconv. s", justify="right")
+    table.add_column("weights")
+    table.add_column("probe/data", justify="right")
     if paper is not None:
-        table.add_column("paper (measured)", justify="right")
+        table.add_column("paper", justify="right")
     for r in report.results:
-        weights = "-".join(str(w) for w in r.final_weights.values())
-        extra = ""
-        if r.probe_traffic_fraction is not None:
-            extra = f" (probes {r.probe_traffic_fraction:.0%} of data)"
         reconv = r.reconvergence
         reconv_text = (
-            "no steps"
+            "-"
             if reconv.steps == 0
             else f"{_seconds(reconv.mean_s)}/{_seconds(reconv.max_s)}"
-            + (f" ({reconv.not_reconverged} never)" if reconv.not_reconverged else "")
+            + (f" ({reconv.not_reconverged}×∞)" if reconv.not_reconverged else "")
         )
+        probe = r.probe_traffic_fraction
         row = [
             r.name,
             f"{r.efficiency:.3f}",
-            f"{r.mean_aggregate_mbps:.1f}" + extra,
+            f"{r.mean_aggregate_mbps:.1f}",
             str(r.weight_pushes),
             reconv_text,
-            weights,
+            "-".join(str(w) for w in r.final_weights.values()),
+            "-" if probe is None else f"{probe:.0%}",
         ]
         if paper is not None:
             row.append(paper.get(r.name, ""))
         table.add_row(*row)
+    table.caption = (
+        "reconv. s: mean/max time to 95 % of the oracle after a step change (×∞: never); "
+        "weights: final, in access order"
+    )
     return table
