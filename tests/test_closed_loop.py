@@ -117,3 +117,11 @@ def test_weights_stay_within_bounds_everywhere() -> None:
     report = evaluate(load_scenario("lifi-blockage"))
     for weights in report.trace.weights.values():
         assert np.all((weights >= 0) & (weights <= 100))
+
+
+def test_bench_policy_prints_decision_rates() -> None:
+    run = run_cli("bench", "policy", "--cpes", "20")
+    assert run.returncode == 0, run.stderr
+    assert "policy optimal" in run.stdout
+    assert "per second" in run.stdout
+    assert run_cli("bench", "policy", "--cpes", "0").returncode == 2

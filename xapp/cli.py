@@ -138,6 +138,28 @@ def bench_loop(
         err.print(f"plot written to {plot}")
 
 
+@bench_app.command("policy")
+def bench_policy(
+    cpes: Annotated[int, typer.Option(help="How many CPE decisions to time.")] = 1000,
+    noise: Annotated[float, typer.Option(help="Relative uncertainty of the estimates.")] = 0.05,
+) -> None:
+    """Weight decisions per second on one core, for CPEs with nr, wifi and lifi."""
+    from xapp.evaluation.policy_bench import run_policy_bench
+
+    if cpes < 1:
+        fail(f"--cpes must be ≥ 1, got {cpes}")
+    table = Table("what", "decisions", "seconds", "per second", "µs each")
+    for r in run_policy_bench(cpes, noise):
+        table.add_row(
+            r.name,
+            str(r.decisions),
+            f"{r.seconds:.3f}",
+            f"{r.per_second:,.0f}",
+            f"{r.microseconds_each:,.0f}",
+        )
+    out.print(table)
+
+
 @scenario_app.command("list")
 def scenario_list() -> None:
     """The scenarios shipped with the xApp."""
