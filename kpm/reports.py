@@ -1,0 +1,248 @@
+"""Read decoded E2SM-KPM indications into flat measurement records.
+
+The pairing rule everything rests on: in every measData item (one per granularity period),
+measRecord[j] is the value of measInfoList[j] (Format 1), of measCondUEidList[j] (Format 2).
+Format 3 carries one Format 1 report per UE. A period whose record count does not match is
+skipped and reported as a problem, never shifted onto the wrong measurement.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from kpm.codec import KpmPdu, codec_for
+from kpm.errors import CodecError
+from kpm.timestamps import decode_timestamp
+from kpm.ueid import ue_keys
+from kpm.versions import KpmVersion
+
+
+@dataclass(frozen=True)
+class IndicationHeader:
+    version: KpmVersion
+    collect_start_unix_s: float
+    sender_name: str | None = None
+    sender_type: str | None = None
+    vendor_name: str | None = None
+
+
+@dataclass(frozen=True)
+class MeasurementRecord:
+    name: str  # the measName, or "id:<n>" when the node sent only a measID
+    value: float | None  # None for noValue
+    period_index: int  # which measData item (granularity period) it came from
+    ue_keys: tuple[str, ...] = ()  # empty for a cell-level value
+    labels: Mapping[str, Any] = field(default_factory=dict)
+    incomplete: bool = False
+
+
+@dataclass(frozen=True)
+class ReportProblem:
+    cause: str
+    message: str
+
+
+@dataclass(frozen=True)
+class IndicationReport:
+    message_format: int
+    granularity_ms: int | None
+    records: tuple[MeasurementRecord, ...]
+    problems: tuple[ReportProblem, ...] = ()
+
+
+@dataclass(frozen=True)
+class HeaderDetection:
+    header: IndicationHeader
+    expected: KpmVersion | None
+
+    @property
+    def mismatch(self) -> bool:
+        return self.expected is not None and self.expected != self.header.version
+
+    def describe(self) -> str:
+        found = self.header.version
+        if self.expected is None:
+            return f"detected E2SM-KPM {found} from the indication header"
+        if self.mismatch:
+            return f"expected E2SM-KPM {self.expected} but the header is {found}; decoded as {found}"
+        return f"E2SM-KPM {found} as expected"
+
+
+PLAUSIBLE_CLOCK_SKEW_S = 86_400.0
+
+
+def decode_header(
+    data: bytes, expected: KpmVersion | None = None, now_unix_s: float | None = None
+) -> HeaderDetection:
+    """Decode an indication header, telling the versions apart by exact canonical re-encoding.
+
+    A v3.00 header read as v2.03 takes 4 of the 8 TimeStamp bytes and leaves the rest, so it
+    does not re-encode to the same bytes; the same holds the other way round. Only a version
+    whose schema accounts for every byte is accepted. In the rare case both do (long sender
+    names can line up), the one whose collection time is near ``now_unix_s`` wins, then the
+    expected one.
+    """
+    order = [expected] if expected is not None else []
+    order += [v for v in (KpmVersion.V3_00, KpmVersion.V2_03) if v not in order]
+    candidates = []
+    for version in order:
+        codec = codec_for(version)
+        if codec.round_trips(KpmPdu.HEADER, data):
+            value = codec.decode(KpmPdu.HEADER, data)
+            candidates.append(header_from_value(value, version))
+    if now_unix_s is not None and len(candidates) > 1:
+        near = [
+            c
+            for c in candidates
+            if abs(c.collect_start_unix_s - now_unix_s) <= PLAUSIBLE_CLOCK_SKEW_S
+        ]
+        candidates = near or candidates
+    if candidates:
+        return HeaderDetection(candidates[0], expected)
+    raise CodecError(
+        "header-version",
+        "indication header is neither E2SM-KPM v3.00 (8-byte TimeStamp) nor v2.03 (4-byte)",
+        data,
+    )
+
+
+def header_from_value(value: Mapping[str, Any], version: KpmVersion) -> IndicationHeader:
+    _, body = value["indicationHeader-formats"]
+    return IndicationHeader(
+        version=version,
+        collect_start_unix_s=decode_timestamp(body["colletStartTime"]),
+        sender_name=body.get("senderName"),
+        sender_type=body.get("senderType"),
+        vendor_name=body.get("vendorName"),
+    )
+
+
+def decode_message(
+    data: bytes, version: KpmVersion, subscribed_names: Sequence[str] = ()
+) -> IndicationReport:
+    value = codec_for(version).decode(KpmPdu.MESSAGE, data)
+    return report_from_value(value, subscribed_names)
+
+
+def report_from_value(
+    value: Mapping[str, Any], subscribed_names: Sequence[str] = ()
+) -> IndicationReport:
+    """``subscribed_names`` stand in for measInfoList when a Format 1 report leaves it out."""
+    format_name, body = value["indicationMessage-formats"]
+    problems: list[ReportProblem] = []
+    if format_name == "indicationMessage-Format1":
+        records = _format1_records(body, subscribed_names, (), problems)
+        return IndicationReport(1, body.get("granulPeriod"), tuple(records), tuple(problems))
+    if format_name == "indicationMessage-Format2":
+        records = _format2_records(body, problems)
+        return IndicationReport(2, body.get("granulPeriod"), tuple(records), tuple(problems))
+    if format_name == "indicationMessage-Format3":
+        records = []
+        granularity: int | None = None
+        for report in body["ueMeasReportList"]:
+            keys = ue_keys(report["ueID"])
+            if not keys:
+                problems.append(ReportProblem("ue-id", f"UE id {report['ueID'][0]} not understood"))
+            measurement = report["measReport"]
+            granularity = granularity or measurement.get("granulPeriod")
+            records += _format1_records(measurement, subscribed_names, keys, problems)
+        return IndicationReport(3, granularity, tuple(records), tuple(problems))
+    raise CodecError("format", f"indication message {format_name} is not supported")
+
+
+def _measurement_name(meas_type: tuple[str, Any]) -> str:
+    kind, name = meas_type
+    return str(name) if kind == "measName" else f"id:{name}"
+
+
+def _record_value(item: tuple[str, Any]) -> float | None:
+    kind, raw = item
+    if kind == "noValue":
+        return None
+    number = float(raw)
+    return number if math.isfinite(number) else math.nan
+
+
+def _labels(label_info_list: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The first label that says more than noLabel, in JSON-friendly form."""
+    for item in label_info_list:
+        label = {k: _jsonable(v) for k, v in item["measLabel"].items() if k != "noLabel"}
+        if label:
+            return label
+    return {}
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, tuple):
+        return {str(value[0]): _jsonable(value[1])}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def _format1_records(
+    body: Mapping[str, Any],
+    subscribed_names: Sequence[str],
+    keys: tuple[str, ...],
+    problems: list[ReportProblem],
+) -> list[MeasurementRecord]:
+    info = body.get("measInfoList")
+    if info is not None:
+        names = [_measurement_name(item["measType"]) for item in info]
+        labels = [_labels(item["labelInfoList"]) for item in info]
+    elif subscribed_names:
+        names, labels = list(subscribed_names), [{} for _ in subscribed_names]
+    else:
+        problems.append(ReportProblem("no-meas-info", "Format 1 without measInfoList"))
+        return []
+    return _pair(body["measData"], names, labels, [keys] * len(names), problems)
+
+
+def _format2_records(body: Mapping[str, Any], problems: list[ReportProblem]) -> list[MeasurementRecord]:
+    names, labels, keys = [], [], []
+    for item in body["measCondUEidList"]:
+        names.append(_measurement_name(item["measType"]))
+        label_items = [
+            {"measLabel": cond["matchingCondChoice"][1]}
+            for cond in item["matchingCond"]
+            if cond["matchingCondChoice"][0] == "measLabel"
+        ]
+        labels.append(_labels(label_items))
+        matching = item.get("matchingUEidList", [])
+        # A value matched by exactly one UE is that UE's; by several, it is their aggregate.
+        keys.append(ue_keys(matching[0]["ueID"]) if len(matching) == 1 else ())
+    return _pair(body["measData"], names, labels, keys, problems)
+
+
+def _pair(
+    meas_data: Sequence[Mapping[str, Any]],
+    names: Sequence[str],
+    labels: Sequence[Mapping[str, Any]],
+    keys: Sequence[tuple[str, ...]],
+    problems: list[ReportProblem],
+) -> list[MeasurementRecord]:
+    records: list[MeasurementRecord] = []
+    for period_index, item in enumerate(meas_data):
+        values = item["measRecord"]
+        if len(values) != len(names):
+            problems.append(
+                ReportProblem(
+                    "record-length",
+                    f"period {period_index}: measRecord has {len(values)} values for "
+                    f"{len(names)} measurements; period skipped",
+                )
+            )
+            continue
+        incomplete = "incompleteFlag" in item
+        for name, label, key, raw in zip(names, labels, keys, values, strict=True):
+            records.append(
+                MeasurementRecord(name, _record_value(raw), period_index, key, label, incomplete)
+            )
+    return records
