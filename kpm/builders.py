@@ -80,7 +80,9 @@ def action_ue_condition(
     return action(4, "actionDefinition-Format4", body)
 
 
-def action_ue_list(ueids: Sequence[Any], names: Sequence[str], granularity_ms: int) -> dict[str, Any]:
+def action_ue_list(
+    ueids: Sequence[Any], names: Sequence[str], granularity_ms: int
+) -> dict[str, Any]:
     if len(ueids) < 2:
         raise ValueError("action definition Format 5 lists at least two UEs; use Format 2")
     body = {
@@ -101,7 +103,9 @@ def action_conditions(
         }
         for name, label in conditions
     ]
-    return action(3, "actionDefinition-Format3", {"measCondList": items, "granulPeriod": granularity_ms})
+    return action(
+        3, "actionDefinition-Format3", {"measCondList": items, "granulPeriod": granularity_ms}
+    )
 
 
 def header(

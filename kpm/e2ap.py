@@ -226,21 +226,33 @@ def _pdu_value(message: E2apMessage) -> tuple[str, dict[str, Any]]:
                 )
                 for action_id, cause in message.not_admitted
             ]
-            ies.append(_ie(IE_ACTIONS_NOT_ADMITTED, "reject", "RICaction-NotAdmitted-List", refused))
-        return ("successfulOutcome", _procedure(PROC_RIC_SUBSCRIPTION, "reject", "RICsubscriptionResponse", ies))
+            ies.append(
+                _ie(IE_ACTIONS_NOT_ADMITTED, "reject", "RICaction-NotAdmitted-List", refused)
+            )
+        return (
+            "successfulOutcome",
+            _procedure(PROC_RIC_SUBSCRIPTION, "reject", "RICsubscriptionResponse", ies),
+        )
     if isinstance(message, SubscriptionFailure):
         ies = [
             _request_id_ie(message.request_id),
             _function_id_ie(message.ran_function_id),
             _ie(IE_CAUSE, "reject", "Cause", message.cause),
         ]
-        return ("unsuccessfulOutcome", _procedure(PROC_RIC_SUBSCRIPTION, "reject", "RICsubscriptionFailure", ies))
+        return (
+            "unsuccessfulOutcome",
+            _procedure(PROC_RIC_SUBSCRIPTION, "reject", "RICsubscriptionFailure", ies),
+        )
     if isinstance(message, SubscriptionDeleteRequest):
         ies = [_request_id_ie(message.request_id), _function_id_ie(message.ran_function_id)]
-        return _initiating(PROC_RIC_SUBSCRIPTION_DELETE, "reject", "RICsubscriptionDeleteRequest", ies)
+        return _initiating(
+            PROC_RIC_SUBSCRIPTION_DELETE, "reject", "RICsubscriptionDeleteRequest", ies
+        )
     if isinstance(message, SubscriptionDeleteResponse):
         ies = [_request_id_ie(message.request_id), _function_id_ie(message.ran_function_id)]
-        body = _procedure(PROC_RIC_SUBSCRIPTION_DELETE, "reject", "RICsubscriptionDeleteResponse", ies)
+        body = _procedure(
+            PROC_RIC_SUBSCRIPTION_DELETE, "reject", "RICsubscriptionDeleteResponse", ies
+        )
         return ("successfulOutcome", body)
     if isinstance(message, E2SetupRequest):
         return _e2_setup_request(message)
@@ -248,7 +260,11 @@ def _pdu_value(message: E2apMessage) -> tuple[str, dict[str, Any]]:
 
 
 def _procedure(code: int, criticality: str, name: str, ies: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"procedureCode": code, "criticality": criticality, "value": (name, {"protocolIEs": ies})}
+    return {
+        "procedureCode": code,
+        "criticality": criticality,
+        "value": (name, {"protocolIEs": ies}),
+    }
 
 
 def _initiating(
@@ -296,7 +312,12 @@ def _e2_setup_request(message: E2SetupRequest) -> tuple[str, dict[str, Any]]:
         _ie(IE_TRANSACTION_ID, "reject", "TransactionID", message.transaction_id),
         _ie(IE_GLOBAL_E2NODE_ID, "reject", "GlobalE2node-ID", node),
         _ie(IE_RAN_FUNCTIONS_ADDED, "reject", "RANfunctions-List", functions),
-        _ie(IE_COMPONENT_CONFIG_ADDITION, "reject", "E2nodeComponentConfigAddition-List", [component]),
+        _ie(
+            IE_COMPONENT_CONFIG_ADDITION,
+            "reject",
+            "E2nodeComponentConfigAddition-List",
+            [component],
+        ),
     ]
     return _initiating(PROC_E2_SETUP, "reject", "E2setupRequest", ies)
 
@@ -330,7 +351,12 @@ def _e2_setup_response(message: E2SetupResponse) -> tuple[str, dict[str, Any]]:
             {"pLMN-Identity": b"\x00\xf1\x10", "ric-ID": (1, 20)},
         ),
         _ie(IE_RAN_FUNCTIONS_ACCEPTED, "reject", "RANfunctionsID-List", accepted),
-        _ie(IE_COMPONENT_CONFIG_ADDITION_ACK, "reject", "E2nodeComponentConfigAdditionAck-List", [ack]),
+        _ie(
+            IE_COMPONENT_CONFIG_ADDITION_ACK,
+            "reject",
+            "E2nodeComponentConfigAdditionAck-List",
+            [ack],
+        ),
     ]
     return ("successfulOutcome", _procedure(PROC_E2_SETUP, "reject", "E2setupResponse", ies))
 
@@ -344,7 +370,9 @@ def encode(message: E2apMessage) -> bytes:
             pdu.set_val(_pdu_value(message))
             encoded: bytes = pdu.to_aper()
         except Exception as error:  # pycrate reports bad values with its own exception types
-            raise CodecError("e2ap-encode", f"cannot encode {type(message).__name__}: {error}") from error
+            raise CodecError(
+                "e2ap-encode", f"cannot encode {type(message).__name__}: {error}"
+            ) from error
     return encoded
 
 

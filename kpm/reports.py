@@ -67,7 +67,9 @@ class HeaderDetection:
         if self.expected is None:
             return f"detected E2SM-KPM {found} from the indication header"
         if self.mismatch:
-            return f"expected E2SM-KPM {self.expected} but the header is {found}; decoded as {found}"
+            return (
+                f"expected E2SM-KPM {self.expected} but the header is {found}; decoded as {found}"
+            )
         return f"E2SM-KPM {found} as expected"
 
 
@@ -205,7 +207,9 @@ def _format1_records(
     return _pair(body["measData"], names, labels, [keys] * len(names), problems)
 
 
-def _format2_records(body: Mapping[str, Any], problems: list[ReportProblem]) -> list[MeasurementRecord]:
+def _format2_records(
+    body: Mapping[str, Any], problems: list[ReportProblem]
+) -> list[MeasurementRecord]:
     names, labels, keys = [], [], []
     for item in body["measCondUEidList"]:
         names.append(_measurement_name(item["measType"]))

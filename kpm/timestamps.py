@@ -17,7 +17,7 @@ def encode_timestamp(unix_s: float, version: KpmVersion) -> bytes:
     seconds = int(ntp_s)
     if TIMESTAMP_BYTES[version] == 4:
         return struct.pack(">I", seconds)
-    fraction = min(int(round((ntp_s - seconds) * _FRACTION)), _FRACTION - 1)
+    fraction = min(round((ntp_s - seconds) * _FRACTION), _FRACTION - 1)
     return struct.pack(">II", seconds, fraction)
 
 

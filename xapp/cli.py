@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from kpm.cli import kpm_app
 from xapp.domain import Direction
 from xapp.evaluation.closed_loop import CONTENDERS, ESTIMATORS, LoopSettings, evaluate
 from xapp.policy.baselines import proportional_weights, round_robin_weights
@@ -35,6 +36,7 @@ bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=T
 scenario_app = typer.Typer(help="List and check scenario files.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 app.add_typer(scenario_app, name="scenario")
+app.add_typer(kpm_app, name="kpm")
 
 # Tables are wider than 80 columns; pipes and CI logs get 110 rather than rich's default 80.
 out = Console(width=max(110, Console().size.width))

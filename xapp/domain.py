@@ -218,3 +218,14 @@ class Override:
     def __post_init__(self) -> None:
         if (self.weights is None) == (self.rule is None):
             raise ValueError("an override sets exactly one of weights or rule")
+
+
+@dataclass(frozen=True)
+class SubscriptionRecord:
+    """One E2 subscription this xApp holds, kept in SDL so a restarted xApp can clean it up."""
+
+    node: str
+    xapp_event_instance_id: int
+    subscription_id: str | None = None  # assigned by the RIC's submgr (or the standalone E2T)
+    status: str = "pending"  # pending | active | failed | deleted
+    cause: str = ""

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from xapp.domain import CapacityEstimate, Direction, KpiSample, Override, WeightSet
+from xapp.domain import (
+    CapacityEstimate,
+    Direction,
+    KpiSample,
+    Override,
+    SubscriptionRecord,
+    WeightSet,
+)
 
 
 class KpiSource(Protocol):
@@ -53,3 +60,13 @@ class StateStore(Protocol):
     def save_override(self, override: Override) -> None: ...
 
     def delete_override(self, cpe_id: str, direction: Direction) -> None: ...
+
+
+class SubscriptionStore(Protocol):
+    """Where the E2 subscriptions live between restarts (SDL in a RIC, memory in tests)."""
+
+    def save_subscription(self, record: SubscriptionRecord) -> None: ...
+
+    def load_subscriptions(self) -> Sequence[SubscriptionRecord]: ...
+
+    def delete_subscription(self, node: str) -> None: ...

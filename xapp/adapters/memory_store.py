@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from xapp.domain import Direction, Override, WeightSet
+from collections.abc import Sequence
+
+from xapp.domain import Direction, Override, SubscriptionRecord, WeightSet
 
 
 class MemoryStateStore:
     def __init__(self) -> None:
         self._weights: dict[tuple[str, Direction], WeightSet] = {}
         self._overrides: dict[tuple[str, Direction], Override] = {}
+        self._subscriptions: dict[str, SubscriptionRecord] = {}
 
     def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         return self._weights.get((cpe_id, direction))
@@ -24,3 +27,12 @@ class MemoryStateStore:
 
     def delete_override(self, cpe_id: str, direction: Direction) -> None:
         self._overrides.pop((cpe_id, direction), None)
+
+    def save_subscription(self, record: SubscriptionRecord) -> None:
+        self._subscriptions[record.node] = record
+
+    def load_subscriptions(self) -> Sequence[SubscriptionRecord]:
+        return list(self._subscriptions.values())
+
+    def delete_subscription(self, node: str) -> None:
+        self._subscriptions.pop(node, None)

@@ -1,0 +1,208 @@
+"""`atsss kpm …`: decode and encode E2SM-KPM and E2AP bytes, list the KPI catalogue."""
+
+from __future__ import annotations
+
+import json
+import string
+import time
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, NoReturn
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from kpm import e2ap, jsonview
+from kpm.catalogue import load_catalogue
+from kpm.codec import KpmPdu, codec_for
+from kpm.errors import CodecError
+from kpm.reports import decode_header
+from kpm.versions import DEFAULT_VERSION, KpmVersion, parse_version, version_from_oid
+
+kpm_app = typer.Typer(
+    help="Decode and encode E2SM-KPM (v2.03, v3.00) and E2AP bytes; list the KPI catalogue.",
+    no_args_is_help=True,
+)
+
+
+class Layer(StrEnum):
+    E2AP = "e2ap"
+    HEADER = "header"
+    MESSAGE = "message"
+    ACTION = "action"
+    TRIGGER = "trigger"
+    RANFUNCTION = "ranfunction"
+
+
+SAME_IN_BOTH = "these bytes are the same in v2.03 and v3.00 (only the header's TimeStamp differs)"
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _read_input(source: str) -> str | bytes:
+    if source.startswith("@"):
+        path = Path(source[1:])
+        try:
+            return path.read_bytes()
+        except OSError as error:
+            _fail(f"cannot read {path}: {error.strerror}")
+    return source
+
+
+def _bytes_from(source: str) -> bytes:
+    raw = _read_input(source)
+    text = raw.decode("ascii", errors="replace") if isinstance(raw, bytes) else raw
+    cleaned = "".join(text.split()).removeprefix("0x")
+    if cleaned and all(c in string.hexdigits for c in cleaned):
+        if len(cleaned) % 2:
+            _fail(f"odd number of hex digits ({len(cleaned)})")
+        return bytes.fromhex(cleaned)
+    if isinstance(raw, bytes):
+        return raw  # a binary file
+    _fail("input is neither hex digits nor @FILE")
+
+
+def _version_option(text: str) -> KpmVersion | None:
+    if text == "auto":
+        return None
+    try:
+        return parse_version(text)
+    except ValueError as error:
+        _fail(str(error))
+
+
+def _kpm_json(version: KpmVersion, pdu: KpmPdu, value: Any) -> Any:
+    return json.loads(codec_for(version).to_json(pdu, value))
+
+
+def _decode_kpm(layer: Layer, data: bytes, version: KpmVersion | None) -> dict[str, Any]:
+    pdu = KpmPdu(layer.value)
+    if pdu == KpmPdu.HEADER:
+        detection = decode_header(data, version, time.time())
+        found = detection.header.version
+        value = codec_for(found).decode(pdu, data)
+        return {
+            "as": layer.value,
+            "version": found.value,
+            "note": detection.describe(),
+            "collect_start_unix_s": detection.header.collect_start_unix_s,
+            "value": _kpm_json(found, pdu, value),
+        }
+    chosen = version or DEFAULT_VERSION
+    value = codec_for(chosen).decode(pdu, data)
+    note = f"decoded as {chosen}" + ("" if version else f"; {SAME_IN_BOTH}")
+    return {
+        "as": layer.value,
+        "version": chosen.value,
+        "note": note,
+        "value": _kpm_json(chosen, pdu, value),
+    }
+
+
+def _decode_e2ap(data: bytes, version: KpmVersion | None) -> dict[str, Any]:
+    message = e2ap.decode(data)
+    out: dict[str, Any] = {"as": "e2ap", **jsonview.message_to_json(message)}
+    inner: dict[str, Any] = {}
+    if isinstance(message, e2ap.Indication):
+        header = _decode_kpm(Layer.HEADER, message.header, version)
+        inner["header"] = header
+        inner["message"] = _decode_kpm(
+            Layer.MESSAGE, message.message, parse_version(header["version"])
+        )
+    elif isinstance(message, e2ap.SubscriptionRequest):
+        inner["trigger"] = _decode_kpm(Layer.TRIGGER, message.event_trigger, version)
+        inner["actions"] = [
+            _decode_kpm(Layer.ACTION, a.definition, version) for a in message.actions
+        ]
+    elif isinstance(message, e2ap.E2SetupRequest):
+        inner["node_name"] = message.node_name
+        functions = []
+        for function in message.ran_functions:
+            from_oid = version_from_oid(function.oid)
+            entry: dict[str, Any] = {"ran_function_id": function.function_id, "oid": function.oid}
+            entry["kpm_version"] = from_oid.value if from_oid else None
+            try:
+                entry["description"] = _decode_kpm(
+                    Layer.RANFUNCTION, function.definition, from_oid or version
+                )
+            except CodecError as error:
+                entry["description_error"] = str(error)
+            functions.append(entry)
+        inner["ran_functions"] = functions
+    if inner:
+        out["decoded"] = inner
+    return out
+
+
+@kpm_app.command("decode")
+def decode(
+    data: Annotated[str, typer.Argument(help="Hex digits, or @FILE (hex text or raw bytes).")],
+    layer: Annotated[Layer, typer.Option("--as", help="What the bytes are.")] = Layer.E2AP,
+    version: Annotated[
+        str, typer.Option(help="auto, v2.03 or v3.00; auto tells the version from the header.")
+    ] = "auto",
+) -> None:
+    """Decode bytes to JSON; with --version auto, say which E2SM-KPM version was found."""
+    chosen = _version_option(version)
+    payload = _bytes_from(data)
+    try:
+        result = (
+            _decode_e2ap(payload, chosen)
+            if layer == Layer.E2AP
+            else _decode_kpm(layer, payload, chosen)
+        )
+    except CodecError as error:
+        _fail(str(error))
+    typer.echo(json.dumps(result, indent=2))
+
+
+@kpm_app.command("encode")
+def encode(
+    data: Annotated[
+        str, typer.Argument(help="JSON as `kpm decode` prints it (or its value), or @FILE.")
+    ],
+    layer: Annotated[Layer, typer.Option("--as", help="What to encode.")] = Layer.E2AP,
+    version: Annotated[str, typer.Option(help="v2.03 or v3.00 (E2SM-KPM layers).")] = "v3.00",
+) -> None:
+    """Encode JSON to hex bytes: the reverse of `atsss kpm decode`."""
+    raw = _read_input(data)
+    try:
+        parsed = json.loads(raw)
+    except json.JSONDecodeError as error:
+        _fail(f"input is not JSON: {error}")
+    chosen = _version_option(version) or DEFAULT_VERSION
+    if isinstance(parsed, dict) and "as" in parsed:
+        layer = Layer(parsed["as"])
+        if "version" in parsed and layer != Layer.E2AP:
+            chosen = parse_version(parsed["version"])
+    try:
+        if layer == Layer.E2AP:
+            encoded = e2ap.encode(jsonview.message_from_json(parsed))
+        else:
+            value = parsed["value"] if isinstance(parsed, dict) and "value" in parsed else parsed
+            codec = codec_for(chosen)
+            pdu = KpmPdu(layer.value)
+            encoded = codec.encode(pdu, codec.from_json(pdu, json.dumps(value)))
+    except (CodecError, ValueError) as error:
+        _fail(str(error))
+    typer.echo(encoded.hex())
+
+
+@kpm_app.command("catalogue")
+def catalogue(
+    access: Annotated[str | None, typer.Option(help="Only this access: nr, wifi or lifi.")] = None,
+) -> None:
+    """List the measurements the xApp understands, with units and valid ranges."""
+    table = Table(title="KPI catalogue")
+    for column in ("measName", "access", "unit", "scope", "direction", "role", "range"):
+        table.add_column(column)
+    for m in load_catalogue().measurements:
+        if access is None or m.access == access:
+            table.add_row(
+                m.name, m.access, m.unit, m.scope, m.direction, m.role, f"{m.min:g}..{m.max:g}"
+            )
+    Console(width=120).print(table)

@@ -1,0 +1,139 @@
+"""State store in the RIC's Shared Data Layer (ricsdl over Redis).
+
+ricsdl finds its Redis through DBAAS_SERVICE_HOST / DBAAS_SERVICE_PORT, as every xApp in an
+O-RAN SC RIC does. Values are JSON, one key per CPE and direction, under our own namespace.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from xapp.domain import (
+    Direction,
+    Override,
+    SteeringMode,
+    SteeringRule,
+    SteeringThresholds,
+    SubscriptionRecord,
+    WeightSet,
+)
+
+NAMESPACE = "atsss"
+
+
+class SdlStateStore:
+    def __init__(self, storage: Any | None = None, namespace: str = NAMESPACE) -> None:
+        if storage is None:
+            from ricsdl.syncstorage import SyncStorage  # reads DBAAS_SERVICE_* when created
+
+            storage = SyncStorage()
+        self._sdl = storage
+        self._ns = namespace
+
+    def close(self) -> None:
+        self._sdl.close()
+
+    # weights
+    def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        raw = self._get(f"weights/{cpe_id}/{direction.value}")
+        return None if raw is None else weight_set_from_json(raw)
+
+    def save_weights(self, weight_set: WeightSet) -> None:
+        key = f"weights/{weight_set.cpe_id}/{weight_set.direction.value}"
+        self._set(key, weight_set_to_json(weight_set))
+
+    # overrides
+    def load_override(self, cpe_id: str, direction: Direction) -> Override | None:
+        raw = self._get(f"override/{cpe_id}/{direction.value}")
+        return None if raw is None else override_from_json(raw)
+
+    def save_override(self, override: Override) -> None:
+        self._set(
+            f"override/{override.cpe_id}/{override.direction.value}", override_to_json(override)
+        )
+
+    def delete_override(self, cpe_id: str, direction: Direction) -> None:
+        self._sdl.remove(self._ns, {f"override/{cpe_id}/{direction.value}"})
+
+    # E2 subscriptions
+    def save_subscription(self, record: SubscriptionRecord) -> None:
+        self._set(f"subscription/{record.node}", asdict(record))
+
+    def load_subscriptions(self) -> Sequence[SubscriptionRecord]:
+        found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "subscription/")
+        return [SubscriptionRecord(**json.loads(value)) for _, value in sorted(found.items())]
+
+    def delete_subscription(self, node: str) -> None:
+        self._sdl.remove(self._ns, {f"subscription/{node}"})
+
+    def _get(self, key: str) -> dict[str, Any] | None:
+        found: Mapping[str, bytes] = self._sdl.get(self._ns, {key})
+        raw = found.get(key)
+        return None if raw is None else dict(json.loads(raw))
+
+    def _set(self, key: str, value: Mapping[str, Any]) -> None:
+        self._sdl.set(self._ns, {key: json.dumps(value, sort_keys=True).encode()})
+
+
+def weight_set_to_json(weight_set: WeightSet) -> dict[str, Any]:
+    return {
+        "cpe_id": weight_set.cpe_id,
+        "direction": weight_set.direction.value,
+        "weights": dict(weight_set.weights),
+        "mode": weight_set.mode.value,
+        "sequence": weight_set.sequence,
+        "reason": weight_set.reason,
+    }
+
+
+def weight_set_from_json(raw: Mapping[str, Any]) -> WeightSet:
+    return WeightSet(
+        cpe_id=raw["cpe_id"],
+        direction=Direction(raw["direction"]),
+        weights={str(k): int(v) for k, v in raw["weights"].items()},
+        mode=SteeringMode(raw["mode"]),
+        sequence=int(raw["sequence"]),
+        reason=raw.get("reason", ""),
+    )
+
+
+def override_to_json(override: Override) -> dict[str, Any]:
+    rule = None
+    if override.rule is not None:
+        rule = {
+            "mode": override.rule.mode.value,
+            "preferred": list(override.rule.preferred),
+            "rtt_ms": override.rule.thresholds.rtt_ms,
+            "loss_rate_permille": override.rule.thresholds.loss_rate_permille,
+        }
+    return {
+        "cpe_id": override.cpe_id,
+        "direction": override.direction.value,
+        "weights": None if override.weights is None else dict(override.weights),
+        "rule": rule,
+        "revision": override.revision,
+        "requested_by": override.requested_by,
+    }
+
+
+def override_from_json(raw: Mapping[str, Any]) -> Override:
+    rule = None
+    if raw.get("rule") is not None:
+        r = raw["rule"]
+        rule = SteeringRule(
+            mode=SteeringMode(r["mode"]),
+            preferred=tuple(r["preferred"]),
+            thresholds=SteeringThresholds(r.get("rtt_ms"), r.get("loss_rate_permille")),
+        )
+    weights = raw.get("weights")
+    return Override(
+        cpe_id=raw["cpe_id"],
+        direction=Direction(raw["direction"]),
+        weights=None if weights is None else {str(k): int(v) for k, v in weights.items()},
+        rule=rule,
+        revision=int(raw.get("revision", 0)),
+        requested_by=raw.get("requested_by", "operator"),
+    )

@@ -1,0 +1,260 @@
+"""Turn RIC indications into KPI samples, and bad ones into a metric and one log line per cause.
+
+The processor knows, per E2 node, what was subscribed (version, measurement names) and which
+CPE each UE is. Nothing that arrives can stop it: bytes that do not decode, the other KPM
+version's bytes, unknown measurements and impossible values are counted, logged once per cause
+with the node and a hex excerpt, and skipped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter
+
+from kpm import e2ap
+from kpm.catalogue import Catalogue, Measurement, MeasurementDirection, Scope, load_catalogue
+from kpm.errors import CodecError, hex_excerpt
+from kpm.reports import MeasurementRecord, decode_header, decode_message
+from kpm.versions import KpmVersion
+from xapp.domain import Cpe, Direction, KpiSample
+from xapp.e2.config import E2NodeConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class NodeContext:
+    """What the processor needs to read one node's indications."""
+
+    config: E2NodeConfig
+    version: KpmVersion | None  # from the RAN function OID, or configured; None: detect
+
+
+class IndicationProcessor:
+    def __init__(
+        self,
+        cpes: Sequence[Cpe],
+        catalogue: Catalogue | None = None,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._catalogue = catalogue or load_catalogue()
+        self._clock = clock
+        self._nodes: dict[str, NodeContext] = {}
+        self._cpe_by_key: dict[tuple[str, str], str] = {}
+        self._cpes_by_node: dict[str, list[str]] = defaultdict(list)
+        for cpe in cpes:
+            for access in cpe.accesses.values():
+                if access.e2_node_id is None:
+                    continue
+                self._cpes_by_node[access.e2_node_id].append(cpe.cpe_id)
+                for key in _identity_keys(access.ue_id, access.station_mac):
+                    self._cpe_by_key[(access.e2_node_id, key)] = cpe.cpe_id
+        self.registry = registry or CollectorRegistry()
+        self.rejected = Counter(
+            "atsss_e2_rejected",
+            "E2 payloads or values skipped, by cause",
+            ["cause"],
+            registry=self.registry,
+        )
+        self.accepted = Counter(
+            "atsss_e2_indications", "RIC indications decoded", ["version"], registry=self.registry
+        )
+        self._logged_causes: set[str] = set()
+
+    def set_node(self, config: E2NodeConfig, version: KpmVersion | None) -> None:
+        self._nodes[config.node] = NodeContext(config, version or config.kpm_version)
+
+    def node_version(self, node: str) -> KpmVersion | None:
+        context = self._nodes.get(node)
+        return context.version if context else None
+
+    def handle_payload(self, node: str, payload: bytes) -> list[KpiSample]:
+        """An E2AP RIC indication PDU as it arrives over RMR or the standalone stream."""
+        try:
+            message = e2ap.decode(payload)
+        except CodecError as error:
+            self.reject(node, error.cause, str(error))
+            return []
+        if not isinstance(message, e2ap.Indication):
+            self.reject(
+                node, "unexpected-message", f"{type(message).__name__} is not an indication"
+            )
+            return []
+        return self.handle_indication(node, message)
+
+    def handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
+        context = self._nodes.get(node)
+        if context is None:
+            self.reject(node, "unknown-node", "indication from an E2 node we did not subscribe to")
+            return []
+        try:
+            detection = decode_header(indication.header, context.version, self._clock())
+        except CodecError as error:
+            self.reject(node, error.cause, str(error))
+            return []
+        if detection.mismatch:
+            self.reject(node, "version-mismatch", detection.describe(), count_only=False)
+        version = detection.header.version
+        try:
+            report = decode_message(indication.message, version, context.config.measurements)
+        except CodecError as error:
+            self.reject(node, error.cause, str(error))
+            return []
+        for problem in report.problems:
+            self.reject(node, problem.cause, problem.message, data=indication.message)
+        self.accepted.labels(version=version.value).inc()
+        period_s = (report.granularity_ms or context.config.granularity) / 1000.0
+        return self._samples(
+            context, detection.header.collect_start_unix_s, period_s, report.records, indication
+        )
+
+    def reject(
+        self,
+        node: str,
+        cause: str,
+        message: str,
+        data: bytes | None = None,
+        count_only: bool = False,
+    ) -> None:
+        self.rejected.labels(cause=cause).inc()
+        if count_only or cause in self._logged_causes:
+            return
+        self._logged_causes.add(cause)
+        excerpt = (
+            f"; bytes: {hex_excerpt(data)}" if data is not None and "bytes:" not in message else ""
+        )
+        log.warning(
+            "E2 node %s: %s%s (further %r problems are counted only)", node, message, excerpt, cause
+        )
+
+    def rejected_count(self, cause: str) -> float:
+        value = self.registry.get_sample_value("atsss_e2_rejected_total", {"cause": cause})
+        return value or 0.0
+
+    def _samples(
+        self,
+        context: NodeContext,
+        start_s: float,
+        period_s: float,
+        records: Iterable[MeasurementRecord],
+        indication: e2ap.Indication,
+    ) -> list[KpiSample]:
+        node = context.config.node
+        per_ue: dict[tuple[str, int], list[tuple[Measurement, MeasurementRecord]]] = defaultdict(
+            list
+        )
+        per_cell: dict[int, list[tuple[Measurement, MeasurementRecord]]] = defaultdict(list)
+        for record in records:
+            entry = self._catalogue.get(record.name)
+            if entry is None:
+                self.reject(
+                    node,
+                    "unknown-measurement",
+                    f"unknown measName {record.name!r}",
+                    data=indication.message,
+                )
+                continue
+            if record.value is None:
+                continue  # noValue: the node had nothing to report for this period
+            problem = entry.check(record.value)
+            if problem is not None:
+                self.reject(node, "out-of-range", problem, data=indication.message)
+                continue
+            if record.ue_keys:
+                cpe_id = self._cpe_for(node, record.ue_keys)
+                if cpe_id is None:
+                    self.reject(node, "unknown-ue", f"no CPE configured for UE {record.ue_keys[0]}")
+                    continue
+                per_ue[(cpe_id, record.period_index)].append((entry, record))
+            elif entry.scope == Scope.CELL or context.config.report == "cell":
+                per_cell[record.period_index].append((entry, record))
+        periods = {p for _, p in per_ue} | set(per_cell)
+        samples: list[KpiSample] = []
+        for period in sorted(periods):
+            cell = per_cell.get(period, [])
+            cpe_ids = {c for c, p in per_ue if p == period} | (
+                set(self._cpes_by_node.get(node, [])) if cell else set()
+            )
+            for cpe_id in sorted(cpe_ids):
+                items = per_ue.get((cpe_id, period), []) + cell
+                for direction in (Direction.DOWNLINK, Direction.UPLINK):
+                    sample = self._sample(
+                        cpe_id,
+                        context.config.access,
+                        direction,
+                        start_s + (period + 1) * period_s,
+                        period_s,
+                        items,
+                    )
+                    if sample is not None:
+                        samples.append(sample)
+        return samples
+
+    def _cpe_for(self, node: str, keys: Sequence[str]) -> str | None:
+        for key in keys:
+            cpe_id = self._cpe_by_key.get((node, key))
+            if cpe_id is not None:
+                return cpe_id
+        return None
+
+    @staticmethod
+    def _sample(
+        cpe_id: str,
+        access: str,
+        direction: Direction,
+        time_s: float,
+        period_s: float,
+        items: Sequence[tuple[Measurement, MeasurementRecord]],
+    ) -> KpiSample | None:
+        wanted = (
+            MeasurementDirection.DOWNLINK
+            if direction == Direction.DOWNLINK
+            else MeasurementDirection.UPLINK
+        )
+        measurements: dict[str, float] = {}
+        throughput: float | None = None
+        available: bool | None = None
+        for entry, record in items:
+            if entry.direction not in (wanted, MeasurementDirection.BOTH):
+                continue
+            value = entry.canonical_value(record.value or 0.0)
+            measurements[_measurement_key(record)] = value
+            if entry.role == "throughput":
+                throughput = value
+            elif entry.role == "link_state":
+                available = value >= 0.5
+        if not measurements:
+            return None
+        return KpiSample(
+            cpe_id=cpe_id,
+            access=access,
+            direction=direction,
+            time_s=time_s,
+            period_s=period_s,
+            throughput_mbps=throughput,
+            available=available,
+            measurements=measurements,
+        )
+
+
+def _measurement_key(record: MeasurementRecord) -> str:
+    """``name`` alone, or ``name|label=value,…`` for labelled values such as distribution bins."""
+    if not record.labels:
+        return record.name
+    parts = ",".join(f"{k}={v}" for k, v in sorted(record.labels.items()))
+    return f"{record.name}|{parts}"
+
+
+def _identity_keys(ue_id: str | None, station_mac: str | None) -> list[str]:
+    keys = []
+    if ue_id:
+        keys.append(ue_id)
+    if station_mac:
+        keys.append("mac:" + station_mac.lower())
+    return keys

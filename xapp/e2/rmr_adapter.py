@@ -1,0 +1,70 @@
+"""The RMR side of the xApp in an O-RAN SC RIC; the only module that touches ricxappframe's RMR.
+
+``ricxappframe.xapp_frame`` loads librmr_si.so when imported, which exists only in the
+container image, so the import happens in ``run``. Everything this adapter does besides
+moving bytes lives in E2MessageHandler, which is tested without RMR.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from xapp.e2.messages import (
+    RIC_INDICATION,
+    RIC_SUB_DEL_RESP,
+    RIC_SUB_FAILURE,
+    RIC_SUB_RESP,
+    E2MessageHandler,
+)
+
+log = logging.getLogger(__name__)
+
+# Keys of ricxappframe.rmr.rmr.message_summary (RMR_MS_PAYLOAD etc.), as strings so that this
+# module reads summaries without importing the RMR library.
+SUMMARY_PAYLOAD = "payload"
+SUMMARY_MESSAGE_TYPE = "message type"
+SUMMARY_MEID = "meid"
+SUMMARY_SUBSCRIPTION_ID = "subscription id"
+
+HANDLED_TYPES = (RIC_INDICATION, RIC_SUB_RESP, RIC_SUB_FAILURE, RIC_SUB_DEL_RESP)
+
+
+def read_summary(summary: Mapping[str, Any]) -> tuple[int, str, bytes | None]:
+    """(message type, E2 node name, payload) from an RMR message summary."""
+    meid = summary.get(SUMMARY_MEID) or b""
+    node = meid.decode(errors="replace") if isinstance(meid, bytes) else str(meid)
+    payload = summary.get(SUMMARY_PAYLOAD)
+    return int(summary[SUMMARY_MESSAGE_TYPE]), node, payload
+
+
+class RmrE2Adapter:
+    def __init__(self, handler: E2MessageHandler, rmr_port: int = 4560) -> None:
+        self._handler = handler
+        self._rmr_port = rmr_port
+        self._xapp: Any = None
+
+    def on_rmr_message(self, xapp: Any, summary: Mapping[str, Any], sbuf: Any) -> None:
+        """RMRXapp callback: hand the message over, answer when asked, always free the buffer."""
+        try:
+            message_type, node, payload = read_summary(summary)
+            reply = self._handler.on_message(message_type, node, payload)
+            if reply is not None:
+                xapp.rmr_rts(sbuf, new_payload=reply.payload, new_mtype=reply.message_type)
+        finally:
+            xapp.rmr_free(sbuf)
+
+    def run(self) -> None:
+        from ricxappframe.xapp_frame import RMRXapp  # loads librmr_si.so
+
+        # The framework answers RIC_HEALTH_CHECK_REQ itself; everything else comes here.
+        self._xapp = RMRXapp(self.on_rmr_message, rmr_port=self._rmr_port, use_fake_sdl=False)
+        for message_type in HANDLED_TYPES:
+            self._xapp.register_callback(self.on_rmr_message, message_type)
+        log.info("RMR adapter listening on port %d", self._rmr_port)
+        self._xapp.run(thread=True)
+
+    def stop(self) -> None:
+        if self._xapp is not None:
+            self._xapp.stop()

@@ -1,0 +1,280 @@
+"""The standalone E2 transport: E2AP PDUs over a local TCP stream, for running without a RIC.
+
+Each frame is a 4-byte big-endian length followed by one APER-encoded E2AP PDU, the same bytes
+a RIC's E2 termination would carry over SCTP. The xApp side plays E2 termination and submgr in
+one: E2 nodes connect and send E2 setup; we learn their RAN functions (and so their E2SM-KPM
+version from the OID), subscribe with the same event trigger and action definition bytes a RIC
+subscription would carry, and read the indications. A node that reconnects is subscribed again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import socketserver
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from kpm import e2ap
+from kpm.errors import CodecError
+from kpm.versions import version_from_oid
+from xapp.domain import KpiSample, SubscriptionRecord
+from xapp.e2.config import E2Settings
+from xapp.e2.indications import IndicationProcessor
+from xapp.e2.subscriptions import plan_subscription
+from xapp.ports import SubscriptionStore
+
+log = logging.getLogger(__name__)
+
+LENGTH = struct.Struct(">I")
+MAX_FRAME_BYTES = 4 * 1024 * 1024
+REQUESTOR_ID = 1001
+
+
+class FramingError(ConnectionError):
+    """The peer sent a frame that cannot be right (too long); the connection is dropped."""
+
+
+def send_frame(sock: socket.socket, payload: bytes) -> None:
+    sock.sendall(LENGTH.pack(len(payload)) + payload)
+
+
+def recv_frame(sock: socket.socket) -> bytes | None:
+    """One frame's payload, or None when the peer closed the stream cleanly between frames."""
+    header = _recv_exactly(sock, LENGTH.size, allow_eof=True)
+    if header is None:
+        return None
+    (length,) = LENGTH.unpack(header)
+    if length > MAX_FRAME_BYTES:
+        raise FramingError(f"frame of {length} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
+    payload = _recv_exactly(sock, length, allow_eof=False)
+    assert payload is not None
+    return payload
+
+
+def _recv_exactly(sock: socket.socket, size: int, allow_eof: bool) -> bytes | None:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            if allow_eof and not chunks:
+                return None
+            raise ConnectionError(f"stream ended inside a frame ({len(chunks)} of {size} bytes)")
+        chunks += chunk
+    return bytes(chunks)
+
+
+@dataclass
+class _Connection:
+    sock: socket.socket
+    node: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class StandaloneE2Termination:
+    """Accepts E2 nodes on a TCP port and subscribes each configured one."""
+
+    def __init__(
+        self,
+        settings: E2Settings,
+        processor: IndicationProcessor,
+        on_samples: Callable[[Sequence[KpiSample]], None],
+        store: SubscriptionStore,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self._settings = settings
+        self._processor = processor
+        self._on_samples = on_samples
+        self._store = store
+        self._lock = threading.Lock()
+        self._connections: dict[str, _Connection] = {}
+        self._records: dict[str, SubscriptionRecord] = {}
+        self._instance = 0
+        self._changed = threading.Condition(self._lock)
+        termination = self
+
+        class Handler(socketserver.BaseRequestHandler):
+            def handle(self) -> None:
+                termination._serve(self.request)
+
+        self._server = socketserver.ThreadingTCPServer(
+            (host, port), Handler, bind_and_activate=False
+        )
+        self._server.allow_reuse_address = True
+        self._server.daemon_threads = True
+        self._server.server_bind()
+        self._server.server_activate()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._server.server_address[:2]
+        return str(host), int(port)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="e2-stream", daemon=True
+        )
+        self._thread.start()
+
+    def records(self) -> dict[str, SubscriptionRecord]:
+        with self._lock:
+            return dict(self._records)
+
+    def wait_for(
+        self, predicate: Callable[[dict[str, SubscriptionRecord]], bool], timeout_s: float
+    ) -> bool:
+        """Block until the subscription records satisfy ``predicate`` (for callers and tests)."""
+        with self._changed:
+            return self._changed.wait_for(lambda: predicate(dict(self._records)), timeout_s)
+
+    def stop(self) -> None:
+        """Delete every subscription (best effort), then close the connections and the port."""
+        with self._lock:
+            targets = [
+                (self._connections.get(n), r)
+                for n, r in self._records.items()
+                if r.status == "active"
+            ]
+        for connection, record in targets:
+            if connection is None:
+                continue
+            request = e2ap.SubscriptionDeleteRequest(
+                e2ap.RicRequestId(REQUESTOR_ID, record.xapp_event_instance_id),
+                self._function_id(record.node),
+            )
+            with contextlib.suppress(OSError):
+                self._send(connection, e2ap.encode(request))
+        self.wait_for(lambda records: all(r.status != "active" for r in records.values()), 2.0)
+        self._server.shutdown()
+        self._server.server_close()
+        with self._lock:
+            for connection in self._connections.values():
+                with contextlib.suppress(OSError):
+                    connection.sock.shutdown(socket.SHUT_RDWR)
+
+    def _serve(self, sock: socket.socket) -> None:
+        connection = _Connection(sock)
+        try:
+            while True:
+                payload = recv_frame(sock)
+                if payload is None:
+                    break
+                self._dispatch(connection, payload)
+        except (ConnectionError, OSError) as error:
+            log.info("E2 stream from %s closed: %s", connection.node or "an unknown node", error)
+        finally:
+            if connection.node is not None:
+                with self._changed:
+                    if self._connections.get(connection.node) is connection:
+                        del self._connections[connection.node]
+                        record = self._records.get(connection.node)
+                        if record is not None and record.status == "active":
+                            self._records[connection.node] = replace(record, status="disconnected")
+                    self._changed.notify_all()
+
+    def _dispatch(self, connection: _Connection, payload: bytes) -> None:
+        node = connection.node or "unknown"
+        try:
+            message = e2ap.decode(payload)
+        except CodecError as error:
+            self._processor.reject(node, error.cause, str(error))
+            return
+        if isinstance(message, e2ap.Indication):
+            samples = self._processor.handle_indication(node, message)
+            if samples:
+                self._on_samples(samples)
+        elif isinstance(message, e2ap.E2SetupRequest):
+            self._setup(connection, message)
+        elif isinstance(message, e2ap.SubscriptionResponse):
+            self._outcome(node, "active" if message.admitted else "failed", _refusals(message))
+        elif isinstance(message, e2ap.SubscriptionFailure):
+            self._outcome(node, "failed", f"E2 node refused: {message.cause[0]}/{message.cause[1]}")
+        elif isinstance(message, e2ap.SubscriptionDeleteResponse):
+            self._outcome(node, "deleted", "")
+        else:
+            self._processor.reject(
+                node, "unexpected-message", f"{type(message).__name__} from a node"
+            )
+
+    def _setup(self, connection: _Connection, request: e2ap.E2SetupRequest) -> None:
+        name = request.node_name
+        config = self._settings.node(name)
+        connection.node = name
+        accepted = tuple(f.function_id for f in request.ran_functions)
+        self._send(connection, e2ap.encode(e2ap.E2SetupResponse(request.transaction_id, accepted)))
+        if config is None:
+            self._processor.reject(
+                name, "unknown-node", "E2 setup from a node that is not configured"
+            )
+            return
+        function = next(
+            (f for f in request.ran_functions if f.function_id == config.ran_function_id), None
+        )
+        if function is None:
+            self._processor.reject(
+                name, "no-kpm-function", f"node offers no RAN function {config.ran_function_id}"
+            )
+            return
+        version = version_from_oid(function.oid) or config.kpm_version
+        if version_from_oid(function.oid) is None:
+            log.warning(
+                "E2 node %s: unknown RAN function OID %r; KPM version will be detected",
+                name,
+                function.oid,
+            )
+        self._processor.set_node(config, version)
+        with self._changed:
+            self._connections[name] = connection
+            self._instance = self._instance % 65535 + 1
+            record = SubscriptionRecord(
+                node=name, xapp_event_instance_id=self._instance, status="pending"
+            )
+            self._records[name] = record
+            self._changed.notify_all()
+        plan = plan_subscription(config, self._settings, record.xapp_event_instance_id, version)
+        subscription = e2ap.SubscriptionRequest(
+            e2ap.RicRequestId(REQUESTOR_ID, record.xapp_event_instance_id),
+            config.ran_function_id,
+            plan.event_trigger,
+            (e2ap.ActionToSetup(1, plan.action_definition),),
+        )
+        self._store.save_subscription(record)
+        self._send(connection, e2ap.encode(subscription))
+
+    def _outcome(self, node: str, status: str, cause: str) -> None:
+        with self._changed:
+            record = self._records.get(node)
+            if record is None:
+                return
+            updated = replace(
+                record,
+                status=status,
+                cause=cause,
+                subscription_id=record.subscription_id or f"{node}/{record.xapp_event_instance_id}",
+            )
+            self._records[node] = updated
+            self._changed.notify_all()
+        if status == "failed":
+            log.warning("E2 subscription for %s failed: %s", node, cause)
+        if status == "deleted":
+            self._store.delete_subscription(node)
+        else:
+            self._store.save_subscription(updated)
+
+    def _function_id(self, node: str) -> int:
+        config = self._settings.node(node)
+        return config.ran_function_id if config else 0
+
+    @staticmethod
+    def _send(connection: _Connection, payload: bytes) -> None:
+        with connection.lock:
+            send_frame(connection.sock, payload)
+
+
+def _refusals(response: e2ap.SubscriptionResponse) -> str:
+    return "; ".join(f"action {a} refused: {c[0]}/{c[1]}" for a, c in response.not_admitted)
