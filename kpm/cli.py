@@ -82,7 +82,7 @@ def _kpm_json(version: KpmVersion, pdu: KpmPdu, value: Any) -> Any:
 def _decode_kpm(layer: Layer, data: bytes, version: KpmVersion | None) -> dict[str, Any]:
     pdu = KpmPdu(layer.value)
     if pdu == KpmPdu.HEADER:
-        detection = decode_header(data, version, time.time())
+        detection = decode_header(data, version)
         found = detection.header.version
         value = codec_for(found).decode(pdu, data)
         return {

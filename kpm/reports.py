@@ -57,13 +57,21 @@ class IndicationReport:
 class HeaderDetection:
     header: IndicationHeader
     expected: KpmVersion | None
+    ambiguous: bool = False
 
     @property
     def mismatch(self) -> bool:
+        if self.ambiguous:
+            return False
         return self.expected is not None and self.expected != self.header.version
 
     def describe(self) -> str:
         found = self.header.version
+        if self.ambiguous:
+            return (
+                "header bytes are valid as both v2.03 and v3.00; kept only what both readings "
+                "agree on (collection time to the second)"
+            )
         if self.expected is None:
             return f"detected E2SM-KPM {found} from the indication header"
         if self.mismatch:
@@ -73,42 +81,42 @@ class HeaderDetection:
         return f"E2SM-KPM {found} as expected"
 
 
-PLAUSIBLE_CLOCK_SKEW_S = 86_400.0
-
-
-def decode_header(
-    data: bytes, expected: KpmVersion | None = None, now_unix_s: float | None = None
-) -> HeaderDetection:
+def decode_header(data: bytes, expected: KpmVersion | None = None) -> HeaderDetection:
     """Decode an indication header, telling the versions apart by exact canonical re-encoding.
 
     A v3.00 header read as v2.03 takes 4 of the 8 TimeStamp bytes and leaves the rest, so it
     does not re-encode to the same bytes; the same holds the other way round. Only a version
-    whose schema accounts for every byte is accepted. In the rare case both do (long sender
-    names can line up), the one whose collection time is near ``now_unix_s`` wins, then the
-    expected one.
+    whose schema accounts for every byte is accepted. Some headers with sender strings are
+    valid in both (a string's bytes can pass for the other version's TimeStamp fraction and
+    length); then only what both readings agree on is kept: the collection time to the second
+    (the same 4 bytes in both) and any string both read alike.
     """
-    order = [expected] if expected is not None else []
-    order += [v for v in (KpmVersion.V3_00, KpmVersion.V2_03) if v not in order]
-    candidates = []
-    for version in order:
+    readings = []
+    for version in (KpmVersion.V3_00, KpmVersion.V2_03):
         codec = codec_for(version)
         if codec.round_trips(KpmPdu.HEADER, data):
-            value = codec.decode(KpmPdu.HEADER, data)
-            candidates.append(header_from_value(value, version))
-    if now_unix_s is not None and len(candidates) > 1:
-        near = [
-            c
-            for c in candidates
-            if abs(c.collect_start_unix_s - now_unix_s) <= PLAUSIBLE_CLOCK_SKEW_S
-        ]
-        candidates = near or candidates
-    if candidates:
-        return HeaderDetection(candidates[0], expected)
+            readings.append(header_from_value(codec.decode(KpmPdu.HEADER, data), version))
+    if len(readings) == 1:
+        return HeaderDetection(readings[0], expected)
+    if len(readings) == 2:
+        first, second = readings
+        agreed = IndicationHeader(
+            version=expected or KpmVersion.V3_00,
+            collect_start_unix_s=float(math.floor(first.collect_start_unix_s)),
+            sender_name=_agreed(first.sender_name, second.sender_name),
+            sender_type=_agreed(first.sender_type, second.sender_type),
+            vendor_name=_agreed(first.vendor_name, second.vendor_name),
+        )
+        return HeaderDetection(agreed, expected, ambiguous=True)
     raise CodecError(
         "header-version",
         "indication header is neither E2SM-KPM v3.00 (8-byte TimeStamp) nor v2.03 (4-byte)",
         data,
     )
+
+
+def _agreed(first: str | None, second: str | None) -> str | None:
+    return first if first == second else None
 
 
 def header_from_value(value: Mapping[str, Any], version: KpmVersion) -> IndicationHeader:

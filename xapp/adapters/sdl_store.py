@@ -63,7 +63,7 @@ class SdlStateStore:
         self._set(f"subscription/{record.node}", asdict(record))
 
     def load_subscriptions(self) -> Sequence[SubscriptionRecord]:
-        found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "subscription/")
+        found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "subscription/*")
         return [SubscriptionRecord(**json.loads(value)) for _, value in sorted(found.items())]
 
     def delete_subscription(self, node: str) -> None:

@@ -9,9 +9,8 @@ with the node and a hex excerpt, and skipped.
 from __future__ import annotations
 
 import logging
-import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
@@ -41,10 +40,8 @@ class IndicationProcessor:
         cpes: Sequence[Cpe],
         catalogue: Catalogue | None = None,
         registry: CollectorRegistry | None = None,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         self._catalogue = catalogue or load_catalogue()
-        self._clock = clock
         self._nodes: dict[str, NodeContext] = {}
         self._cpe_by_key: dict[tuple[str, str], str] = {}
         self._cpes_by_node: dict[str, list[str]] = defaultdict(list)
@@ -94,12 +91,14 @@ class IndicationProcessor:
             self.reject(node, "unknown-node", "indication from an E2 node we did not subscribe to")
             return []
         try:
-            detection = decode_header(indication.header, context.version, self._clock())
+            detection = decode_header(indication.header, context.version)
         except CodecError as error:
             self.reject(node, error.cause, str(error))
             return []
         if detection.mismatch:
-            self.reject(node, "version-mismatch", detection.describe(), count_only=False)
+            self.reject(node, "version-mismatch", detection.describe())
+        elif detection.ambiguous:
+            self.reject(node, "header-ambiguous", detection.describe(), data=indication.header)
         version = detection.header.version
         try:
             report = decode_message(indication.message, version, context.config.measurements)

@@ -1,0 +1,85 @@
+"""Real servers for tests: a private redis-server, and FastAPI apps under uvicorn on loopback."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import uvicorn
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[int]:
+    """A redis-server of our own on a free loopback port, stopped and wiped afterwards."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise RuntimeError("redis-server is not installed; run scripts/setup.sh")
+    port = free_port()
+    with tempfile.TemporaryDirectory(prefix="atsss-redis-") as workdir:
+        process = subprocess.Popen(
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                workdir,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                with (
+                    contextlib.suppress(OSError),
+                    socket.create_connection(("127.0.0.1", port), 0.2) as s,
+                ):
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        break
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise RuntimeError("redis-server did not start")
+                time.sleep(0.05)
+            yield port
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def uvicorn_thread(app: Any, port: int | None = None) -> Iterator[int]:
+    """Serve ``app`` with uvicorn on 127.0.0.1 in a background thread; yields the port."""
+    chosen = port or free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=chosen, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield chosen
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

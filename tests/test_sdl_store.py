@@ -1,0 +1,41 @@
+"""The SDL state store against a real redis-server through ricsdl."""
+
+from xapp.adapters.sdl_store import SdlStateStore
+from xapp.domain import (
+    Direction,
+    Override,
+    SteeringMode,
+    SteeringRule,
+    SteeringThresholds,
+    SubscriptionRecord,
+    WeightSet,
+)
+
+DL = Direction.DOWNLINK
+
+
+def test_state_survives_a_new_store_instance(redis_port: int) -> None:
+    first = SdlStateStore()
+    weights = WeightSet(
+        "cpe-1", DL, {"nr": 28, "wifi": 99, "lifi": 1}, SteeringMode.LOAD_BALANCING, 7, "gain"
+    )
+    override = Override(
+        "cpe-1",
+        DL,
+        rule=SteeringRule(SteeringMode.PRIORITY_BASED, ("wifi",), SteeringThresholds(40, 10)),
+        revision=3,
+    )
+    first.save_weights(weights)
+    first.save_override(override)
+    first.save_subscription(SubscriptionRecord("gnb-1", 4, "sub-9", "active"))
+    first.close()
+
+    second = SdlStateStore()
+    assert second.load_weights("cpe-1", DL) == weights
+    assert second.load_weights("cpe-1", Direction.UPLINK) is None
+    assert second.load_override("cpe-1", DL) == override
+    assert second.load_subscriptions() == [SubscriptionRecord("gnb-1", 4, "sub-9", "active")]
+    second.delete_override("cpe-1", DL)
+    second.delete_subscription("gnb-1")
+    assert second.load_override("cpe-1", DL) is None
+    assert second.load_subscriptions() == []
