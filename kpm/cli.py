@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import string
-import time
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, NoReturn

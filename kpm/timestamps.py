@@ -25,8 +25,8 @@ def decode_timestamp(raw: bytes) -> float:
     """Unix seconds from a 4- or 8-byte NTP TimeStamp."""
     if len(raw) == 4:
         (seconds,) = struct.unpack(">I", raw)
-        return float(seconds - NTP_UNIX_OFFSET_S)
+        return float(int(seconds) - NTP_UNIX_OFFSET_S)
     if len(raw) == 8:
         seconds, fraction = struct.unpack(">II", raw)
-        return seconds - NTP_UNIX_OFFSET_S + fraction / _FRACTION
+        return float(int(seconds) - NTP_UNIX_OFFSET_S + int(fraction) / _FRACTION)
     raise ValueError(f"a TimeStamp has 4 or 8 bytes, not {len(raw)}")

@@ -9,7 +9,7 @@ import pytest
 from tests.servers import redis_server
 
 
-@pytest.fixture()
+@pytest.fixture
 def redis_port(monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
     """A private redis-server; ricsdl finds it through DBAAS_SERVICE_HOST/PORT."""
     with redis_server() as port:

@@ -81,14 +81,15 @@ def test_header_valid_in_both_versions_keeps_only_what_both_agree_on(sender_type
     )
     assert all(codec_for(v).round_trips(KpmPdu.HEADER, data) for v in KpmVersion)
     detection = decode_header(data, expected=V3)
-    assert detection.ambiguous and not detection.mismatch
+    assert detection.ambiguous
+    assert not detection.mismatch
     assert detection.header.collect_start_unix_s == NOW
     assert detection.header.sender_type is None
     assert "valid as both" in detection.describe()
 
 
 def test_garbage_header_is_rejected_with_a_clear_message() -> None:
-    with pytest.raises(CodecError, match="neither E2SM-KPM v3.00") as error:
+    with pytest.raises(CodecError, match=r"neither E2SM-KPM v3\.00") as error:
         decode_header(b"\x08\x00")
     assert error.value.cause == "header-version"
     assert "0800" in str(error.value)
@@ -125,5 +126,5 @@ def test_versions_from_oid_and_text() -> None:
 
 
 def test_encode_errors_name_the_problem() -> None:
-    with pytest.raises(CodecError, match="cannot encode E2SM-KPM v3.00 trigger"):
+    with pytest.raises(CodecError, match=r"cannot encode E2SM-KPM v3\.00 trigger"):
         codec_for(V3).encode(KpmPdu.TRIGGER, builders.trigger(0))

@@ -44,7 +44,8 @@ def test_missing_meas_info_uses_the_subscribed_names() -> None:
     del value["indicationMessage-formats"][1]["measInfoList"]
     assert [r.name for r in report_from_value(value, ["DRB.UEThpDl"]).records] == ["DRB.UEThpDl"]
     bare = report_from_value(value)
-    assert bare.records == () and bare.problems[0].cause == "no-meas-info"
+    assert bare.records == ()
+    assert bare.problems[0].cause == "no-meas-info"
 
 
 def test_format3_records_carry_the_ue_keys() -> None:

@@ -109,6 +109,7 @@ class StandaloneE2Termination:
         self._server.server_bind()
         self._server.server_activate()
         self._thread: threading.Thread | None = None
+        self._stopped = False
 
     @property
     def address(self) -> tuple[str, int]:
@@ -134,6 +135,9 @@ class StandaloneE2Termination:
 
     def stop(self) -> None:
         """Delete every subscription (best effort), then close the connections and the port."""
+        if self._stopped:
+            return
+        self._stopped = True
         with self._lock:
             targets = [
                 (self._connections.get(n), r)

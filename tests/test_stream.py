@@ -1,0 +1,172 @@
+"""The standalone E2 transport: a node and the xApp exchanging real E2AP over loopback TCP."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from e2sim.node_client import E2NodeClient
+from kpm import builders
+from kpm.e2ap import e2_node_name
+from kpm.ueid import gnb_du_ueid
+from kpm.versions import KpmVersion
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.domain import AccessIdentity, Cpe, Direction, KpiSample
+from xapp.e2.config import E2NodeConfig, E2Settings
+from xapp.e2.indications import IndicationProcessor
+from xapp.e2.stream import (
+    MAX_FRAME_BYTES,
+    FramingError,
+    StandaloneE2Termination,
+    recv_frame,
+    send_frame,
+)
+
+NODE = e2_node_name(b"\x00\xf1\x10", 1)
+NAMES = ("DRB.UEThpDl", "DRB.UEThpUl")
+
+
+class Collected:
+    def __init__(self) -> None:
+        self.samples: list[KpiSample] = []
+        self._changed = threading.Condition()
+
+    def add(self, samples: Sequence[KpiSample]) -> None:
+        with self._changed:
+            self.samples.extend(samples)
+            self._changed.notify_all()
+
+    def wait(self, count: int, timeout_s: float = 10.0) -> list[KpiSample]:
+        with self._changed:
+            self._changed.wait_for(lambda: len(self.samples) >= count, timeout_s)
+            return list(self.samples)
+
+
+Running = tuple[StandaloneE2Termination, Collected, IndicationProcessor, MemoryStateStore]
+
+
+@pytest.fixture
+def termination() -> Iterator[Running]:
+    settings = E2Settings(nodes=(E2NodeConfig(node=NODE, access="nr", measurements=NAMES),))
+    cpes = [Cpe("cpe-1", {"nr": AccessIdentity("nr", e2_node_id=NODE, ue_id="gnb-du:7")})]
+    processor = IndicationProcessor(cpes)
+    collected = Collected()
+    store = MemoryStateStore()
+    server = StandaloneE2Termination(settings, processor, collected.add, store)
+    server.start()
+    yield server, collected, processor, store
+    server.stop()
+
+
+def report(throughput_kbps: int) -> dict[str, object]:
+    return builders.message_format3(
+        [(gnb_du_ueid(7), list(NAMES), [[throughput_kbps, 1000]])], 1000
+    )
+
+
+@pytest.mark.parametrize("version", list(KpmVersion))
+def test_node_is_subscribed_and_its_indications_become_samples(
+    termination: Running, version: KpmVersion
+) -> None:
+    server, collected, processor, store = termination
+    node = E2NodeClient(server.address, 1, NAMES, version=version)
+    node.connect()
+    try:
+        active = node.wait_subscribed()
+        assert active is not None
+        assert active.measurements == NAMES
+        assert active.style == 4
+        assert active.reporting_period_ms == 1000
+        assert server.wait_for(lambda r: r[NODE].status == "active", 5)
+        assert store.load_subscriptions()[0].status == "active"
+        assert processor.node_version(NODE) == version
+        node.send_indication(builders.header(time.time(), version), report(342000))
+        samples = collected.wait(2)
+        downlink = next(s for s in samples if s.direction == Direction.DOWNLINK)
+        assert downlink.cpe_id == "cpe-1"
+        assert downlink.throughput_mbps == pytest.approx(342.0)
+    finally:
+        node.close()
+
+
+def test_unknown_oid_falls_back_to_detection(termination: Running) -> None:
+    server, collected, processor, _ = termination
+    node = E2NodeClient(server.address, 1, NAMES, version=KpmVersion.V2_03, oid="1.2.3.4")
+    node.connect()
+    try:
+        assert node.wait_subscribed() is not None
+        assert processor.node_version(NODE) is None
+        node.send_indication(builders.header(time.time(), KpmVersion.V2_03), report(1000))
+        assert collected.wait(1)[0].throughput_mbps == pytest.approx(1.0)
+    finally:
+        node.close()
+
+
+def test_node_refusing_a_measurement_fails_the_subscription_with_its_cause(
+    termination: Running,
+) -> None:
+    server, _, _, _ = termination
+    node = E2NodeClient(server.address, 1, ["DRB.UEThpDl"])  # does not offer DRB.UEThpUl
+    node.connect()
+    try:
+        assert node.wait_subscribed(5) is None
+        assert node.refusals == [("ricRequest", "action-not-supported")]
+        assert server.wait_for(lambda r: r[NODE].status == "failed", 5)
+        assert "ricRequest/action-not-supported" in server.records()[NODE].cause
+    finally:
+        node.close()
+
+
+def test_reconnected_node_is_subscribed_again_and_garbage_does_not_break_the_stream(
+    termination: Running,
+) -> None:
+    server, collected, processor, _ = termination
+    first = E2NodeClient(server.address, 1, NAMES)
+    first.connect()
+    assert first.wait_subscribed() is not None
+    first.close()
+    assert server.wait_for(lambda r: r[NODE].status == "disconnected", 5)
+    second = E2NodeClient(server.address, 1, NAMES)
+    second.connect()
+    try:
+        active = second.wait_subscribed()
+        assert active is not None
+        assert active.request_id.instance_id == 2
+        second.send_raw(b"\x00\x01garbage")
+        second.send_indication(builders.header(time.time(), KpmVersion.V3_00), report(5000))
+        assert collected.wait(1)[0].throughput_mbps == pytest.approx(5.0)
+        assert processor.rejected_count("e2ap-malformed") == 1
+    finally:
+        second.close()
+
+
+def test_stop_deletes_the_subscriptions(termination: Running) -> None:
+    server, _, _, store = termination
+    node = E2NodeClient(server.address, 1, NAMES)
+    node.connect()
+    try:
+        assert node.wait_subscribed() is not None
+        assert server.wait_for(lambda r: r[NODE].status == "active", 5)
+        server.stop()
+        assert node.wait_unsubscribed(5)
+        assert store.load_subscriptions() == []
+    finally:
+        node.close()
+
+
+def test_framing_limits() -> None:
+    left, right = socket.socketpair()
+    with left, right:
+        send_frame(left, b"abc")
+        assert recv_frame(right) == b"abc"
+        left.sendall((MAX_FRAME_BYTES + 1).to_bytes(4, "big"))
+        with pytest.raises(FramingError, match="exceeds"):
+            recv_frame(right)
+        left.sendall(b"\x00\x00\x00\x05ab")
+        left.shutdown(socket.SHUT_WR)
+        with pytest.raises(ConnectionError, match="inside a frame"):
+            recv_frame(right)
