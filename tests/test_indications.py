@@ -10,7 +10,7 @@ from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
-from xapp.domain import AccessIdentity, Cpe, Direction
+from xapp.domain import AccessIdentity, Cpe, Direction, KpiSample
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 
@@ -168,3 +168,29 @@ def test_bad_header_or_message_inside_a_valid_pdu() -> None:
     assert p.handle_payload("gnb", indication(header, b"\xff\xff\xff")) == []
     assert p.rejected_count("header-version") == 1
     assert p.rejected_count("malformed") == 1
+
+
+def test_format2_value_matched_by_one_ue_goes_to_its_cpe() -> None:
+    p = processor()
+    message = builders.message_format2(
+        [("DRB.UEThpDl", [gnb_du_ueid(8)]), ("DRB.UEThpDl", [gnb_du_ueid(7), gnb_du_ueid(8)])],
+        [[2000, 9000]],
+        1000,
+    )
+    samples = p.handle_payload("gnb", encoded(V3, message))
+    assert [(s.cpe_id, s.throughput_mbps) for s in samples] == [("cpe-2", 2.0)]
+
+
+def test_kpi_source_drains_in_order_and_bounds_its_buffer() -> None:
+    from xapp.e2.kpi_source import E2KpiSource
+
+    source = E2KpiSource(max_samples=3)
+    batch = [
+        KpiSample("cpe-1", "nr", Direction.DOWNLINK, float(t), 1.0, throughput_mbps=float(t))
+        for t in range(5)
+    ]
+    source.add(batch[:2])
+    source.add(batch[2:])
+    assert [s.time_s for s in source.poll(10.0)] == [2.0, 3.0, 4.0]
+    assert source.dropped == 2
+    assert source.poll(11.0) == []

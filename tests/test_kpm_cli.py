@@ -90,3 +90,10 @@ def test_catalogue_lists_every_access() -> None:
     assert result.returncode == 0
     for name in ("DRB.UEThpDl", "CARR.PDSCHMCSDist", "WLAN.StaAirtime", "LIFI.LinkState"):
         assert name in result.stdout
+
+
+def test_bench_e2_prints_figures() -> None:
+    result = atsss("bench", "e2", "--ues", "20", "--repeats", "1")
+    assert result.returncode == 0, result.stderr
+    assert "UE reports/s" in result.stdout
+    assert "40" in result.stdout  # 20 UEs → 40 samples (downlink and uplink)

@@ -140,6 +140,30 @@ def bench_loop(
         err.print(f"plot written to {plot}")
 
 
+@bench_app.command("e2")
+def bench_e2(
+    ues: Annotated[int, typer.Option(help="UEs in one per-UE (Format 3) indication.")] = 1000,
+    repeats: Annotated[int, typer.Option(help="Runs; the best one is reported.")] = 3,
+) -> None:
+    """Time encoding one RIC indication and decoding it into KPI samples."""
+    from xapp.e2.bench import run_e2_bench
+
+    if ues < 1 or repeats < 1:
+        fail("--ues and --repeats must be ≥ 1")
+    table = Table("UEs", "bytes", "encode ms", "decode → samples ms", "samples", "UE reports/s")
+    for count in sorted({1, 10, 100, ues}):
+        r = run_e2_bench(count, repeats)
+        table.add_row(
+            str(r.ues),
+            f"{r.indication_bytes:,}",
+            f"{r.encode_ms:.2f}",
+            f"{r.process_ms:.2f}",
+            str(r.samples),
+            f"{r.ue_reports_per_second:,.0f}",
+        )
+    out.print(table)
+
+
 @bench_app.command("policy")
 def bench_policy(
     cpes: Annotated[int, typer.Option(help="How many CPE decisions to time.")] = 1000,
