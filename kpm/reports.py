@@ -258,3 +258,29 @@ def _pair(
                 MeasurementRecord(name, _record_value(raw), period_index, key, label, incomplete)
             )
     return records
+
+
+@dataclass(frozen=True)
+class RanFunctionInfo:
+    """What a node's E2SM-KPM RAN function description says it can do."""
+
+    short_name: str
+    oid: str
+    report_styles: Mapping[int, tuple[str, ...]]  # style → measurement names offered
+
+    def offers(self, style: int, names: Sequence[str]) -> list[str]:
+        """The names in ``names`` that the node does not offer for ``style``."""
+        offered = set(self.report_styles.get(style, ()))
+        return [name for name in names if name not in offered]
+
+
+def read_ran_function(data: bytes, version: KpmVersion) -> RanFunctionInfo:
+    value = codec_for(version).decode(KpmPdu.RANFUNCTION, data)
+    name = value["ranFunction-Name"]
+    styles = {
+        int(item["ric-ReportStyle-Type"]): tuple(
+            m["measName"] for m in item["measInfo-Action-List"]
+        )
+        for item in value.get("ric-ReportStyle-List", [])
+    }
+    return RanFunctionInfo(name["ranFunction-ShortName"], name["ranFunction-E2SM-OID"], styles)

@@ -101,15 +101,19 @@ def test_lifi_link_state_by_station_mac() -> None:
     assert downlink[1].time_s == pytest.approx(NOW + 1.0)
 
 
-def test_other_version_is_decoded_correctly_and_reported(caplog: pytest.LogCaptureFixture) -> None:
-    p = processor()  # both nodes expect v3.00 (from their OID)
+@pytest.mark.parametrize(("expected", "sent"), [(V3, V2), (V2, V3)])
+def test_other_version_is_decoded_correctly_and_reported(
+    caplog: pytest.LogCaptureFixture, expected: KpmVersion, sent: KpmVersion
+) -> None:
+    p = processor()
+    p.set_node(E2NodeConfig(node="gnb", access="nr", measurements=NR_NAMES), expected)
     message = per_ue([(7, ["DRB.UEThpDl"], [[50000]])])
     with caplog.at_level(logging.WARNING):
-        samples = p.handle_payload("gnb", encoded(V2, message, start_s=NOW))
+        samples = p.handle_payload("gnb", encoded(sent, message, start_s=NOW))
     assert [s.throughput_mbps for s in samples] == [pytest.approx(50.0)]
     assert samples[0].time_s == pytest.approx(NOW + 1.0)
     assert p.rejected_count("version-mismatch") == 1
-    assert "expected E2SM-KPM v3.00 but the header is v2.03" in caplog.text
+    assert f"expected E2SM-KPM {expected} but the header is {sent}" in caplog.text
 
 
 @pytest.mark.parametrize(

@@ -89,3 +89,18 @@ def test_unknown_ueid_alternative_has_no_keys() -> None:
     assert ue_keys(("someFutureUEID", {"x": 1})) == ()
     assert ue_keys("not a ueid") == ()
     assert ue_keys(("gNB-UEID", {"amf-UE-NGAP-ID": 5})) == ("gnb:5",)
+
+
+def test_ran_function_description_says_what_a_node_offers() -> None:
+    from kpm.reports import read_ran_function
+    from kpm.versions import OID_BY_VERSION
+
+    styles = [
+        builders.report_style(1, ["RRU.PrbAvailDl"]),
+        builders.report_style(4, ["DRB.UEThpDl"]),
+    ]
+    value = builders.ran_function_description(V3, "ORAN-E2SM-KPM", "KPM Monitor", styles)
+    info = read_ran_function(codec_for(V3).encode(KpmPdu.RANFUNCTION, value), V3)
+    assert info.oid == OID_BY_VERSION[V3]
+    assert info.report_styles == {1: ("RRU.PrbAvailDl",), 4: ("DRB.UEThpDl",)}
+    assert info.offers(4, ["DRB.UEThpDl", "DRB.UEThpUl"]) == ["DRB.UEThpUl"]

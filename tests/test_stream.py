@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -107,11 +108,14 @@ def test_unknown_oid_falls_back_to_detection(termination: Running) -> None:
 
 
 def test_node_refusing_a_measurement_fails_the_subscription_with_its_cause(
-    termination: Running,
+    termination: Running, caplog: pytest.LogCaptureFixture
 ) -> None:
     server, _, _, _ = termination
     node = E2NodeClient(server.address, 1, ["DRB.UEThpDl"])  # does not offer DRB.UEThpUl
-    node.connect()
+    with caplog.at_level(logging.WARNING):
+        node.connect()
+        assert node.wait_subscribed(5) is None
+    assert "does not offer DRB.UEThpUl in report style 4" in caplog.text
     try:
         assert node.wait_subscribed(5) is None
         assert node.refusals == [("ricRequest", "action-not-supported")]

@@ -20,9 +20,10 @@ from dataclasses import dataclass, field, replace
 
 from kpm import e2ap
 from kpm.errors import CodecError
-from kpm.versions import version_from_oid
+from kpm.reports import read_ran_function
+from kpm.versions import DEFAULT_VERSION, KpmVersion, version_from_oid
 from xapp.domain import KpiSample, SubscriptionRecord
-from xapp.e2.config import E2Settings
+from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.subscriptions import plan_subscription
 from xapp.ports import SubscriptionStore
@@ -232,6 +233,7 @@ class StandaloneE2Termination:
                 function.oid,
             )
         self._processor.set_node(config, version)
+        self._check_offer(name, config, function, version)
         with self._changed:
             self._connections[name] = connection
             self._instance = self._instance % 65535 + 1
@@ -249,6 +251,29 @@ class StandaloneE2Termination:
         )
         self._store.save_subscription(record)
         self._send(connection, e2ap.encode(subscription))
+
+    def _check_offer(
+        self,
+        name: str,
+        config: E2NodeConfig,
+        function: e2ap.RanFunction,
+        version: KpmVersion | None,
+    ) -> None:
+        """Warn ahead of the node's refusal when it does not offer what we will ask for."""
+        style = 4 if config.report == "per-ue" else 1
+        try:
+            info = read_ran_function(function.definition, version or DEFAULT_VERSION)
+        except CodecError as error:
+            self._processor.reject(name, "ran-function", f"RAN function description: {error}")
+            return
+        missing = info.offers(style, config.measurements)
+        if missing:
+            log.warning(
+                "E2 node %s does not offer %s in report style %d; the subscription will be refused",
+                name,
+                ", ".join(missing),
+                style,
+            )
 
     def _outcome(self, node: str, status: str, cause: str) -> None:
         with self._changed:
