@@ -1,0 +1,1 @@
+"""Radio models of the three accesses: radio conditions → capacity and the KPIs a node reports."""
