@@ -9,6 +9,7 @@ builds. The KPM simulator (issue 4) drives it; tests use it directly.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 from collections.abc import Sequence
@@ -44,6 +45,7 @@ class E2NodeClient:
         plmn: bytes = b"\x00\xf1\x10",
         ran_function_id: int = 2,
         oid: str | None = None,
+        styles: Sequence[int] = (1, 4),
     ) -> None:
         self.address = address
         self.gnb_id = gnb_id
@@ -53,6 +55,7 @@ class E2NodeClient:
         self.ran_function_id = ran_function_id
         self.oid = OID_BY_VERSION[version] if oid is None else oid
         self.codec = codec_for(version)
+        self.styles = tuple(styles)
         self.subscription: ActiveSubscription | None = None
         self.refusals: list[e2ap.Cause] = []
         self._sock: socket.socket | None = None
@@ -72,7 +75,7 @@ class E2NodeClient:
             self.version,
             "ORAN-E2SM-KPM",
             "KPM Monitor",
-            [builders.report_style(s, self.offered) for s in (1, 4)],
+            [builders.report_style(s, self.offered) for s in self.styles],
         )
         function = e2ap.RanFunction(
             self.ran_function_id, self.codec.encode(KpmPdu.RANFUNCTION, description), 1, self.oid
@@ -135,6 +138,8 @@ class E2NodeClient:
                 self._handle(e2ap.decode(payload))
         except (OSError, ConnectionError, CodecError):
             return
+        except Exception:  # a node that stops answering is worse than one that logs
+            logging.getLogger(__name__).exception("E2 node %s stopped", self.node_name)
 
     def _handle(self, message: e2ap.E2apMessage) -> None:
         if isinstance(message, e2ap.E2SetupResponse):
@@ -162,13 +167,19 @@ class E2NodeClient:
             self._refuse(request, ("protocol", "abstract-syntax-error-falsely-constructed-message"))
             return
         style = definition["ric-Style-Type"]
-        _, body = definition["actionDefinition-formats"]
+        format_name, body = definition["actionDefinition-formats"]
+        if format_name is None or not isinstance(body, dict):
+            self._refuse(request, REFUSED_MEASUREMENT)  # a format this version does not know
+            return
         info = body.get("subscriptionInfo") or body.get("subscriptInfo") or body
         names = tuple(item["measType"][1] for item in info.get("measInfoList", []))
-        if not names or any(name not in self.offered for name in names):
+        if style not in self.styles or not names or any(n not in self.offered for n in names):
             self._refuse(request, REFUSED_MEASUREMENT)
             return
         _, trigger_body = trigger["eventDefinition-formats"]
+        if not isinstance(trigger_body, dict):
+            self._refuse(request, ("ricRequest", "eventTriggerNotSupported"))
+            return
         active = ActiveSubscription(
             request.request_id,
             request.ran_function_id,

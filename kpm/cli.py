@@ -171,13 +171,16 @@ def encode(
     raw = _read_input(data)
     try:
         parsed = json.loads(raw)
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         _fail(f"input is not JSON: {error}")
     chosen = _version_option(version) or DEFAULT_VERSION
     if isinstance(parsed, dict) and "as" in parsed:
-        layer = Layer(parsed["as"])
-        if "version" in parsed and layer != Layer.E2AP:
-            chosen = parse_version(parsed["version"])
+        try:
+            layer = Layer(parsed["as"])
+            if "version" in parsed and layer != Layer.E2AP:
+                chosen = parse_version(str(parsed["version"]))
+        except ValueError as error:
+            _fail(f"in the JSON: {error}")
     try:
         if layer == Layer.E2AP:
             encoded = e2ap.encode(jsonview.message_from_json(parsed))
@@ -186,7 +189,7 @@ def encode(
             codec = codec_for(chosen)
             pdu = KpmPdu(layer.value)
             encoded = codec.encode(pdu, codec.from_json(pdu, json.dumps(value)))
-    except (CodecError, ValueError) as error:
+    except (CodecError, ValueError, TypeError, KeyError, AttributeError) as error:
         _fail(str(error))
     typer.echo(encoded.hex())
 

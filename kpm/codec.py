@@ -86,7 +86,10 @@ class KpmCodec:
             return False
 
     def to_json(self, pdu: KpmPdu, value: Any) -> str:
-        text: bytes = self._jer.encode(TYPE_NAMES[pdu], value)
+        try:
+            text: bytes = self._jer.encode(TYPE_NAMES[pdu], value)
+        except Exception as error:  # e.g. an extension alternative this version cannot name
+            raise CodecError("json", f"cannot show this E2SM-KPM {pdu} as JSON: {error}") from error
         return text.decode()
 
     def from_json(self, pdu: KpmPdu, text: str) -> Any:

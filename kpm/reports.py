@@ -36,7 +36,6 @@ class MeasurementRecord:
     period_index: int  # which measData item (granularity period) it came from
     ue_keys: tuple[str, ...] = ()  # empty for a cell-level value
     labels: Mapping[str, Any] = field(default_factory=dict)
-    incomplete: bool = False
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,11 @@ def report_from_value(
         for report in body["ueMeasReportList"]:
             keys = ue_keys(report["ueID"])
             if not keys:
-                problems.append(ReportProblem("ue-id", f"UE id {report['ueID'][0]} not understood"))
+                # Without a usable id these are one UE's values; never treat them as the cell's.
+                problems.append(
+                    ReportProblem("unknown-ue", f"UE id {report['ueID'][0]} not understood")
+                )
+                continue
             measurement = report["measReport"]
             granularity = granularity or measurement.get("granulPeriod")
             records += _format1_records(measurement, subscribed_names, keys, problems)
@@ -168,10 +171,16 @@ def _measurement_name(meas_type: tuple[str, Any]) -> str:
     return str(name) if kind == "measName" else f"id:{name}"
 
 
-def _record_value(item: tuple[str, Any]) -> float | None:
+class _UnknownValueError(Exception):
+    """A record value of an alternative this version does not know (a later extension)."""
+
+
+def _record_value(item: tuple[str | None, Any]) -> float | None:
     kind, raw = item
     if kind == "noValue":
         return None
+    if kind not in ("integer", "real") or not isinstance(raw, int | float):
+        raise _UnknownValueError(str(kind))
     number = float(raw)
     return number if math.isfinite(number) else math.nan
 
@@ -252,11 +261,26 @@ def _pair(
                 )
             )
             continue
-        incomplete = "incompleteFlag" in item
-        for name, label, key, raw in zip(names, labels, keys, values, strict=True):
-            records.append(
-                MeasurementRecord(name, _record_value(raw), period_index, key, label, incomplete)
+        if "incompleteFlag" in item:
+            problems.append(
+                ReportProblem(
+                    "record-incomplete", f"period {period_index} is flagged incomplete; skipped"
+                )
             )
+            continue
+        try:
+            period = [
+                MeasurementRecord(name, _record_value(raw), period_index, key, label)
+                for name, label, key, raw in zip(names, labels, keys, values, strict=True)
+            ]
+        except _UnknownValueError as unknown:
+            problems.append(
+                ReportProblem(
+                    "record-value", f"period {period_index}: value of unknown kind {unknown}"
+                )
+            )
+            continue
+        records += period
     return records
 
 

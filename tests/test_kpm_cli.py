@@ -97,3 +97,22 @@ def test_bench_e2_prints_figures() -> None:
     assert result.returncode == 0, result.stderr
     assert "UE reports/s" in result.stdout
     assert "40" in result.stdout  # 20 UEs → 40 samples (downlink and uplink)
+
+
+def test_encode_rejects_odd_json_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "latin1.json").write_bytes(b'{"x": "\xff"}')
+    for args, expected in [
+        (("kpm", "encode", '{"as": "bogus"}'), "in the JSON"),
+        (
+            ("kpm", "encode", '{"as": "header", "version": "v9", "value": {}}'),
+            "unknown E2SM-KPM version",
+        ),
+        (("kpm", "encode", '{"as": "header", "version": 3, "value": {}}'), "cannot encode"),
+        (("kpm", "encode", f"@{tmp_path / 'latin1.json'}"), "input is not JSON"),
+        (("kpm", "encode", '{"type": "Indication", "fields": {"header": 5}}'), "missing field"),
+    ]:
+        result = atsss(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.startswith("error: "), result.stderr
+        assert expected in result.stderr, result.stderr
+        assert result.stderr.count("\n") == 1, result.stderr

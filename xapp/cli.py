@@ -6,6 +6,7 @@ nothing here prints a traceback for them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from e2sim.cli import e2sim_app
 from kpm.cli import kpm_app
 from xapp.domain import Direction
 from xapp.evaluation.closed_loop import CONTENDERS, ESTIMATORS, LoopSettings, evaluate
@@ -37,6 +39,9 @@ scenario_app = typer.Typer(help="List and check scenario files.", no_args_is_hel
 app.add_typer(bench_app, name="bench")
 app.add_typer(scenario_app, name="scenario")
 app.add_typer(kpm_app, name="kpm")
+app.add_typer(e2sim_app, name="e2sim")
+xapp_app = typer.Typer(help="Run the xApp.", no_args_is_help=True)
+app.add_typer(xapp_app, name="xapp")
 
 # Tables are wider than 80 columns; pipes and CI logs get 110 rather than rich's default 80.
 out = Console(width=max(110, Console().size.width))
@@ -245,6 +250,55 @@ def weights(
             label, *map(str, chosen), f"{agg:.1f}", f"{agg / total:.4f}" if total else "-"
         )
     out.print(table)
+
+
+@xapp_app.command("run")
+def xapp_run(
+    scenario: Annotated[str, typer.Option(help="Scenario whose CPEs and accesses to expect.")],
+    listen: Annotated[
+        str, typer.Option(help="E2 address to listen on, HOST:PORT.")
+    ] = "127.0.0.1:36421",
+    duration: Annotated[float | None, typer.Option(help="Stop after this many seconds.")] = None,
+    samples: Annotated[
+        Path | None, typer.Option(help="Write received KPI samples (JSON lines).")
+    ] = None,
+    period_ms: Annotated[int, typer.Option(help="Reporting period to subscribe with.")] = 1000,
+) -> None:
+    """Standalone mode: accept E2 nodes (e.g. `atsss e2sim run`), subscribe, decode their KPIs."""
+    from xapp.scenario.load import ScenarioError, load_scenario
+    from xapp.standalone import ReceivedStats, run_standalone
+
+    try:
+        loaded = load_scenario(scenario)
+    except ScenarioError as error:
+        fail(str(error))
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        fail(f"--listen is HOST:PORT, got {listen!r}")
+
+    def ready(address: tuple[str, int]) -> None:
+        typer.echo(f"listening for E2 nodes on {address[0]}:{address[1]}", err=True)
+
+    def summary(stats: ReceivedStats, status: dict[str, str]) -> None:
+        accesses = ", ".join(f"{a} {n}" for a, n in sorted(stats.by_access.items()))
+        nodes = ", ".join(f"{n}: {s}" for n, s in sorted(status.items()))
+        typer.echo(
+            f"samples {stats.samples} ({accesses}) from {len(stats.cpes)} CPEs; {nodes}", err=True
+        )
+
+    try:
+        with contextlib.ExitStack() as stack:
+            out = stack.enter_context(samples.open("w")) if samples is not None else None
+            stats = run_standalone(
+                loaded, host, int(port), duration, out, period_ms, ready, summary
+            )
+    except OSError as error:
+        fail(f"cannot listen on {listen}: {error.strerror or error}")
+    typer.echo(
+        json.dumps(
+            {"samples": stats.samples, "by_access": dict(stats.by_access), "cpes": len(stats.cpes)}
+        )
+    )
 
 
 def main() -> None:

@@ -105,6 +105,14 @@ class IndicationProcessor:
         except CodecError as error:
             self.reject(node, error.cause, str(error))
             return []
+        except Exception as error:  # a decoded value of a shape no reader foresaw
+            self.reject(
+                node,
+                "malformed",
+                f"unreadable indication message: {error!r}",
+                data=indication.message,
+            )
+            return []
         for problem in report.problems:
             self.reject(node, problem.cause, problem.message, data=indication.message)
         self.accepted.labels(version=version.value).inc()

@@ -52,6 +52,8 @@ class RmrE2Adapter:
             reply = self._handler.on_message(message_type, node, payload)
             if reply is not None:
                 xapp.rmr_rts(sbuf, new_payload=reply.payload, new_mtype=reply.message_type)
+        except Exception:  # the framework's receive thread would die with it
+            log.exception("RMR message not handled")
         finally:
             xapp.rmr_free(sbuf)
 

@@ -139,6 +139,9 @@ class StandaloneE2Termination:
         if self._stopped:
             return
         self._stopped = True
+        if self._thread is None:  # never started: nothing to shut down but the socket
+            self._server.server_close()
+            return
         with self._lock:
             targets = [
                 (self._connections.get(n), r)
@@ -169,7 +172,13 @@ class StandaloneE2Termination:
                 payload = recv_frame(sock)
                 if payload is None:
                     break
-                self._dispatch(connection, payload)
+                try:
+                    self._dispatch(connection, payload)
+                except (ConnectionError, OSError):
+                    raise
+                except Exception as error:  # one bad message must not end the association
+                    log.exception("E2 stream from %s: message not handled", connection.node)
+                    self._processor.reject(connection.node or "unknown", "internal", repr(error))
         except (ConnectionError, OSError) as error:
             log.info("E2 stream from %s closed: %s", connection.node or "an unknown node", error)
         finally:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -145,7 +144,14 @@ class Backoff:
 
 
 class SubscriptionManager:
-    """Subscribes every configured node and keeps the records in the store."""
+    """Subscribes every configured node and keeps the records in the store.
+
+    One record per node, identified by its XappEventInstanceId: a subscribe loop that finds its
+    record replaced (reconnect, shutdown) stops and deletes whatever it obtained, so no
+    subscription is left behind.
+    """
+
+    MAX_EARLY_NOTIFICATIONS = 256
 
     def __init__(
         self,
@@ -153,20 +159,20 @@ class SubscriptionManager:
         client: SubmgrClient,
         store: SubscriptionStore,
         backoff: Backoff = Backoff(),
-        sleep: Callable[[float], None] = time.sleep,
+        sleep: Callable[[float], None] | None = None,
         versions: Mapping[str, KpmVersion] | None = None,
     ) -> None:
         self._settings = settings
         self._client = client
         self._store = store
         self._backoff = backoff
-        self._sleep = sleep
+        self._stopping = threading.Event()
+        self._sleep = sleep or self._stopping.wait  # shutdown interrupts a backoff wait
         self._versions = dict(versions or {})
         self._rng = random.Random(0)
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._records: dict[str, SubscriptionRecord] = {}
         self._early: dict[str, dict[str, Any]] = {}  # notifications ahead of their 201
-        self._stopping = threading.Event()
         self._next_instance = 1
 
     def records(self) -> dict[str, SubscriptionRecord]:
@@ -177,17 +183,21 @@ class SubscriptionManager:
         self._versions[node] = version
 
     def recover(self) -> list[str]:
-        """After a restart: delete what the previous life subscribed; returns the removed ids."""
+        """After a restart: delete what the previous life subscribed; returns the removed ids.
+
+        A record whose deletion failed stays in the store for the next attempt.
+        """
         removed = []
         for record in self._store.load_subscriptions():
             if record.subscription_id:
                 try:
                     self._client.delete(record.subscription_id)
-                    removed.append(record.subscription_id)
                 except (SubmgrError, SubmgrUnavailableError) as error:
                     log.warning(
                         "could not delete stale subscription %s: %s", record.subscription_id, error
                     )
+                    continue
+                removed.append(record.subscription_id)
             self._store.delete_subscription(record.node)
         return removed
 
@@ -204,69 +214,68 @@ class SubscriptionManager:
         instance = self._allocate_instance()
         plan = plan_subscription(node, self._settings, instance, self._versions.get(node_name))
         record = SubscriptionRecord(node=node_name, xapp_event_instance_id=instance)
-        self._save(record)
+        self._put(record)
         attempt = 0
-        while not self._stopping.is_set():
+        while self._current(node_name, instance):
             try:
                 subscription_id = self._client.subscribe(plan.params)
             except SubmgrUnavailableError as error:
-                if (
-                    self._backoff.max_attempts is not None
-                    and attempt + 1 >= self._backoff.max_attempts
-                ):
-                    record = replace(record, status="failed", cause=str(error))
-                    self._save(record)
-                    return record
-                delay = self._backoff.delay_s(attempt, self._rng)
-                log.info("%s; retrying in %.1f s", error, delay)
                 attempt += 1
+                limit = self._backoff.max_attempts
+                if limit is not None and attempt >= limit:
+                    return self._update(node_name, instance, status="failed", cause=str(error))
+                delay = self._backoff.delay_s(attempt - 1, self._rng)
+                log.info("%s; retrying in %.1f s", error, delay)
                 self._sleep(delay)
                 continue
             except SubmgrError as error:
-                record = replace(record, status="failed", cause=str(error))
-                self._save(record)
-                return record
+                return self._update(node_name, instance, status="failed", cause=str(error))
             with self._lock:
-                early = self._early.pop(subscription_id, None)
-                current = self._records.get(node_name, record)
-                record = replace(current, subscription_id=subscription_id)
-                self._records[node_name] = record
-            self._store.save_subscription(record)
+                if not self._current(node_name, instance):
+                    stale = True
+                else:
+                    stale = False
+                    early = self._early.pop(subscription_id, None)
+                    record = self._update(node_name, instance, subscription_id=subscription_id)
+            if stale:  # reconnect or shutdown happened while the POST was in flight
+                self._delete_quietly(subscription_id)
+                break
             if early is not None:
                 return self.handle_notification(early) or record
             return record
-        return record
+        with self._lock:
+            return self._records.get(node_name, record)
 
     def handle_notification(self, body: Mapping[str, Any]) -> SubscriptionRecord | None:
         """The submgr's asynchronous outcome; may come before or after the 201."""
-        subscription_id = str(body.get("SubscriptionId", ""))
-        instances = body.get("SubscriptionInstances") or []
-        if not subscription_id or not isinstance(instances, list):
-            raise ValueError("notification needs SubscriptionId and SubscriptionInstances")
+        subscription_id = body.get("SubscriptionId")
+        instances = body.get("SubscriptionInstances")
+        if not isinstance(subscription_id, str | int) or not str(subscription_id):
+            raise ValueError("notification needs a SubscriptionId")
+        if not isinstance(instances, list) or not all(isinstance(i, dict) for i in instances):
+            raise ValueError("SubscriptionInstances must be a list of objects")
+        subscription_id = str(subscription_id)
+        errors = [
+            f"{i.get('ErrorSource') or 'E2'}: {i.get('ErrorCause')}"
+            for i in instances
+            if i.get("ErrorCause")
+        ]
         with self._lock:
             target = next(
                 (r for r in self._records.values() if r.subscription_id == subscription_id), None
             )
             if target is None:
-                by_instance = {r.xapp_event_instance_id: r for r in self._records.values()}
-                ids = [i.get("XappEventInstanceId") for i in instances if isinstance(i, dict)]
-                target = next((by_instance[i] for i in ids if i in by_instance), None)
-                if target is None or target.subscription_id is None:
-                    self._early[subscription_id] = dict(body)
-                    return None
-            errors = [
-                f"{i.get('ErrorSource') or 'E2'}: {i.get('ErrorCause')}"
-                for i in instances
-                if isinstance(i, dict) and i.get("ErrorCause")
-            ]
-            updated = replace(
-                target,
-                subscription_id=subscription_id,
+                # Its 201 has not come back yet (or it is not ours): keep it for a while.
+                if len(self._early) >= self.MAX_EARLY_NOTIFICATIONS:
+                    self._early.pop(next(iter(self._early)))
+                self._early[subscription_id] = dict(body)
+                return None
+            updated = self._update(
+                target.node,
+                target.xapp_event_instance_id,
                 status="failed" if errors else "active",
                 cause="; ".join(errors),
             )
-            self._records[updated.node] = updated
-        self._store.save_subscription(updated)
         if errors:
             log.warning("subscription for %s failed: %s", updated.node, updated.cause)
         return updated
@@ -284,17 +293,40 @@ class SubscriptionManager:
     def _forget(self, node_name: str) -> None:
         with self._lock:
             record = self._records.pop(node_name, None)
+            self._store.delete_subscription(node_name)
         if record is not None and record.subscription_id:
-            try:
-                self._client.delete(record.subscription_id)
-            except (SubmgrError, SubmgrUnavailableError) as error:
-                log.warning("could not delete subscription %s: %s", record.subscription_id, error)
-        self._store.delete_subscription(node_name)
+            self._delete_quietly(record.subscription_id)
 
-    def _save(self, record: SubscriptionRecord) -> None:
+    def _delete_quietly(self, subscription_id: str) -> None:
+        try:
+            self._client.delete(subscription_id)
+        except (SubmgrError, SubmgrUnavailableError) as error:
+            log.warning("could not delete subscription %s: %s", subscription_id, error)
+
+    def _current(self, node_name: str, instance: int) -> bool:
         with self._lock:
+            record = self._records.get(node_name)
+            return (
+                not self._stopping.is_set()
+                and record is not None
+                and record.xapp_event_instance_id == instance
+            )
+
+    def _put(self, record: SubscriptionRecord) -> None:
+        with self._lock:  # memory and store change together
             self._records[record.node] = record
-        self._store.save_subscription(record)
+            self._store.save_subscription(record)
+
+    def _update(self, node_name: str, instance: int, **changes: Any) -> SubscriptionRecord:
+        with self._lock:
+            record = self._records.get(node_name)
+            if record is None or record.xapp_event_instance_id != instance:
+                return replace(
+                    record or SubscriptionRecord(node_name, instance), **changes
+                )  # superseded: report, do not store
+            updated = replace(record, **changes)
+            self._put(updated)
+            return updated
 
     def _allocate_instance(self) -> int:
         with self._lock:

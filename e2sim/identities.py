@@ -1,0 +1,105 @@
+"""How the simulator's E2 nodes and UEs are named, shared with the standalone xApp's config.
+
+One E2 node per access (a gNB for nr, an access point for wifi and for lifi), all CPEs attached
+to each. A CPE's UE on every node is ``gnb-du:<n>`` (its position in the scenario, from 1);
+the access points also put the station's MAC address (02:00:00:xx:xx:xx, locally
+administered, n in the low bytes) in the RAN UE ID.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kpm.e2ap import e2_node_name
+from xapp.domain import AccessIdentity, Cpe
+from xapp.e2.config import E2NodeConfig
+from xapp.scenario.model import Scenario
+
+PLMN = b"\x00\xf1\x10"  # MCC 001, MNC 01 (test network)
+GNB_IDS = {"nr": 1, "wifi": 2, "lifi": 3}
+
+# What each node offers (its RAN function description) and what the standalone xApp asks for.
+OFFERED: dict[str, tuple[str, ...]] = {
+    "nr": (
+        "DRB.UEThpDl",
+        "DRB.UEThpUl",
+        "RRU.PrbUsedDl",
+        "RRU.PrbAvailDl",
+        "RRU.PrbTotDl",
+        "CARR.AverageLayersDl",
+        "CARR.WBCQIDist",
+        "CARR.PDSCHMCSDist",
+        "DRB.RlcSduDelayDl",
+        "L1M.SS-RSRP",
+        "L1M.SS-SINR",
+    ),
+    "wifi": (
+        "WLAN.StaRssi",
+        "WLAN.StaSnr",
+        "WLAN.StaMcsDl",
+        "WLAN.StaNssDl",
+        "WLAN.ChannelWidth",
+        "WLAN.ChannelUtilization",
+        "WLAN.StaAirtime",
+        "WLAN.StaPhyRateDl",
+        "WLAN.StaPhyRateUl",
+        "WLAN.StaRetryRate",
+        "WLAN.StaThpDl",
+        "WLAN.StaThpUl",
+    ),
+    "lifi": (
+        "LIFI.StaSnr",
+        "LIFI.StaPhyRateDl",
+        "LIFI.StaPhyRateUl",
+        "LIFI.LinkState",
+        "LIFI.StaThpDl",
+        "LIFI.StaThpUl",
+    ),
+}
+DEFAULT_SUBSCRIBED: dict[str, tuple[str, ...]] = {
+    "nr": ("DRB.UEThpDl", "DRB.UEThpUl", "RRU.PrbUsedDl", "L1M.SS-SINR"),
+    "wifi": ("WLAN.StaThpDl", "WLAN.StaThpUl", "WLAN.StaPhyRateDl", "WLAN.StaAirtime"),
+    "lifi": ("LIFI.StaThpDl", "LIFI.StaThpUl", "LIFI.StaPhyRateDl", "LIFI.LinkState"),
+}
+
+
+def node_name(access: str) -> str:
+    if access not in GNB_IDS:
+        raise ValueError(f"the simulator models nr, wifi and lifi, not {access!r}")
+    return e2_node_name(PLMN, GNB_IDS[access])
+
+
+def station_mac(position: int) -> str:
+    return "02:00:00:" + ":".join(f"{(position >> s) & 0xFF:02x}" for s in (16, 8, 0))
+
+
+def e2_cpes(scenario: Scenario) -> list[Cpe]:
+    """The scenario's CPEs with the E2 identities the simulator uses."""
+    cpes = []
+    for position, entry in enumerate(scenario.cpes, 1):
+        accesses = {
+            access: AccessIdentity(
+                access,
+                e2_node_id=node_name(access),
+                ue_id=f"gnb-du:{position}",
+                station_mac=None if access == "nr" else station_mac(position),
+            )
+            for access in entry.paths
+        }
+        cpes.append(Cpe(entry.cpe.cpe_id, accesses))
+    return cpes
+
+
+def e2_node_configs(
+    accesses: Sequence[str], report_period_ms: int = 1000, per_ue: bool = True
+) -> tuple[E2NodeConfig, ...]:
+    return tuple(
+        E2NodeConfig(
+            node=node_name(access),
+            access=access,
+            measurements=DEFAULT_SUBSCRIBED[access],
+            report_period_ms=report_period_ms,
+            report="per-ue" if per_ue else "cell",
+        )
+        for access in accesses
+    )

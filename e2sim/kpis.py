@@ -1,0 +1,175 @@
+"""The KPIs each access node reports, consistent with the true capacities of its stations.
+
+Vectorised over the stations of one node for one reporting period. Two ways in:
+
+- a scenario that gives capacities: the radio state is inferred from each capacity through the
+  radio model (the lowest CQI or HE MCS that reaches it, the PRB or airtime share that makes
+  it exact, the LiFi SNR whose rate it is), so CQI, MCS, SINR, PHY rate and shares agree with
+  the capacity the evaluation uses as truth;
+- a scenario that gives radio conditions (SINR, distance, cell load): the radio model gives the
+  capacity (see world.py), and the same functions then report it.
+
+Reported values carry measurement noise (throughput ±2 %, SINR/SNR ±1 dB, RSSI ±2 dB) and the
+quantisation of the real counters (integer CQI, MCS, PRBs, kbit/s). Throughput is what the
+station carried: the capacity times its utilisation (1.0 for a saturating transfer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from e2sim.radio import lifi, nr, wifi
+
+FloatArray = npt.NDArray[np.floating[Any]]
+
+
+@dataclass(frozen=True)
+class NodeReport:
+    """One period's values per station (arrays aligned with the node's station list)."""
+
+    values: dict[str, FloatArray]
+    labels: dict[str, npt.NDArray[np.int64]]  # distBinX per station for distribution names
+
+
+def _noisy(values: FloatArray, relative: float, rng: np.random.Generator) -> FloatArray:
+    return np.maximum(values * (1 + relative * rng.standard_normal(values.shape)), 0.0)
+
+
+class NrTables:
+    """Per-CQI rate at the full carrier, for inverting capacity → CQI and PRB share."""
+
+    def __init__(self, carrier: nr.NrCarrier) -> None:
+        self.carrier = carrier
+        cqis = range(1, len(nr.CQI_TABLE_256QAM))
+        self.sinr_min_db = np.array([nr.sinr_for_cqi(c) for c in cqis])
+        self.layers = np.array(
+            [nr.layers_for_sinr(s, carrier.max_layers_dl) for s in self.sinr_min_db]
+        )
+        efficiency = np.array([nr.CQI_TABLE_256QAM[c][2] for c in cqis])
+        self.full_dl_mbps = np.array(
+            [
+                carrier.rate_mbps(e, int(n), True)
+                for e, n in zip(efficiency, self.layers, strict=True)
+            ]
+        )
+        self.full_ul_mbps = np.array(
+            [carrier.rate_mbps(e, carrier.max_layers_ul, False) for e in efficiency]
+        )
+
+
+def nr_report(
+    tables: NrTables,
+    capacity_dl: FloatArray,
+    capacity_ul: FloatArray,
+    available: npt.NDArray[np.bool_],
+    rtt_ms: FloatArray,
+    utilisation: float,
+    rng: np.random.Generator,
+) -> NodeReport:
+    index = np.minimum(
+        np.searchsorted(tables.full_dl_mbps, capacity_dl), len(tables.full_dl_mbps) - 1
+    )
+    share = np.clip(capacity_dl / tables.full_dl_mbps[index], 0.0, 1.0)
+    cqi = index + 1
+    band_db = np.diff(np.append(tables.sinr_min_db, tables.sinr_min_db[-1] + 3.0))
+    sinr = tables.sinr_min_db[index] + rng.uniform(0, 1, len(index)) * band_db[index]
+    carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
+    carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
+    prbs = tables.carrier.prbs
+    values: dict[str, FloatArray] = {
+        "DRB.UEThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
+        "DRB.UEThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
+        "RRU.PrbUsedDl": np.round(np.where(available, share * prbs * utilisation, 0.0)),
+        "RRU.PrbAvailDl": np.full(len(index), float(prbs)),
+        "RRU.PrbTotDl": np.full(
+            len(index), float(np.clip(share.sum() * utilisation * 100, 0, 100))
+        ),
+        "CARR.AverageLayersDl": tables.layers[index].astype(np.float64),
+        "CARR.WBCQIDist": np.full(len(index), 100.0),  # reports in the period, all in one bin
+        "CARR.PDSCHMCSDist": np.full(len(index), 100.0),
+        "DRB.RlcSduDelayDl": np.round(rtt_ms / 2 * 10),  # 0.1 ms units; half the RTT in the RAN
+        "L1M.SS-SINR": np.clip(np.round(sinr + rng.normal(0, 1, len(index))), -23, 40),
+        "L1M.SS-RSRP": np.clip(np.round(-105 + sinr + rng.normal(0, 2, len(index))), -156, -31),
+    }
+    mcs = np.array([nr.mcs_for_cqi(int(c)) for c in cqi], dtype=np.int64)
+    # distBinX is 1-based: bin k holds CQI (or MCS) k - 1.
+    return NodeReport(
+        values, {"CARR.WBCQIDist": cqi.astype(np.int64) + 1, "CARR.PDSCHMCSDist": mcs + 1}
+    )
+
+
+class WifiTables:
+    """Per (MCS, streams) configuration: the PHY rate and the SNR it needs, slowest first."""
+
+    def __init__(self, link: wifi.WifiLink) -> None:
+        self.link = link
+        configs = [
+            (link.phy_rate_mbps(m, s), m, s, max(wifi.HE_MCS_MIN_SNR_DB[m], 12.0 if s > 1 else 0.0))
+            for s in (1, min(link.ap_streams, link.client_streams))
+            for m in range(len(wifi.HE_MCS))
+        ]
+        configs.sort()
+        self.phy_mbps = np.array([c[0] for c in configs])
+        self.mcs = np.array([c[1] for c in configs])
+        self.streams = np.array([c[2] for c in configs])
+        self.snr_db = np.array([c[3] for c in configs])
+
+
+def wifi_report(
+    tables: WifiTables,
+    capacity_dl: FloatArray,
+    capacity_ul: FloatArray,
+    available: npt.NDArray[np.bool_],
+    utilisation: float,
+    rng: np.random.Generator,
+) -> NodeReport:
+    needed_phy = capacity_dl / tables.link.mac_efficiency
+    index = np.minimum(np.searchsorted(tables.phy_mbps, needed_phy), len(tables.phy_mbps) - 1)
+    phy = tables.phy_mbps[index]
+    airtime = np.clip(needed_phy / phy, 0.0, 1.0)
+    snr = tables.snr_db[index] + rng.uniform(0, 3, len(index))
+    rssi = snr + tables.link.noise_dbm
+    carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
+    carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
+    busy = float(np.clip(airtime.sum() * utilisation * 100, 0, 100))
+    values: dict[str, FloatArray] = {
+        "WLAN.StaRssi": np.clip(np.round(rssi + rng.normal(0, 2, len(index))), -110, 0),
+        "WLAN.StaSnr": np.clip(np.round(snr + rng.normal(0, 1, len(index))), -10, 80),
+        "WLAN.StaMcsDl": tables.mcs[index].astype(np.float64),
+        "WLAN.StaNssDl": tables.streams[index].astype(np.float64),
+        "WLAN.ChannelWidth": np.full(len(index), float(tables.link.channel_mhz)),
+        "WLAN.ChannelUtilization": np.full(len(index), busy),
+        "WLAN.StaAirtime": np.round(np.where(available, airtime * utilisation * 100, 0.0), 1),
+        "WLAN.StaPhyRateDl": np.round(phy, 1),
+        "WLAN.StaPhyRateUl": np.round(phy * 0.8, 1),
+        "WLAN.StaRetryRate": np.round(np.clip(10 - (snr - tables.snr_db[index]) * 2, 1, 30), 1),
+        "WLAN.StaThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
+        "WLAN.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
+    }
+    return NodeReport(values, {})
+
+
+def lifi_report(
+    capacity_dl: FloatArray,
+    capacity_ul: FloatArray,
+    available: npt.NDArray[np.bool_],
+    utilisation: float,
+    rng: np.random.Generator,
+) -> NodeReport:
+    snr = np.array([lifi.snr_for_rate(float(c)) for c in capacity_dl])
+    phy_dl = np.where(capacity_dl > 0, capacity_dl, 0.0)
+    carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
+    carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
+    values: dict[str, FloatArray] = {
+        "LIFI.StaSnr": np.clip(np.round(snr + rng.normal(0, 1, len(snr)), 1), -10, 60),
+        "LIFI.StaPhyRateDl": np.round(np.where(available, phy_dl, 0.0), 1),
+        "LIFI.StaPhyRateUl": np.round(np.where(available, phy_dl * lifi.UPLINK_SHARE, 0.0), 1),
+        "LIFI.LinkState": available.astype(np.float64),
+        "LIFI.StaThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
+        "LIFI.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
+    }
+    return NodeReport(values, {})

@@ -1,0 +1,176 @@
+"""The simulated world: true capacities per CPE, access and period, and the nodes' KPIs.
+
+Truth comes from the scenario exactly as the evaluator samples it (same seeds, same series),
+so the simulator and `atsss bench loop` agree on what the capacities were. A path with a
+`radio:` section instead gets its capacity from the radio model (SINR and cell load for nr,
+distance and channel load for wifi, SNR for lifi), and that becomes its truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from e2sim.kpis import NodeReport, NrTables, WifiTables, lifi_report, nr_report, wifi_report
+from e2sim.radio import lifi, nr, wifi
+from e2sim.radio.nr import RadioStateError
+from xapp.domain import Direction
+from xapp.scenario.load import ScenarioError
+from xapp.scenario.model import Scenario
+from xapp.scenario.truth import Truth, sample_series, sample_truth
+
+FloatArray = npt.NDArray[np.float64]
+
+# Uplink over downlink when a scenario gives no uplink series: the radio models' own ratios.
+UPLINK_RATIO = {"nr": 56.3 / 342.0, "wifi": 0.8, "lifi": lifi.UPLINK_SHARE}
+
+
+@dataclass(frozen=True)
+class PeriodTruth:
+    """Ground truth of one period for one access: what the side channel publishes."""
+
+    access: str
+    time_s: float
+    cpe_ids: tuple[str, ...]
+    capacity_dl_mbps: FloatArray
+    capacity_ul_mbps: FloatArray
+    available: npt.NDArray[np.bool_]
+
+
+class SimWorld:
+    def __init__(
+        self,
+        scenario: Scenario,
+        period_s: float = 1.0,
+        utilisation: float = 1.0,
+        nr_pattern: str = "5ms",
+        seed: int | None = None,
+    ) -> None:
+        if period_s <= 0:
+            raise ValueError(f"the reporting period must be > 0 s, got {period_s}")
+        if not 0 <= utilisation <= 1:
+            raise ValueError(f"utilisation is a fraction 0..1, got {utilisation}")
+        self.scenario = scenario
+        self.period_s = period_s
+        self.utilisation = utilisation
+        self.nr_tables = NrTables(nr.NrCarrier(tdd=nr.PATTERNS[nr_pattern]))
+        self.wifi_tables = WifiTables(wifi.WifiLink())
+        self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
+        self.uplink_mbps = self._uplink()
+        self._apply_radio()
+        self._rng = np.random.default_rng(scenario.seed if seed is None else seed)
+
+    @property
+    def ticks(self) -> int:
+        return len(self.downlink.times_s)
+
+    @property
+    def accesses(self) -> tuple[str, ...]:
+        return self.downlink.accesses
+
+    def truth(self, tick: int, access: str) -> PeriodTruth:
+        a = self.accesses.index(access)
+        members = np.flatnonzero(self.downlink.has_path[:, a])
+        return PeriodTruth(
+            access,
+            float(self.downlink.times_s[tick]),
+            tuple(self.downlink.cpe_ids[i] for i in members),
+            self.downlink.capacity_mbps[tick, members, a],
+            self.uplink_mbps[tick, members, a],
+            self.downlink.available[tick, members, a],
+        )
+
+    def report(self, truth: PeriodTruth, tick: int) -> NodeReport:
+        """What the access node measured over this period, for each of its stations."""
+        a = self.accesses.index(truth.access)
+        members = np.flatnonzero(self.downlink.has_path[:, a])
+        usable_dl = np.where(truth.available, truth.capacity_dl_mbps, 0.0)
+        usable_ul = np.where(truth.available, truth.capacity_ul_mbps, 0.0)
+        if truth.access == "nr":
+            rtt = self.downlink.rtt_ms[tick, members, a]
+            return nr_report(
+                self.nr_tables,
+                usable_dl,
+                usable_ul,
+                truth.available,
+                rtt,
+                self.utilisation,
+                self._rng,
+            )
+        if truth.access == "wifi":
+            return wifi_report(
+                self.wifi_tables, usable_dl, usable_ul, truth.available, self.utilisation, self._rng
+            )
+        if truth.access == "lifi":
+            return lifi_report(usable_dl, usable_ul, truth.available, self.utilisation, self._rng)
+        raise ValueError(f"the simulator models nr, wifi and lifi, not {truth.access!r}")
+
+    def _uplink(self) -> FloatArray:
+        try:
+            uplink: FloatArray = sample_truth(
+                self.scenario, Direction.UPLINK, self.period_s
+            ).capacity_mbps
+            return uplink
+        except ScenarioError:
+            ratios = np.array([UPLINK_RATIO.get(a, 0.5) for a in self.accesses])
+            derived: FloatArray = self.downlink.capacity_mbps * ratios[np.newaxis, np.newaxis, :]
+            return derived
+
+    def _apply_radio(self) -> None:
+        """Paths with radio conditions: the radio model's capacity becomes their truth."""
+        times = self.downlink.times_s
+        for c, entry in enumerate(self.scenario.cpes):
+            for access, path in entry.paths.items():
+                if path.radio is None:
+                    continue
+                a = self.accesses.index(access)
+                key = (self.scenario.seed, entry.cpe.cpe_id, access)
+                where = f"{self.scenario.source}: {entry.cpe.cpe_id}.accesses.{access}.radio"
+                try:
+                    dl = self._radio_capacity(access, path.radio, times, key)
+                except RadioStateError as error:
+                    raise ScenarioError(f"{where}: {error}") from error
+                self.downlink.capacity_mbps[:, c, a] = dl
+                self.uplink_mbps[:, c, a] = dl * UPLINK_RATIO.get(access, 0.5)
+
+    def _radio_capacity(
+        self, access: str, radio: object, times: FloatArray, key: tuple[object, ...]
+    ) -> FloatArray:
+        from xapp.scenario.schema import RadioSpec
+
+        assert isinstance(radio, RadioSpec)
+        load = (
+            sample_series(radio.cell_load, times, (*key, "load"))
+            if radio.cell_load is not None
+            else np.zeros(len(times))
+        )
+        if access == "nr":
+            if radio.sinr_db is None:
+                raise RadioStateError("an nr path's radio section needs sinr_db")
+            sinr = sample_series(radio.sinr_db, times, (*key, "sinr"))
+            carrier = self.nr_tables.carrier
+            return np.array(
+                [
+                    nr.ue_state(carrier, float(s), float(x), 1).capacity_dl_mbps
+                    for s, x in zip(sinr, load, strict=True)
+                ]
+            )
+        if access == "wifi":
+            if radio.distance_m is None:
+                raise RadioStateError("a wifi path's radio section needs distance_m")
+            distance = sample_series(radio.distance_m, times, (*key, "distance"))
+            link = self.wifi_tables.link
+            return np.array(
+                [
+                    wifi.station_state(link, float(d), float(x), 1).capacity_dl_mbps
+                    for d, x in zip(distance, load, strict=True)
+                ]
+            )
+        if access == "lifi":
+            if radio.sinr_db is None:
+                raise RadioStateError("a lifi path's radio section needs sinr_db (the optical SNR)")
+            snr = sample_series(radio.sinr_db, times, (*key, "sinr"))
+            return np.array([lifi.rate_mbps(float(s)) for s in snr])
+        raise RadioStateError(f"no radio model for access {access!r}")
