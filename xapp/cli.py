@@ -169,6 +169,82 @@ def bench_e2(
     out.print(table)
 
 
+@bench_app.command("e2sim")
+def bench_e2sim(
+    scenario: Annotated[str, typer.Option(help="Scenario file or shipped name.")] = "many-cpes",
+    duration: Annotated[
+        float, typer.Option(help="Seconds of scenario to run in real time.")
+    ] = 20.0,
+    kpm_version: Annotated[str, typer.Option(help="v3.00 or v2.03.")] = "v3.00",
+) -> None:
+    """The simulator in real time against a standalone xApp process: can it keep up?"""
+    import subprocess
+    import sys
+
+    from e2sim.runner import SimRunner
+    from e2sim.world import SimWorld
+    from kpm.versions import parse_version
+    from xapp.scenario.load import ScenarioError, load_scenario
+    from xapp.scenario.model import Scenario
+
+    try:
+        loaded = load_scenario(scenario)
+        version = parse_version(kpm_version)
+    except (ScenarioError, ValueError) as error:
+        fail(str(error))
+    loaded = Scenario(
+        loaded.name,
+        loaded.description,
+        min(duration, loaded.duration_s),
+        loaded.seed,
+        loaded.catalogue,
+        loaded.cpes,
+        loaded.source,
+    )
+    world = SimWorld(loaded)
+    xapp = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "xapp",
+            "xapp",
+            "run",
+            "--scenario",
+            scenario,
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            str(duration + 30),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert xapp.stderr is not None
+        line = xapp.stderr.readline()
+        if "listening for E2 nodes on" not in line:
+            fail(f"the xApp did not start: {line.strip()}")
+        host, _, port = line.strip().rsplit(" ", 1)[-1].rpartition(":")
+        stats = SimRunner(world, (host, int(port)), version).run()
+    finally:
+        xapp.terminate()
+        xapp_output, _ = xapp.communicate(timeout=60)
+    lines = xapp_output.strip().splitlines()
+    received = json.loads(lines[-1]) if lines else {}
+    summary = stats.as_dict()
+    table = Table("what", "value")
+    table.add_row("CPEs × accesses", f"{len(loaded.cpes)} × {len(world.accesses)}")
+    table.add_row("periods (1 s)", str(stats.ticks))
+    table.add_row("indications/s", f"{stats.indications_per_second:.2f}")
+    table.add_row("UE reports/s", f"{stats.indications_per_second * len(loaded.cpes):,.0f}")
+    table.add_row("lag mean / max", f"{summary['mean_lag_ms']} / {summary['max_lag_ms']} ms")
+    table.add_row("simulator busy", f"{summary['busy_share']:.0%} of one core's time")
+    table.add_row("xApp received samples", f"{received.get('samples', 0):,}")
+    table.add_row("subscribed", ", ".join(a for a, ok in stats.subscribed.items() if ok))
+    out.print(table)
+
+
 @bench_app.command("policy")
 def bench_policy(
     cpes: Annotated[int, typer.Option(help="How many CPE decisions to time.")] = 1000,

@@ -1,0 +1,188 @@
+"""The simulator's world, nodes and dataset, short of the end-to-end run."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from e2sim.identities import e2_cpes, node_name
+from e2sim.node import SimulatedNode
+from e2sim.world import SimWorld
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.domain import Direction, KpiSample
+from xapp.e2.config import E2NodeConfig, E2Settings
+from xapp.e2.indications import IndicationProcessor
+from xapp.e2.stream import StandaloneE2Termination
+from xapp.scenario.load import ScenarioError, load_scenario
+
+RADIO = """\
+version: 1
+name: radio-walk
+description: Radio conditions instead of capacities.
+duration_s: 5
+seed: 1
+cpes:
+  - id: cpe-1
+    accesses:
+      nr:
+        downlink_mbps: 1
+        radio: {sinr_db: [[0, 30], [4, 5]], cell_load: 0.5}
+      wifi:
+        downlink_mbps: 1
+        radio: {distance_m: [[0, 1], [4, 40]]}
+      lifi:
+        downlink_mbps: 1
+        radio: {sinr_db: 2.2}
+"""
+
+
+def scenario_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "scenario.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_truth_matches_the_evaluators_and_kpis_agree_with_it() -> None:
+    world = SimWorld(load_scenario("paper-static"))
+    for access, expected in (("nr", 342.0), ("wifi", 1190.0), ("lifi", 12.1)):
+        truth = world.truth(3, access)
+        assert truth.capacity_dl_mbps[0] == pytest.approx(expected, rel=0.01)
+        report = world.report(truth, 3)
+        throughput = {"nr": "DRB.UEThpDl", "wifi": "WLAN.StaThpDl", "lifi": "LIFI.StaThpDl"}[access]
+        assert report.values[throughput][0] / 1000 == pytest.approx(expected, rel=0.1)
+    nr = world.report(world.truth(3, "nr"), 3)
+    assert nr.labels["CARR.WBCQIDist"][0] == 16  # bin 16 = CQI 15 at 342 Mbit/s
+    wifi = world.report(world.truth(3, "wifi"), 3)
+    assert wifi.values["WLAN.StaMcsDl"][0] == 11
+    assert wifi.values["WLAN.StaNssDl"][0] == 2
+
+
+def test_radio_conditions_drive_the_capacity(tmp_path: Path) -> None:
+    world = SimWorld(load_scenario(str(scenario_file(tmp_path, RADIO))))
+    nr = [world.truth(t, "nr").capacity_dl_mbps[0] for t in range(5)]
+    wifi = [world.truth(t, "wifi").capacity_dl_mbps[0] for t in range(5)]
+    assert nr[0] == pytest.approx(171.0, rel=0.01)  # 342 at CQI 15, half the cell busy
+    assert nr == sorted(nr, reverse=True)
+    assert wifi[0] == pytest.approx(1190.0, rel=0.01)
+    assert wifi[-1] < 0.2 * wifi[0]
+    assert world.truth(0, "lifi").capacity_dl_mbps[0] == pytest.approx(12.1, rel=0.05)
+
+
+def test_impossible_radio_state_names_the_path(tmp_path: Path) -> None:
+    text = RADIO.replace("radio: {sinr_db: 2.2}", "radio: {sinr_db: -40}")
+    with pytest.raises(ScenarioError, match=r"cpe-1\.accesses\.lifi\.radio: LiFi SNR -40 dB"):
+        SimWorld(load_scenario(str(scenario_file(tmp_path, text))))
+    negative = RADIO.replace("distance_m: [[0, 1], [4, 40]]", "distance_m: -3")
+    with pytest.raises(ScenarioError, match="distance_m"):
+        load_scenario(str(scenario_file(tmp_path, negative)))
+
+
+def test_cell_level_subscription_gets_format1() -> None:
+    scenario = load_scenario("paper-static")
+    world = SimWorld(scenario)
+    names = ("RRU.PrbAvailDl", "RRU.PrbTotDl", "DRB.UEThpDl")
+    settings = E2Settings(
+        nodes=(E2NodeConfig(node=node_name("nr"), access="nr", measurements=names, report="cell"),)
+    )
+    samples: list[KpiSample] = []
+    lock = threading.Condition()
+
+    def received(batch: list[KpiSample]) -> None:
+        with lock:
+            samples.extend(batch)
+            lock.notify_all()
+
+    processor = IndicationProcessor(e2_cpes(scenario))
+    termination = StandaloneE2Termination(settings, processor, received, MemoryStateStore())  # type: ignore[arg-type]
+    termination.start()
+    node = SimulatedNode("nr", termination.address, [1])
+    try:
+        node.connect()
+        active = node.client.wait_subscribed()
+        assert active is not None
+        assert active.style == 1
+        assert node.send(time.time(), 1000, world.report(world.truth(0, "nr"), 0))
+        with lock:
+            lock.wait_for(lambda: samples, 10)
+    finally:
+        node.close()
+        termination.stop()
+    downlink = next(s for s in samples if s.direction == Direction.DOWNLINK)
+    assert downlink.measurements["RRU.PrbAvailDl"] == 133.0
+    assert downlink.throughput_mbps == pytest.approx(342.0, rel=0.1)
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_dataset_command(tmp_path: Path, suffix: str) -> None:
+    out = tmp_path / f"data{suffix}"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xapp",
+            "e2sim",
+            "dataset",
+            "--scenario",
+            "paper-dynamic",
+            "--duration",
+            "20",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "wrote 60 rows" in result.stdout
+    if suffix == ".csv":
+        with out.open() as handle:
+            rows = list(csv.DictReader(handle))
+        columns = set(rows[0])
+    else:
+        table = pq.read_table(out)
+        rows = table.to_pylist()
+        columns = set(table.column_names)
+    assert {
+        "time_s",
+        "cpe_id",
+        "access",
+        "capacity_dl_mbps",
+        "DRB.UEThpDl",
+        "WLAN.StaAirtime",
+        "LIFI.LinkState",
+    } <= columns
+    wifi = [float(r["capacity_dl_mbps"]) for r in rows if r["access"] == "wifi"]
+    thp = [float(r["WLAN.StaThpDl"]) / 1000 for r in rows if r["access"] == "wifi"]
+    assert np.allclose(thp, wifi, rtol=0.1)
+    assert len(set(wifi)) >= 3  # the reconstructed walk changes the Wi-Fi capacity
+
+
+def test_e2sim_bad_input_is_one_line() -> None:
+    for args, expected in [
+        (("e2sim", "run", "--scenario", "no-such"), "no-such"),
+        (
+            ("e2sim", "run", "--scenario", "paper-static", "--kpm-version", "v9"),
+            "unknown E2SM-KPM version",
+        ),
+        (("e2sim", "run", "--scenario", "paper-static", "--connect", "nowhere"), "HOST:PORT"),
+        (
+            ("e2sim", "run", "--scenario", "paper-static", "--connect", "127.0.0.1:1"),
+            "cannot reach the xApp",
+        ),
+        (("e2sim", "dataset", "--scenario", "paper-static", "--out", "x.txt"), ".csv or .parquet"),
+    ]:
+        result = subprocess.run(
+            [sys.executable, "-m", "xapp", *args], capture_output=True, text=True, timeout=120
+        )
+        assert result.returncode == 2, (args, result.stderr)
+        assert result.stderr.startswith("error: "), result.stderr
+        assert expected in result.stderr, result.stderr
