@@ -91,6 +91,9 @@ def run(
     nr_pattern: Annotated[
         str, typer.Option(help="NR TDD pattern: 5ms (342 Mbit/s) or 1ms (116).")
     ] = "5ms",
+    report_delay_ms: Annotated[
+        int, typer.Option(help="How long after a period ends its report is sent.")
+    ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Connect one E2 node per access to the xApp and report every period."""
@@ -109,7 +112,17 @@ def run(
                 task, completed=stats.ticks, description=f"lag {stats.lags_s[-1] * 1000:.0f} ms"
             )
 
-        runner = SimRunner(world, _address(connect), version, speed, truth_out, progress=advance)
+        if report_delay_ms < 0:
+            _fail(f"--report-delay-ms must be ≥ 0, got {report_delay_ms}")
+        runner = SimRunner(
+            world,
+            _address(connect),
+            version,
+            speed,
+            truth_out,
+            progress=advance,
+            report_delay_s=report_delay_ms / 1000,
+        )
         try:
             stats = runner.run()
         except OSError as error:

@@ -78,6 +78,7 @@ class SimRunner:
         truth_out: TextIO | None = None,
         subscribe_timeout_s: float = 10.0,
         progress: Callable[[RunStats], None] | None = None,
+        report_delay_s: float = 0.0,
     ) -> None:
         if speed < 0:
             raise ValueError(f"speed must be ≥ 0 (0: as fast as possible), got {speed}")
@@ -86,6 +87,9 @@ class SimRunner:
         self.truth_out = truth_out
         self.subscribe_timeout_s = subscribe_timeout_s
         self.progress = progress
+        if report_delay_s < 0:
+            raise ValueError(f"the reporting delay must be ≥ 0 s, got {report_delay_s}")
+        self.report_delay_s = report_delay_s
         positions_by_access = {
             access: [p for p, entry in enumerate(world.scenario.cpes, 1) if access in entry.paths]
             for access in world.accesses
@@ -118,9 +122,9 @@ class SimRunner:
         started = time.monotonic()
         unix_start = time.time()
         for tick in range(ticks):
-            # A period's report goes out when the period has ended.
+            # A period's report goes out when the period has ended, plus the node's delay.
             due = (
-                started + (tick + 1) * world.period_s / self.speed
+                started + ((tick + 1) * world.period_s + self.report_delay_s) / self.speed
                 if self.speed > 0
                 else time.monotonic()
             )
@@ -135,6 +139,8 @@ class SimRunner:
                 report = world.report(truth, tick)
                 if self.truth_out is not None:
                     write_truth(self.truth_out, truth, unix_start)
+                if not self._due(node, tick, period_ms):
+                    continue
                 if node.send(collect_start, period_ms, report):
                     stats.indications += 1
             stats.busy_s += time.monotonic() - began
@@ -142,3 +148,15 @@ class SimRunner:
             if self.progress is not None:
                 self.progress(stats)
         stats.wall_s = time.monotonic() - started
+
+    @staticmethod
+    def _due(node: SimulatedNode, tick: int, period_ms: int) -> bool:
+        """Whether the node's subscription wants a report after this period.
+
+        A subscription's reporting period is rounded to whole simulation periods (the world
+        cannot report more often than it is computed)."""
+        active = node.subscription
+        if active is None:
+            return False
+        every = max(1, round(active.reporting_period_ms / period_ms))
+        return (tick + 1) % every == 0

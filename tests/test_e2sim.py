@@ -186,3 +186,25 @@ def test_e2sim_bad_input_is_one_line() -> None:
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("error: "), result.stderr
         assert expected in result.stderr, result.stderr
+
+
+def test_runner_honours_the_subscribed_period_and_the_reporting_delay() -> None:
+    from e2sim.identities import e2_node_configs
+    from e2sim.runner import SimRunner
+
+    scenario = load_scenario("paper-static")
+    settings = E2Settings(nodes=e2_node_configs(("nr", "wifi", "lifi"), report_period_ms=2000))
+    termination = StandaloneE2Termination(
+        settings, IndicationProcessor(e2_cpes(scenario)), lambda batch: None, MemoryStateStore()
+    )
+    termination.start()
+    try:
+        fast = SimRunner(SimWorld(scenario), termination.address, speed=0).run(max_ticks=6)
+        assert fast.indications == 3 * 3  # every second period, three nodes
+        delayed = SimRunner(
+            SimWorld(scenario), termination.address, speed=1, report_delay_s=0.3
+        ).run(max_ticks=2)
+        assert delayed.indications == 3
+        assert delayed.wall_s >= 2.3
+    finally:
+        termination.stop()
