@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Debian packages the tests and benchmarks use (servers and tools started by the test fixtures).
-SYSTEM_PACKAGES=(redis-server iperf3 iproute2)
+SYSTEM_PACKAGES=(redis-server iperf3 iproute2 mptcpize)
 
 missing=()
 for pkg in "${SYSTEM_PACKAGES[@]}"; do

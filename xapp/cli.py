@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from agent.cli import agent_app, testbed_app
 from e2sim.cli import e2sim_app
 from kpm.cli import kpm_app
 from xapp.domain import Direction
@@ -40,6 +41,8 @@ app.add_typer(bench_app, name="bench")
 app.add_typer(scenario_app, name="scenario")
 app.add_typer(kpm_app, name="kpm")
 app.add_typer(e2sim_app, name="e2sim")
+app.add_typer(agent_app, name="agent")
+app.add_typer(testbed_app, name="testbed")
 xapp_app = typer.Typer(help="Run the xApp.", no_args_is_help=True)
 app.add_typer(xapp_app, name="xapp")
 

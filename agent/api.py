@@ -1,0 +1,173 @@
+"""The agent's REST API (FastAPI): weights, telemetry, probes, health; bearer-token auth."""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import subprocess
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
+
+from agent.probes import ProbeError, iperf3_probe
+from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
+from xapp.domain import Direction
+
+log = logging.getLogger(__name__)
+
+
+class WeightsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cpe_id: str | None = None
+    weights: dict[str, StrictInt]
+    sequence: StrictInt = Field(ge=0)
+    requested_by: str = Field(default="xapp", max_length=100)
+
+
+class ProbeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    access: str
+    seconds: float = Field(default=5.0, gt=0, le=60)
+    parallel: int = Field(default=10, ge=1, le=32)
+    reverse: bool = False
+
+
+def read_token(path: Path | None) -> str | None:
+    if path is None:
+        return None
+    token = path.read_text().strip()
+    if not token:
+        raise ValueError(f"{path}: the token file is empty")
+    return token
+
+
+def create_app(service: WeightService, token: str | None) -> FastAPI:
+    app = FastAPI(title="atsss agent", version="0.1.0")
+    bearer = HTTPBearer(auto_error=False)
+    config = service.config
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_body(request: Request, error: RequestValidationError) -> JSONResponse:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"] if p != "body")
+        message = "the body is not valid JSON" if first["type"] == "json_invalid" else first["msg"]
+        return JSONResponse(
+            {"detail": f"{where}: {message}" if where else message}, status_code=422
+        )
+
+    def caller(
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+    ) -> str:
+        if token is None:
+            return "anyone (no token configured)"
+        if credentials is None or not hmac.compare_digest(
+            credentials.credentials.encode(), token.encode()
+        ):
+            raise HTTPException(
+                401, "missing or wrong bearer token", {"WWW-Authenticate": "Bearer"}
+            )
+        return "token holder"
+
+    @app.get("/v1/health")
+    def health() -> dict[str, Any]:
+        return {"status": "ok", "role": config.role, "backend": service.backend.name}
+
+    @app.put("/v1/weights/{direction}")
+    def put_weights(
+        direction: Direction,
+        body: WeightsBody,
+        request: Request,
+        who: Annotated[str, Depends(caller)],
+    ) -> dict[str, Any]:
+        client = request.client.host if request.client else "?"
+        update = WeightUpdate(
+            cpe_id=body.cpe_id or config.cpe_id,
+            direction=direction,
+            weights=body.weights,
+            sequence=body.sequence,
+            requested_by=f"{body.requested_by} ({who}, {client})",
+        )
+        try:
+            applied = service.apply(update)
+        except UpdateRejectedError as error:
+            raise HTTPException(error.status, str(error)) from error
+        except ApplyFailedError as error:
+            raise HTTPException(502, str(error)) from error
+        return {"applied": applied.__dict__}
+
+    @app.get("/v1/weights/{direction}")
+    def get_weights(
+        direction: Direction, who: Annotated[str, Depends(caller)], cpe_id: str | None = None
+    ) -> dict[str, Any]:
+        chosen = cpe_id or config.cpe_id
+        applied = service.applied(chosen)
+        if direction != config.direction or applied is None:
+            raise HTTPException(404, f"no {direction.value} weights applied for {chosen}")
+        return {"applied": applied.__dict__}
+
+    @app.get("/v1/telemetry")
+    def telemetry(who: Annotated[str, Depends(caller)]) -> dict[str, Any]:
+        out: dict[str, Any] = {"kernel": service.backend.describe()}
+        try:
+            done = subprocess.run(
+                ["ss", "-tinHM"], capture_output=True, text=True, timeout=5, check=False
+            )
+            out["subflows"] = _parse_ss(done.stdout)
+        except OSError as error:
+            out["subflows_error"] = str(error)
+        return out
+
+    @app.post("/v1/probes")
+    def probe(body: ProbeBody, who: Annotated[str, Depends(caller)]) -> dict[str, Any]:
+        access = config.accesses.get(body.access)
+        if access is None:
+            raise HTTPException(404, f"unknown access {body.access!r}")
+        if config.probe_server is None:
+            raise HTTPException(409, "no probe_server configured")
+        try:
+            result = iperf3_probe(
+                body.access,
+                access.address,
+                config.probe_server,
+                body.seconds,
+                body.parallel,
+                body.reverse,
+            )
+        except ProbeError as error:
+            raise HTTPException(502, str(error)) from error
+        log.info("probe on %s: %.1f Mbit/s, %d bytes", body.access, result.mbps, result.bytes)
+        return {"probe": result.__dict__}
+
+    return app
+
+
+def _parse_ss(text: str) -> list[dict[str, str]]:
+    """`ss -tinHM`: a socket line followed by its info line; keep the key:value tokens."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    sockets = []
+    for socket_line, info in zip(lines[::2], lines[1::2], strict=False):
+        fields = socket_line.split()
+        entry = {
+            "local": fields[3] if len(fields) > 3 else "",
+            "peer": fields[4] if len(fields) > 4 else "",
+        }
+        for token in info.split():
+            key, sep, value = token.partition(":")
+            if sep and key in {
+                "rtt",
+                "cwnd",
+                "bytes_sent",
+                "bytes_acked",
+                "bytes_received",
+                "delivery_rate",
+            }:
+                entry[key] = value
+        sockets.append(entry)
+    return sockets

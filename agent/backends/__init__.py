@@ -1,0 +1,1 @@
+"""Kernel backends: the only code that writes weights where MPTCP sends."""

@@ -1,0 +1,81 @@
+"""The agent's configuration file (YAML): which interface and addresses belong to which access."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from xapp.domain import Direction
+
+
+class AgentConfigError(ValueError):
+    """A configuration file that cannot be used; the message names the file and the key."""
+
+
+class AccessConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    interface: str = Field(min_length=1, max_length=15)
+    address: IPv4Address  # this host's address on the access
+    peer_address: IPv4Address | None = None  # the other end's address (probes, telemetry)
+
+
+class AgentConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["cpe", "proxy"]
+    accesses: dict[str, AccessConfig] = Field(min_length=1)
+    # proxy only: the CPEs it serves, access → that CPE's address (downlink rules match them)
+    cpes: dict[str, dict[str, IPv4Address]] = Field(default_factory=dict)
+    cpe_id: str = "cpe-1"  # cpe only: the id the xApp knows this CPE by
+    listen: str = "127.0.0.1:8700"
+    token_file: Path | None = None
+    state_file: Path = Path("/var/lib/atsss-agent/state.json")
+    backend: Literal["auto", "wrr", "mainline", "dry-run"] = "auto"
+    procfs_root: Path = Path("/proc")
+    probe_server: IPv4Address | None = None  # the proxy's iperf3 server
+    max_rules: int = Field(default=64, ge=1, le=1024)
+    xapp_url: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AgentConfig:
+        if self.role == "cpe" and self.cpes:
+            raise ValueError("cpes: only a proxy lists the CPEs it serves")
+        for cpe_id, addresses in self.cpes.items():
+            unknown = sorted(set(addresses) - set(self.accesses))
+            if unknown:
+                raise ValueError(f"cpes.{cpe_id}: unknown access {', '.join(unknown)}")
+        return self
+
+    @property
+    def direction(self) -> Direction:
+        """The CPE's kernel sends uplink; the proxy's sends downlink."""
+        return Direction.UPLINK if self.role == "cpe" else Direction.DOWNLINK
+
+    def cpe_addresses(self, cpe_id: str) -> dict[str, IPv4Address]:
+        if self.role == "cpe":
+            if cpe_id != self.cpe_id:
+                raise KeyError(f"this agent is CPE {self.cpe_id!r}, not {cpe_id!r}")
+            return {name: access.address for name, access in self.accesses.items()}
+        if cpe_id not in self.cpes:
+            raise KeyError(f"this proxy does not serve CPE {cpe_id!r}")
+        return dict(self.cpes[cpe_id])
+
+
+def load_config(path: Path) -> AgentConfig:
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as error:
+        raise AgentConfigError(f"{path}: {error.strerror}") from error
+    except yaml.YAMLError as error:
+        raise AgentConfigError(f"{path}: not YAML: {error}") from error
+    try:
+        return AgentConfig.model_validate(raw)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise AgentConfigError(f"{path}: {where}: {first['msg']}") from error

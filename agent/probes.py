@@ -1,0 +1,97 @@
+"""Per-access capacity probes: iperf3 bound to the access's source address, or byte counters.
+
+The paper's active probe: TCP, 10 parallel flows, 5 s, from each access's address toward the
+proxy's iperf3 server. The passive one reads the interface's byte counters over an interval
+while traffic flows (it costs nothing, and measures what is carried, not what could be).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from pathlib import Path
+
+
+class ProbeError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    access: str
+    method: str
+    mbps: float
+    duration_s: float
+    bytes: int  # what the probe itself cost (0 for the passive probe)
+    direction: str
+
+
+def iperf3_probe(
+    access: str,
+    source: IPv4Address,
+    server: IPv4Address,
+    seconds: float = 5.0,
+    parallel: int = 10,
+    reverse: bool = False,
+    port: int = 5201,
+    prefix: tuple[str, ...] = (),
+) -> ProbeResult:
+    """``reverse``: the server sends (downlink as seen from the CPE)."""
+    argv = [
+        *prefix,
+        "iperf3",
+        "-c",
+        str(server),
+        "-B",
+        str(source),
+        "-p",
+        str(port),
+        "-P",
+        str(parallel),
+        "-t",
+        f"{seconds:g}",
+        "-J",
+    ]
+    if reverse:
+        argv.append("-R")
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=seconds + 30, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise ProbeError(f"iperf3 on {access}: {error}") from error
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError as error:
+        raise ProbeError(f"iperf3 on {access}: no JSON ({done.stderr.strip()[:200]})") from error
+    if "error" in report:
+        raise ProbeError(f"iperf3 on {access}: {report['error']}")
+    received = report["end"]["sum_received"]
+    return ProbeResult(
+        access,
+        "iperf3",
+        received["bits_per_second"] / 1e6,
+        time.monotonic() - started,
+        int(report["end"]["sum_sent"]["bytes"]),
+        "downlink" if reverse else "uplink",
+    )
+
+
+def counter_probe(
+    access: str, interface: str, seconds: float = 1.0, sysfs: Path = Path("/sys")
+) -> ProbeResult:
+    """Bytes the interface carried per second over ``seconds`` (rx: downlink at the CPE)."""
+    counter = sysfs / "class/net" / interface / "statistics/rx_bytes"
+    try:
+        first = int(counter.read_text())
+        time.sleep(seconds)
+        second = int(counter.read_text())
+    except (OSError, ValueError) as error:
+        raise ProbeError(f"cannot read {counter}: {error}") from error
+    return ProbeResult(
+        access, "counters", (second - first) * 8 / seconds / 1e6, seconds, 0, "downlink"
+    )

@@ -1,0 +1,203 @@
+"""Apply weight updates safely: validate, write, read back, roll back, persist, reapply.
+
+The only path from a request to the kernel. A request that fails validation changes nothing;
+a write the kernel refuses, or that reads back different, is rolled back to the previous state;
+the last good state is kept in a file and written again when the agent starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from ipaddress import IPv4Address
+
+from agent.backends.base import Backend, BackendError, PathWeight
+from agent.config import AgentConfig
+from xapp.domain import Direction
+
+log = logging.getLogger(__name__)
+
+MAX_WEIGHT = 255
+
+
+class UpdateRejectedError(ValueError):
+    """A request that cannot be applied as asked; ``status`` is the HTTP status it maps to."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ApplyFailedError(RuntimeError):
+    """The kernel refused the write or read back something else; the previous state is back."""
+
+
+@dataclass(frozen=True)
+class WeightUpdate:
+    cpe_id: str
+    direction: Direction
+    weights: Mapping[str, int]
+    sequence: int
+    requested_by: str = "xapp"
+
+
+@dataclass(frozen=True)
+class AppliedWeights:
+    cpe_id: str
+    direction: str
+    weights: dict[str, int]
+    sequence: int
+    requested_by: str
+    applied_at_s: float
+
+
+class WeightService:
+    def __init__(
+        self,
+        config: AgentConfig,
+        backend: Backend,
+        is_local_address: Callable[[IPv4Address], bool] = lambda address: True,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.backend = backend
+        self._is_local = is_local_address
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._applied: dict[str, AppliedWeights] = {}
+
+    def applied(self, cpe_id: str) -> AppliedWeights | None:
+        with self._lock:
+            return self._applied.get(cpe_id)
+
+    def validate(self, update: WeightUpdate) -> list[PathWeight]:
+        if update.direction != self.config.direction:
+            raise UpdateRejectedError(
+                f"this agent is the {self.config.role}'s and applies {self.config.direction.value} "
+                f"weights, not {update.direction.value}"
+            )
+        try:
+            addresses = self.config.cpe_addresses(update.cpe_id)
+        except KeyError as error:
+            raise UpdateRejectedError(str(error.args[0]), 404) from error
+        if not update.weights:
+            raise UpdateRejectedError("weights: at least one access is needed")
+        paths = []
+        for access, weight in update.weights.items():
+            if access not in addresses:
+                known = ", ".join(sorted(addresses))
+                raise UpdateRejectedError(
+                    f"weights.{access}: unknown access (this agent knows {known})"
+                )
+            if (
+                isinstance(weight, bool)
+                or not isinstance(weight, int)
+                or not 0 <= weight <= MAX_WEIGHT
+            ):
+                raise UpdateRejectedError(
+                    f"weights.{access}: {weight!r} is not an integer in 0..{MAX_WEIGHT}"
+                )
+            address = addresses[access]
+            if self.config.role == "cpe" and not self._is_local(address):
+                raise UpdateRejectedError(
+                    f"weights.{access}: {address} is not an address of this host"
+                )
+            paths.append(PathWeight(update.cpe_id, access, address, weight))
+        if all(p.weight == 0 for p in paths):
+            raise UpdateRejectedError("weights: at least one access needs a weight above 0")
+        if update.sequence < 0:
+            raise UpdateRejectedError(f"sequence: {update.sequence} is negative")
+        return paths
+
+    def apply(self, update: WeightUpdate) -> AppliedWeights:
+        paths = self.validate(update)
+        with self._lock:
+            current = self._applied.get(update.cpe_id)
+            if current is not None and update.sequence <= current.sequence:
+                raise UpdateRejectedError(
+                    f"sequence {update.sequence} is not after {current.sequence}, the one in force",
+                    409,
+                )
+            others = [
+                p
+                for cpe_id, a in self._applied.items()
+                if cpe_id != update.cpe_id
+                for p in self._paths(a)
+            ]
+            if len(others) + len(paths) > self.config.max_rules:
+                raise UpdateRejectedError(f"more than {self.config.max_rules} rules on this agent")
+            previous = [p for a in self._applied.values() for p in self._paths(a)]
+            self._write_checked(others + paths, previous)
+            applied = AppliedWeights(
+                update.cpe_id,
+                update.direction.value,
+                dict(update.weights),
+                update.sequence,
+                update.requested_by,
+                self._clock(),
+            )
+            self._applied[update.cpe_id] = applied
+            self._persist()
+        log.info(
+            "applied %s weights %s for %s (sequence %d) as asked by %s",
+            applied.direction,
+            applied.weights,
+            applied.cpe_id,
+            applied.sequence,
+            applied.requested_by,
+        )
+        return applied
+
+    def restore(self) -> list[AppliedWeights]:
+        """Write the last good state again (agent or host restart)."""
+        path = self.config.state_file
+        if not path.exists():
+            return []
+        try:
+            raw = json.loads(path.read_text())
+            restored = [AppliedWeights(**item) for item in raw["applied"]]
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            log.error("state file %s unreadable, starting without weights: %s", path, error)
+            return []
+        with self._lock:
+            paths = [p for a in restored for p in self._paths(a)]
+            self._write_checked(paths, [])
+            self._applied = {a.cpe_id: a for a in restored}
+        log.info("reapplied the last good weights of %d CPEs from %s", len(restored), path)
+        return restored
+
+    def _paths(self, applied: AppliedWeights) -> list[PathWeight]:
+        addresses = self.config.cpe_addresses(applied.cpe_id)
+        return [PathWeight(applied.cpe_id, a, addresses[a], w) for a, w in applied.weights.items()]
+
+    def _write_checked(self, paths: list[PathWeight], previous: list[PathWeight]) -> None:
+        try:
+            self.backend.write(paths)
+            held = self.backend.read(paths)
+            wanted = {(p.cpe_id, p.access): p.weight for p in paths}
+            if dict(held) != wanted:
+                raise BackendError(f"the kernel reads back {dict(held)} instead of {wanted}")
+        except BackendError as error:
+            log.error("write failed, rolling back: %s", error)
+            try:
+                self.backend.write(previous)
+            except BackendError as rollback_error:
+                log.critical("rollback failed too: %s", rollback_error)
+                raise ApplyFailedError(
+                    f"{error}; rollback failed as well: {rollback_error}"
+                ) from error
+            raise ApplyFailedError(f"{error}; the previous weights are back in force") from error
+
+    def _persist(self) -> None:
+        path = self.config.state_file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(".tmp")
+        temporary.write_text(
+            json.dumps({"applied": [asdict(a) for a in self._applied.values()]}, indent=1)
+        )
+        os.replace(temporary, path)

@@ -1,0 +1,250 @@
+"""A one-box testbed: a CPE and an MPTCP proxy in two network namespaces, three shaped paths.
+
+    CPE namespace                               proxy namespace
+    nr0   10.77.1.1/24  <── veth ──>  nr1   10.77.1.2/24
+    wifi0 10.77.2.1/24  <── veth ──>  wifi1 10.77.2.2/24
+    lifi0 10.77.3.1/24  <── veth ──>  lifi1 10.77.3.2/24
+                                      lo    10.77.0.1/32  (the proxy's service address)
+
+In the CPE, each source address has its own routing table toward 10.77.0.1, so a subflow leaves
+by its access; the default route is nr. MPTCP endpoints (`subflow`) exist for all three
+addresses and the limits allow them. Each side's egress is shaped with htb: the CPE's is the
+uplink rate, the proxy's the downlink rate. Needs root; everything is torn down by `down`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+
+ACCESSES = ("nr", "wifi", "lifi")
+
+
+class TestbedError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Testbed:
+    prefix: str = "atsss"
+    subnet: int = 77
+
+    @property
+    def cpe_ns(self) -> str:
+        return f"{self.prefix}-cpe"
+
+    @property
+    def proxy_ns(self) -> str:
+        return f"{self.prefix}-proxy"
+
+    @property
+    def server(self) -> IPv4Address:
+        return IPv4Address(f"10.{self.subnet}.0.1")
+
+    def cpe_address(self, access: str) -> IPv4Address:
+        return IPv4Address(f"10.{self.subnet}.{ACCESSES.index(access) + 1}.1")
+
+    def proxy_address(self, access: str) -> IPv4Address:
+        return IPv4Address(f"10.{self.subnet}.{ACCESSES.index(access) + 1}.2")
+
+    def interface(self, access: str, side: str) -> str:
+        return f"{access}{0 if side == 'cpe' else 1}"
+
+    def exists(self) -> bool:
+        listed = subprocess.run(
+            ["ip", "netns", "list"], capture_output=True, text=True, check=False
+        ).stdout
+        return any(line.split()[0] == self.cpe_ns for line in listed.splitlines() if line.strip())
+
+    def up(self) -> None:
+        if self.exists():
+            raise TestbedError(
+                f"namespace {self.cpe_ns} exists already; run `atsss testbed down` first"
+            )
+        try:
+            self._up()
+        except TestbedError:
+            self.down()
+            raise
+
+    def _up(self) -> None:
+        cpe, proxy = self.cpe_ns, self.proxy_ns
+        _run(["ip", "netns", "add", cpe])
+        _run(["ip", "netns", "add", proxy])
+        for ns in (cpe, proxy):
+            _run(["ip", "-n", ns, "link", "set", "lo", "up"])
+            _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.mptcp.enabled=1"])
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    ns,
+                    "mptcp",
+                    "limits",
+                    "set",
+                    "subflows",
+                    "8",
+                    "add_addr_accepted",
+                    "8",
+                ]
+            )
+        _run(["ip", "-n", proxy, "addr", "add", f"{self.server}/32", "dev", "lo"])
+        for index, access in enumerate(ACCESSES, 1):
+            near, far = self.interface(access, "cpe"), self.interface(access, "proxy")
+            _run(
+                [
+                    "ip",
+                    "link",
+                    "add",
+                    near,
+                    "netns",
+                    cpe,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    far,
+                    "netns",
+                    proxy,
+                ]
+            )
+            _run(["ip", "-n", cpe, "addr", "add", f"{self.cpe_address(access)}/24", "dev", near])
+            _run(["ip", "-n", proxy, "addr", "add", f"{self.proxy_address(access)}/24", "dev", far])
+            _run(["ip", "-n", cpe, "link", "set", near, "up"])
+            _run(["ip", "-n", proxy, "link", "set", far, "up"])
+            table = str(100 + index)
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    cpe,
+                    "rule",
+                    "add",
+                    "from",
+                    str(self.cpe_address(access)),
+                    "table",
+                    table,
+                ]
+            )
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    cpe,
+                    "route",
+                    "add",
+                    f"{self.server}/32",
+                    "via",
+                    str(self.proxy_address(access)),
+                    "dev",
+                    near,
+                    "table",
+                    table,
+                ]
+            )
+            _run(
+                [
+                    "ip",
+                    "-n",
+                    cpe,
+                    "mptcp",
+                    "endpoint",
+                    "add",
+                    str(self.cpe_address(access)),
+                    "dev",
+                    near,
+                    "subflow",
+                ]
+            )
+        _run(
+            [
+                "ip",
+                "-n",
+                cpe,
+                "route",
+                "add",
+                f"{self.server}/32",
+                "via",
+                str(self.proxy_address("nr")),
+                "dev",
+                "nr0",
+            ]
+        )
+
+    def shape(
+        self, downlink_mbps: Mapping[str, float], uplink_mbps: Mapping[str, float] | None = None
+    ) -> None:
+        """htb on each side's egress; replaces any earlier shaping."""
+        for access in ACCESSES:
+            for side, rates in (("proxy", downlink_mbps), ("cpe", uplink_mbps or downlink_mbps)):
+                if access not in rates:
+                    continue
+                rate = rates[access]
+                if not 0 < rate <= 100_000:
+                    raise TestbedError(f"{access}: rate {rate} Mbit/s is outside 0..100000")
+                ns = self.proxy_ns if side == "proxy" else self.cpe_ns
+                device = self.interface(access, side)
+                subprocess.run(
+                    ["ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", device, "root"],
+                    capture_output=True,
+                    check=False,
+                )
+                _run(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns,
+                        "tc",
+                        "qdisc",
+                        "add",
+                        "dev",
+                        device,
+                        "root",
+                        "handle",
+                        "1:",
+                        "htb",
+                        "default",
+                        "10",
+                    ]
+                )
+                _run(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        ns,
+                        "tc",
+                        "class",
+                        "add",
+                        "dev",
+                        device,
+                        "parent",
+                        "1:",
+                        "classid",
+                        "1:10",
+                        "htb",
+                        "rate",
+                        f"{rate:g}mbit",
+                        "ceil",
+                        f"{rate:g}mbit",
+                    ]
+                )
+
+    def down(self) -> None:
+        for ns in (self.cpe_ns, self.proxy_ns):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+    def in_cpe(self, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.cpe_ns, *argv]
+
+    def in_proxy(self, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.proxy_ns, *argv]
+
+
+def _run(argv: list[str]) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise TestbedError(f"{' '.join(argv)}: {done.stderr.strip()}")
