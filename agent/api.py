@@ -1,6 +1,8 @@
-"""The agent's REST API (FastAPI): weights, telemetry, probes, health; bearer-token auth."""
+"""The agent's REST API (FastAPI): weights, telemetry, probes, health; bearer-token auth.
 
-from __future__ import annotations
+No `from __future__ import annotations` here: FastAPI reads the dependencies of the routes
+from their annotations at run time, and these refer to names local to `create_app`.
+"""
 
 import hmac
 import logging

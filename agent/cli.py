@@ -145,7 +145,16 @@ def run(
     except ApplyFailedError as error:
         logging.getLogger("agent").error("could not reapply the last weights: %s", error)
     host, _, port = loaded.listen.rpartition(":")
-    uvicorn.run(create_app(service, token), host=host, port=int(port), log_level="warning")
+    certificate = str(loaded.tls_certificate) if loaded.tls_certificate else None
+    key = str(loaded.tls_key) if loaded.tls_key else None
+    uvicorn.run(
+        create_app(service, token),
+        host=host,
+        port=int(port),
+        log_level="warning",
+        ssl_certfile=certificate,
+        ssl_keyfile=key,
+    )
 
 
 def _testbed(prefix: str) -> Testbed:

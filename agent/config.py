@@ -34,6 +34,8 @@ class AgentConfig(BaseModel):
     cpe_id: str = "cpe-1"  # cpe only: the id the xApp knows this CPE by
     listen: str = "127.0.0.1:8700"
     token_file: Path | None = None
+    tls_certificate: Path | None = None  # PEM; with tls_key, the API is served over HTTPS
+    tls_key: Path | None = None
     state_file: Path = Path("/var/lib/atsss-agent/state.json")
     backend: Literal["auto", "wrr", "mainline", "dry-run"] = "auto"
     procfs_root: Path = Path("/proc")
@@ -43,6 +45,8 @@ class AgentConfig(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> AgentConfig:
+        if (self.tls_certificate is None) != (self.tls_key is None):
+            raise ValueError("tls_certificate and tls_key go together")
         if self.role == "cpe" and self.cpes:
             raise ValueError("cpes: only a proxy lists the CPEs it serves")
         for cpe_id, addresses in self.cpes.items():

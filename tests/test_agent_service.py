@@ -1,0 +1,154 @@
+"""The weight service: validation, ordering, read-back, rollback, persistence."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address
+from pathlib import Path
+
+import pytest
+
+from agent.backends.base import KernelState, PathWeight
+from agent.backends.dry_run import DryRunBackend
+from agent.config import AgentConfig
+from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
+from xapp.domain import Direction
+
+UP = Direction.UPLINK
+
+
+def cpe_config(tmp_path: Path, max_rules: int = 64) -> AgentConfig:
+    return AgentConfig.model_validate(
+        {
+            "role": "cpe",
+            "accesses": {
+                "nr": {"interface": "nr0", "address": "10.1.0.1"},
+                "wifi": {"interface": "wifi0", "address": "10.2.0.1"},
+                "lifi": {"interface": "lifi0", "address": "10.3.0.1"},
+            },
+            "state_file": str(tmp_path / "state.json"),
+            "max_rules": max_rules,
+        }
+    )
+
+
+def service(
+    tmp_path: Path, backend: DryRunBackend | None = None, local: bool = True
+) -> WeightService:
+    return WeightService(cpe_config(tmp_path), backend or DryRunBackend(), lambda a: local)
+
+
+def update(weights: dict[str, int], sequence: int = 1) -> WeightUpdate:
+    return WeightUpdate("cpe-1", UP, weights, sequence, "test")
+
+
+@pytest.mark.parametrize(
+    ("weights", "message"),
+    [
+        ({"nr": -1}, r"weights\.nr: -1 is not an integer in 0\.\.255"),
+        ({"nr": 1000}, "1000 is not an integer"),
+        ({"nr": True}, "True is not an integer"),
+        ({"nr": 2.5}, "2.5 is not an integer"),
+        ({"satellite": 1}, "weights.satellite: unknown access"),
+        ({"nr": 0, "wifi": 0}, "at least one access needs a weight above 0"),
+        ({}, "at least one access is needed"),
+    ],
+)
+def test_bad_weights_are_rejected_and_nothing_is_written(
+    tmp_path: Path, weights: dict[str, int], message: str
+) -> None:
+    backend = DryRunBackend()
+    with pytest.raises(UpdateRejectedError, match=message):
+        service(tmp_path, backend).apply(update(weights))
+    assert backend.writes == []
+
+
+def test_address_not_on_this_host_wrong_direction_and_cpe(tmp_path: Path) -> None:
+    with pytest.raises(UpdateRejectedError, match=r"10\.1\.0\.1 is not an address of this host"):
+        service(tmp_path, local=False).apply(update({"nr": 1}))
+    with pytest.raises(UpdateRejectedError, match="applies uplink weights, not downlink"):
+        service(tmp_path).apply(WeightUpdate("cpe-1", Direction.DOWNLINK, {"nr": 1}, 1))
+    with pytest.raises(UpdateRejectedError, match="not 'cpe-9'") as error:
+        service(tmp_path).apply(WeightUpdate("cpe-9", UP, {"nr": 1}, 1))
+    assert error.value.status == 404
+
+
+def test_out_of_order_updates_are_refused(tmp_path: Path) -> None:
+    weights = service(tmp_path)
+    weights.apply(update({"nr": 30, "wifi": 100}, sequence=5))
+    for stale in (5, 4):
+        with pytest.raises(UpdateRejectedError, match=f"sequence {stale} is not after 5") as error:
+            weights.apply(update({"nr": 1}, sequence=stale))
+        assert error.value.status == 409
+    assert weights.applied("cpe-1").weights == {"nr": 30, "wifi": 100}  # type: ignore[union-attr]
+
+
+def test_refused_write_rolls_back_to_the_previous_weights(tmp_path: Path) -> None:
+    backend = DryRunBackend()
+    weights = service(tmp_path, backend)
+    weights.apply(update({"nr": 30, "wifi": 100, "lifi": 1}, 1))
+    backend.fail_writes = 1
+    with pytest.raises(ApplyFailedError, match="previous weights are back in force"):
+        weights.apply(update({"nr": 1, "wifi": 1, "lifi": 1}, 2))
+    assert backend.held == {("cpe-1", "nr"): 30, ("cpe-1", "wifi"): 100, ("cpe-1", "lifi"): 1}
+    assert weights.applied("cpe-1").sequence == 1  # type: ignore[union-attr]
+
+
+class LyingBackend(DryRunBackend):
+    """Accepts the write but reads back something else, as a kernel that ignored it would."""
+
+    def read(self, paths: list[PathWeight]) -> KernelState:
+        held = dict(super().read(paths))
+        if len(self.writes) % 2 == 0:  # every second write is not what the kernel holds
+            held = {k: v + 1 for k, v in held.items()}
+        return held
+
+
+def test_read_back_mismatch_rolls_back(tmp_path: Path) -> None:
+    backend = LyingBackend()
+    weights = service(tmp_path, backend)
+    weights.apply(update({"nr": 30}, 1))
+    with pytest.raises(ApplyFailedError, match="reads back"):
+        weights.apply(update({"nr": 40}, 2))
+    assert backend.writes[-1][0].weight == 30
+
+
+def test_restart_reapplies_the_last_good_state(tmp_path: Path) -> None:
+    weights = service(tmp_path)
+    weights.apply(update({"nr": 30, "wifi": 100, "lifi": 0}, 7))
+    fresh_backend = DryRunBackend()
+    restarted = service(tmp_path, fresh_backend)
+    assert [a.sequence for a in restarted.restore()] == [7]
+    assert fresh_backend.held == {("cpe-1", "nr"): 30, ("cpe-1", "wifi"): 100, ("cpe-1", "lifi"): 0}
+    with pytest.raises(UpdateRejectedError, match="not after 7"):
+        restarted.apply(update({"nr": 1}, 7))
+    (tmp_path / "state.json").write_text("{broken")
+    assert service(tmp_path).restore() == []
+
+
+def test_rule_count_is_bounded(tmp_path: Path) -> None:
+    small = WeightService(cpe_config(tmp_path, max_rules=2), DryRunBackend(), lambda a: True)
+    with pytest.raises(UpdateRejectedError, match="more than 2 rules"):
+        small.apply(update({"nr": 1, "wifi": 1, "lifi": 1}))
+
+
+def test_proxy_serves_several_cpes_in_one_rule_table(tmp_path: Path) -> None:
+    config = AgentConfig.model_validate(
+        {
+            "role": "proxy",
+            "accesses": {
+                "nr": {"interface": "nr1", "address": "10.1.0.2"},
+                "wifi": {"interface": "wifi1", "address": "10.2.0.2"},
+            },
+            "cpes": {"cpe-1": {"nr": "10.1.0.1", "wifi": "10.2.0.1"}, "cpe-2": {"nr": "10.1.0.11"}},
+            "state_file": str(tmp_path / "state.json"),
+        }
+    )
+    backend = DryRunBackend()
+    proxy = WeightService(config, backend)
+    proxy.apply(WeightUpdate("cpe-1", Direction.DOWNLINK, {"nr": 28, "wifi": 99}, 1))
+    proxy.apply(WeightUpdate("cpe-2", Direction.DOWNLINK, {"nr": 5}, 1))
+    assert [(p.cpe_id, p.cpe_address, p.weight) for p in backend.writes[-1]] == [
+        ("cpe-1", IPv4Address("10.1.0.1"), 28),
+        ("cpe-1", IPv4Address("10.2.0.1"), 99),
+        ("cpe-2", IPv4Address("10.1.0.11"), 5),
+    ]

@@ -1,0 +1,271 @@
+"""Real Linux MPTCP in network namespaces: probes against shaped paths, and the mainline lever.
+
+Needs root and network namespaces (CI has both); the testbed is always torn down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from agent.probes import iperf3_probe
+from agent.testbed import ACCESSES, Testbed
+
+RATES = {"nr": 34.2, "wifi": 119.0, "lifi": 1.21}  # the paper's capacities, scaled by 1/10
+PROBE_PORT, MPTCP_PORT = 5201, 5202
+
+
+def _netns_usable() -> bool:
+    if os.geteuid() != 0:
+        return False
+    probe = subprocess.run(
+        ["ip", "netns", "add", "atsss-probe-check"], capture_output=True, check=False
+    )
+    subprocess.run(["ip", "netns", "del", "atsss-probe-check"], capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces")
+
+
+@pytest.fixture(scope="module")
+def testbed() -> Iterator[Testbed]:
+    bed = Testbed(prefix=f"t{os.getpid() % 10000}", subnet=90 + os.getpid() % 100)
+    bed.down()
+    bed.up()
+    servers = []
+    try:
+        bed.shape(RATES, RATES)
+        servers.append(
+            subprocess.Popen(
+                bed.in_proxy(["iperf3", "-s", "-p", str(PROBE_PORT)]),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        servers.append(
+            subprocess.Popen(
+                bed.in_proxy(["mptcpize", "run", "iperf3", "-s", "-p", str(MPTCP_PORT)]),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        time.sleep(1.0)
+        yield bed
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=10)
+        bed.down()
+    assert not bed.exists()
+
+
+def test_probes_measure_the_shaped_rates(testbed: Testbed) -> None:
+    for access in ACCESSES:
+        result = iperf3_probe(
+            access,
+            testbed.cpe_address(access),
+            testbed.server,
+            seconds=3,
+            parallel=10,
+            port=PROBE_PORT,
+            prefix=tuple(testbed.in_cpe([])),
+        )
+        assert result.mbps == pytest.approx(RATES[access], rel=0.10), (access, result)
+        assert result.bytes > 0
+        assert result.duration_s >= 3
+
+
+def mptcp_uplink_mbps(testbed: Testbed, seconds: int = 4) -> float:
+    done = subprocess.run(
+        testbed.in_cpe(
+            [
+                "mptcpize",
+                "run",
+                "iperf3",
+                "-c",
+                str(testbed.server),
+                "-p",
+                str(MPTCP_PORT),
+                "-t",
+                str(seconds),
+                "-J",
+            ]
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    report = json.loads(done.stdout)
+    assert "error" not in report, report.get("error")
+    return float(report["end"]["sum_received"]["bits_per_second"]) / 1e6
+
+
+def backup_flags(testbed: Testbed) -> dict[str, bool]:
+    shown = subprocess.run(
+        testbed.in_cpe(["ip", "-j", "mptcp", "endpoint", "show"]),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    by_address = {e["address"]: bool(e.get("backup")) for e in json.loads(shown.stdout)}
+    return {access: by_address[str(testbed.cpe_address(access))] for access in ACCESSES}
+
+
+def test_mainline_weight_zero_puts_the_slow_path_on_backup_and_the_aggregate_rises(
+    testbed: Testbed, tmp_path: Path
+) -> None:
+    config = tmp_path / "cpe.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "role": "cpe",
+                "accesses": {
+                    a: {
+                        "interface": testbed.interface(a, "cpe"),
+                        "address": str(testbed.cpe_address(a)),
+                    }
+                    for a in ACCESSES
+                },
+                "state_file": str(tmp_path / "state.json"),
+                "backend": "mainline",
+            }
+        )
+    )
+
+    def apply(weights: str) -> None:
+        done = subprocess.run(
+            testbed.in_cpe(
+                [
+                    sys.executable,
+                    "-m",
+                    "xapp",
+                    "agent",
+                    "apply",
+                    "--config",
+                    str(config),
+                    "--direction",
+                    "up",
+                    "--weights",
+                    weights,
+                ]
+            ),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+
+    apply("nr=30,wifi=100,lifi=1")
+    assert backup_flags(testbed) == {"nr": False, "wifi": False, "lifi": False}
+    all_active = mptcp_uplink_mbps(testbed)
+    apply("nr=30,wifi=100,lifi=0")
+    assert backup_flags(testbed) == {"nr": False, "wifi": False, "lifi": True}
+    slow_on_backup = mptcp_uplink_mbps(testbed)
+    assert slow_on_backup > 2 * all_active, (all_active, slow_on_backup)
+    assert slow_on_backup > 0.7 * (RATES["nr"] + RATES["wifi"])
+
+
+def test_probe_through_the_agents_http_api(testbed: Testbed, tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("t0ken\n")
+    config = tmp_path / "cpe.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "role": "cpe",
+                "accesses": {
+                    a: {
+                        "interface": testbed.interface(a, "cpe"),
+                        "address": str(testbed.cpe_address(a)),
+                    }
+                    for a in ACCESSES
+                },
+                "state_file": str(tmp_path / "state.json"),
+                "backend": "mainline",
+                "probe_server": str(testbed.server),
+                "listen": "127.0.0.1:8711",
+                "token_file": str(tmp_path / "token"),
+            }
+        )
+    )
+    agent = subprocess.Popen(
+        testbed.in_cpe([sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = (
+        "import httpx, json, time\n"
+        "for _ in range(100):\n"
+        "    try:\n"
+        "        httpx.get('http://127.0.0.1:8711/v1/health'); break\n"
+        "    except httpx.HTTPError: time.sleep(0.1)\n"
+        "r = httpx.post('http://127.0.0.1:8711/v1/probes', json={'access': 'wifi', 'seconds': 2},"
+        " headers={'Authorization': 'Bearer t0ken'}, timeout=60)\n"
+        "print(json.dumps(r.json()))\n"
+    )
+    try:
+        done = subprocess.run(
+            testbed.in_cpe([sys.executable, "-c", client]),
+            capture_output=True,
+            text=True,
+            timeout=90,
+            check=False,
+        )
+    finally:
+        agent.terminate()
+        agent.wait(timeout=30)
+    probe = json.loads(done.stdout)["probe"]
+    assert probe["access"] == "wifi"
+    assert probe["method"] == "iperf3"
+    assert probe["mbps"] == pytest.approx(RATES["wifi"], rel=0.10)
+    assert probe["bytes"] > 0
+
+
+def test_testbed_commands(testbed: Testbed) -> None:
+    prefix = f"c{os.getpid() % 10000}"
+    run = [sys.executable, "-m", "xapp", "testbed"]
+    try:
+        up = subprocess.run(
+            [*run, "up", "--prefix", prefix], capture_output=True, text=True, timeout=60
+        )
+        assert up.returncode == 0, up.stderr
+        again = subprocess.run(
+            [*run, "up", "--prefix", prefix], capture_output=True, text=True, timeout=60
+        )
+        assert again.returncode == 2
+        assert "exists already" in again.stderr
+        shaped = subprocess.run(
+            [*run, "shape", "--prefix", prefix, "--scenario", "paper-static", "--scale", "0.1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shaped.returncode == 0, shaped.stderr
+        classes = subprocess.run(
+            ["ip", "netns", "exec", f"{prefix}-proxy", "tc", "class", "show", "dev", "wifi1"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert "rate 119Mbit" in classes.stdout
+        bad = subprocess.run(
+            [*run, "shape", "--prefix", prefix, "--rates", "nr=0"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert bad.returncode == 2
+        assert "outside" in bad.stderr
+    finally:
+        subprocess.run([*run, "down", "--prefix", prefix], capture_output=True, timeout=60)
+    assert not Testbed(prefix=prefix).exists()
