@@ -19,6 +19,7 @@ from rich.table import Table
 from agent.cli import agent_app, testbed_app
 from e2sim.cli import e2sim_app
 from kpm.cli import kpm_app
+from models.cli import train_app
 from xapp.domain import Direction
 from xapp.evaluation.closed_loop import CONTENDERS, ESTIMATORS, LoopSettings, evaluate
 from xapp.policy.baselines import proportional_weights, round_robin_weights
@@ -43,6 +44,7 @@ app.add_typer(kpm_app, name="kpm")
 app.add_typer(e2sim_app, name="e2sim")
 app.add_typer(agent_app, name="agent")
 app.add_typer(testbed_app, name="testbed")
+app.add_typer(train_app, name="train")
 xapp_app = typer.Typer(help="Run the xApp.", no_args_is_help=True)
 app.add_typer(xapp_app, name="xapp")
 

@@ -1,0 +1,202 @@
+"""Training data rules, features, the training pipeline end to end, and the shipped models."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from models.data import DataError, load
+from models.features import GROUP, THROUGHPUT, TIME, build_features, feature_names
+from models.runtime import ModelError, OnnxCapacityModel
+from models.train import TrainingError, train
+
+RACA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "raca5g-download"
+HEADER = "Timestamp,Speed,CellID,NetworkMode,RSRP,RSRQ,SNR,CQI,RSSI,DL_bitrate,UL_bitrate,State\n"
+
+
+def trace(tmp_path: Path, name: str, rows: list[str]) -> Path:
+    path = tmp_path / name
+    path.write_text(HEADER + "".join(r + "\n" for r in rows))
+    return path
+
+
+def row(
+    second: int, dl: str = "50000", rsrp: str = "-90", mode: str = "5G", state: str = "D"
+) -> str:
+    return f"2020.01.01_10.00.{second:02d},10,7,{mode},{rsrp},-10,12,11,-70,{dl},100,{state}"
+
+
+def test_history_features_use_only_earlier_periods_of_the_same_group() -> None:
+    frame = pd.DataFrame(
+        {
+            GROUP: ["a", "a", "a", "b", "b"],
+            TIME: [0, 1, 2, 0, 1],
+            THROUGHPUT: [10.0, 20.0, 30.0, 100.0, 200.0],
+        }
+    )
+    features = build_features(frame, "lifi")
+    last = features[:, feature_names("lifi").index("thp_last_mbps")]
+    assert np.isnan(last[0])
+    assert np.isnan(last[3])
+    assert list(last[[1, 2, 4]]) == [10.0, 20.0, 100.0]
+    mean5 = features[:, feature_names("lifi").index("thp_mean5_mbps")]
+    assert mean5[2] == pytest.approx(15.0)
+
+
+def test_loading_rules_are_applied_and_counted(tmp_path: Path) -> None:
+    rows = [
+        row(0),
+        row(1, dl="-"),
+        row(2),
+        row(2, dl="70000"),
+        row(3, rsrp="-200"),
+        row(4, mode="LTE"),
+        row(5, state="I"),
+    ]
+    frame, report = load([trace(tmp_path, "t.csv", rows)], "nr")
+    assert list(frame[THROUGHPUT]) == [
+        50.0,
+        70.0,
+        50.0,
+    ]  # '-' dropped, repeat: last kept, LTE/idle dropped
+    assert np.isnan(frame["rsrp_dbm"].iloc[2])
+    assert report.counts["repeated Timestamp → last row kept"] == 1
+    assert report.counts["RSRP out of range → missing"] == 1
+    assert report.counts["no DL_bitrate → row dropped"] == 1
+    assert any("column Timestamp" in w for w in report.warnings)
+    assert any("column RSRP" in w for w in report.warnings)
+
+
+def test_bad_files_are_named_with_their_column(tmp_path: Path) -> None:
+    no_snr = tmp_path / "no_snr.csv"
+    no_snr.write_text(
+        "Timestamp,NetworkMode,State,DL_bitrate,RSRP,RSRQ,CQI,RSSI\n2020.01.01_10.00.00,5G,D,1,-90,-10,10,-70\n"
+    )
+    with pytest.raises(DataError, match=r"no_snr\.csv: column SNR is missing"):
+        load([no_snr], "nr")
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    with pytest.raises(DataError, match=r"other\.csv: neither a G-NetTrack trace"):
+        load([other], "nr")
+    bad_time = trace(
+        tmp_path, "bad_time.csv", [r.replace("2020.01.01_", "Jan-") for r in [row(0), row(1)]]
+    )
+    with pytest.raises(DataError, match="column Timestamp: no value"):
+        load([bad_time], "nr")
+    with pytest.raises(DataError, match="train nr models, not wifi"):
+        load([trace(tmp_path, "t.csv", [row(0)])], "wifi")
+    with pytest.raises(DataError, match="no such file"):
+        load([tmp_path / "missing.csv"], "nr")
+
+
+def test_too_few_groups_for_the_folds(tmp_path: Path) -> None:
+    frame, report = load(
+        [trace(tmp_path, f"t{i}.csv", [row(s) for s in range(30)]) for i in range(2)], "nr"
+    )
+    with pytest.raises(TrainingError, match=r"2 groups .* for 4 folds"):
+        train(frame, "nr", report, folds=4, quick=True)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small model trained end to end by the command (4 static traces, quick candidates)."""
+    out = tmp_path_factory.mktemp("model")
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xapp",
+            "train",
+            "--access",
+            "nr",
+            "--data",
+            str(RACA / "static"),
+            "--folds",
+            "4",
+            "--quick",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_training_end_to_end_beats_both_baselines(trained: Path) -> None:
+    card = json.loads((trained / "nr.card.json").read_text())
+    cv = card["cross_validation"]
+    chosen = cv[card["chosen"]]
+    assert chosen["r2"] > cv["linear"]["r2"]
+    assert chosen["r2"] > cv["gbt-issue-baseline"]["r2"]
+    assert [f["name"] for f in card["features"]] == feature_names("nr")
+    assert all(part["parity_worst_relative"] <= 1e-4 for part in card["onnx"].values())
+    assert card["data"]["rules_applied"]["repeated Timestamp → last row kept"] > 0
+    assert 0.5 < card["interval"]["coverage"] <= 1.0
+
+
+def test_eval_command_and_report(trained: Path, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "xapp",
+            "train",
+            "eval",
+            "--model",
+            str(trained / "nr.card.json"),
+            "--data",
+            str(RACA / "driving" / "B_2019.12.16_07.22.43.csv"),
+            "--report",
+            str(tmp_path / "r"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["rows"] > 1000
+    assert result["r2"] > 0.3
+    page = (tmp_path / "r" / "report.md").read_text()
+    assert "R²" in page
+    assert "over_time.png" in page
+    assert (tmp_path / "r" / "predicted_vs_measured.png").stat().st_size > 1000
+
+
+def test_runtime_refuses_a_card_that_drifted_from_the_features(
+    trained: Path, tmp_path: Path
+) -> None:
+    for item in trained.iterdir():
+        shutil.copy(item, tmp_path / item.name)
+    card = json.loads((tmp_path / "nr.card.json").read_text())
+    card["features"] = card["features"][1:]
+    (tmp_path / "nr.card.json").write_text(json.dumps(card))
+    with pytest.raises(ModelError, match=r"differ from models/features\.py"):
+        OnnxCapacityModel(tmp_path / "nr.card.json")
+
+
+@pytest.mark.parametrize("access", ["nr", "wifi", "lifi"])
+def test_shipped_models_load_and_predict(access: str) -> None:
+    model = OnnxCapacityModel.shipped(access)
+    assert model.card["access"] == access
+    frame = pd.DataFrame(
+        {GROUP: ["x"] * 6, TIME: range(6), THROUGHPUT: [10.0, 12.0, 11.0, 13.0, 12.0, 12.5]}
+    )
+    prediction = model.predict(build_features(frame, access))
+    assert prediction.estimate_mbps.shape == (6,)
+    assert np.all(prediction.lower_mbps <= prediction.estimate_mbps)
+    assert np.all(prediction.estimate_mbps <= prediction.upper_mbps)
+    for part in model.card["onnx"].values():
+        assert part["parity_worst_relative"] <= model.card["parity_rtol"]
