@@ -193,7 +193,12 @@ def train(
         for fold, (train_rows, test_rows) in enumerate(splitter.split(features, y, groups), 1):
             progress(f"{candidate.name}: fold {fold}/{folds}")
             model = candidate.make(quick).fit(features[train_rows][:, columns], y[train_rows])
-            predicted[test_rows] = model.predict(features[test_rows][:, columns])
+            # A capacity is never negative, nor far beyond anything seen: extrapolating linear
+            # models otherwise score absurd errors on groups unlike their training folds.
+            ceiling = 2.0 * float(y[train_rows].max())
+            predicted[test_rows] = np.clip(
+                model.predict(features[test_rows][:, columns]), 0, ceiling
+            )
         cv[candidate.name] = metrics(y, predicted)
         predictions[candidate.name] = predicted
     chosen = choose(cv)
