@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address
 from pathlib import Path
 
+BUSY_RETRIES = 10
+BUSY_WAIT_S = 0.5
+
 
 class ProbeError(RuntimeError):
     pass
@@ -58,16 +61,23 @@ def iperf3_probe(
     if reverse:
         argv.append("-R")
     started = time.monotonic()
-    try:
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=seconds + 30, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise ProbeError(f"iperf3 on {access}: {error}") from error
-    try:
-        report = json.loads(done.stdout)
-    except json.JSONDecodeError as error:
-        raise ProbeError(f"iperf3 on {access}: no JSON ({done.stderr.strip()[:200]})") from error
+    for attempt in range(BUSY_RETRIES + 1):
+        try:
+            done = subprocess.run(
+                argv, capture_output=True, text=True, timeout=seconds + 30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise ProbeError(f"iperf3 on {access}: {error}") from error
+        try:
+            report = json.loads(done.stdout)
+        except json.JSONDecodeError as error:
+            raise ProbeError(
+                f"iperf3 on {access}: no JSON ({done.stderr.strip()[:200]})"
+            ) from error
+        busy = "busy" in str(report.get("error", ""))
+        if not busy or attempt == BUSY_RETRIES:
+            break
+        time.sleep(BUSY_WAIT_S)  # iperf3 serves one test at a time; the last one is ending
     if "error" in report:
         raise ProbeError(f"iperf3 on {access}: {report['error']}")
     received = report["end"]["sum_received"]
