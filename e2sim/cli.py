@@ -38,15 +38,7 @@ def _scenario(name: str, duration_s: float | None) -> Scenario:
     if duration_s is not None:
         if duration_s <= 0:
             _fail(f"--duration must be > 0 s, got {duration_s}")
-        scenario = Scenario(
-            scenario.name,
-            scenario.description,
-            min(duration_s, scenario.duration_s),
-            scenario.seed,
-            scenario.catalogue,
-            scenario.cpes,
-            scenario.source,
-        )
+        scenario = scenario.cut(duration_s)
     return scenario
 
 

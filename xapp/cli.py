@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -117,7 +116,7 @@ def bench_loop(
         if duration is not None:
             if duration <= 0:
                 fail(f"--duration must be > 0 s, got {duration}")
-            loaded = replace(loaded, duration_s=min(duration, loaded.duration_s))
+            loaded = loaded.cut(duration)
         settings = LoopSettings(
             direction=direction,
             step_s=step_ms / 1000,
@@ -190,22 +189,13 @@ def bench_e2sim(
     from e2sim.world import SimWorld
     from kpm.versions import parse_version
     from xapp.scenario.load import ScenarioError, load_scenario
-    from xapp.scenario.model import Scenario
 
     try:
         loaded = load_scenario(scenario)
         version = parse_version(kpm_version)
     except (ScenarioError, ValueError) as error:
         fail(str(error))
-    loaded = Scenario(
-        loaded.name,
-        loaded.description,
-        min(duration, loaded.duration_s),
-        loaded.seed,
-        loaded.catalogue,
-        loaded.cpes,
-        loaded.source,
-    )
+    loaded = loaded.cut(duration)
     world = SimWorld(loaded)
     xapp = subprocess.Popen(
         [

@@ -5,7 +5,6 @@ Standalone: no RIC, no root, no network. Everything runs in simulated time.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -76,7 +75,7 @@ def run_demo(console: Console, plots: Path | None = None, duration_s: float | No
     for name in DEMO_SCENARIOS:
         scenario = load_scenario(name)
         if duration_s is not None:
-            scenario = replace(scenario, duration_s=min(duration_s, scenario.duration_s))
+            scenario = scenario.cut(duration_s)
         with console.status(f"running {name} …"):
             report = evaluate(scenario, LoopSettings())
         paper = None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from xapp.domain import AccessCatalogue, Cpe, SteeringRule
 from xapp.scenario.schema import PathSpec
@@ -33,6 +33,12 @@ class Scenario:
         """Every access some CPE has, in catalogue order."""
         used = {a for c in self.cpes for a in c.paths}
         return tuple(a for a in self.catalogue.names if a in used)
+
+    def cut(self, duration_s: float | None) -> Scenario:
+        """The same scenario, at most ``duration_s`` long (None: unchanged)."""
+        if duration_s is None:
+            return self
+        return replace(self, duration_s=min(duration_s, self.duration_s))
 
     @property
     def cpe_ids(self) -> tuple[str, ...]:
