@@ -1,0 +1,135 @@
+"""ModelEstimator: the shipped ONNX capacity models, served with onnxruntime.
+
+Per path it keeps the recent KPI samples, turns them into exactly the features the model was
+trained on (models/features.py), and predicts the capacity of the next period with a 10–90 %
+interval; the interval becomes the estimate's standard deviation, which the uncertainty-aware
+policy reads. All paths that received samples since the last prediction are predicted in one
+batch per access. The shipped models predict downlink capacity; uplink is left to the other
+estimators (issue 7's fusion).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from models.features import GROUP, THROUGHPUT, TIME, build_features
+from models.runtime import OnnxCapacityModel
+from xapp.domain import CapacityEstimate, Direction, KpiSample
+
+HISTORY_PERIODS = 11  # the longest history feature uses 10 earlier periods
+Z_10_90 = 2 * 1.2816  # width of the 10–90 % interval of a normal distribution, in sigmas
+
+# KPI measurement (catalogue name, canonical units) → the feature input column
+KPI_COLUMNS: dict[str, dict[str, str]] = {
+    "nr": {"L1M.SS-SINR": "snr_db", "L1M.SS-RSRP": "rsrp_dbm"},
+    "wifi": {
+        "WLAN.StaRssi": "rssi_dbm",
+        "WLAN.StaSnr": "snr_db",
+        "WLAN.StaMcsDl": "mcs",
+        "WLAN.StaNssDl": "nss",
+        "WLAN.StaPhyRateDl": "phy_rate_mbps",
+        "WLAN.StaAirtime": "airtime_pct",
+        "WLAN.ChannelUtilization": "channel_util_pct",
+    },
+    "lifi": {
+        "LIFI.StaSnr": "snr_db",
+        "LIFI.StaPhyRateDl": "phy_rate_mbps",
+        "LIFI.LinkState": "link_up",
+    },
+}
+
+Key = tuple[str, str, Direction]
+
+
+class ModelEstimator:
+    name = "model"
+
+    def __init__(self, models: Mapping[str, OnnxCapacityModel] | None = None) -> None:
+        self._models = (
+            dict(models)
+            if models is not None
+            else {access: OnnxCapacityModel.shipped(access) for access in KPI_COLUMNS}
+        )
+        self._history: dict[Key, deque[KpiSample]] = {}
+        self._dirty: set[Key] = set()
+        self._latest: dict[Key, CapacityEstimate] = {}
+
+    def update(self, samples: Sequence[KpiSample]) -> None:
+        for sample in samples:
+            if sample.direction != Direction.DOWNLINK or sample.access not in self._models:
+                continue
+            if sample.throughput_mbps is None:
+                continue
+            key = (sample.cpe_id, sample.access, sample.direction)
+            self._history.setdefault(key, deque(maxlen=HISTORY_PERIODS)).append(sample)
+            self._dirty.add(key)
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction, now_s: float
+    ) -> CapacityEstimate | None:
+        if self._dirty:
+            self._predict_dirty()
+        return self._latest.get((cpe_id, access, direction))
+
+    def _predict_dirty(self) -> None:
+        by_access: dict[str, list[Key]] = {}
+        for key in self._dirty:
+            by_access.setdefault(key[1], []).append(key)
+        self._dirty.clear()
+        for access, keys in by_access.items():
+            frames = [self._frame(key) for key in keys]
+            frame = pd.concat(frames, ignore_index=True)
+            features = build_features(frame, access)
+            last_rows = np.cumsum([len(f) for f in frames]) - 1
+            prediction = self._models[access].predict(features[last_rows])
+            for i, key in enumerate(keys):
+                latest = self._history[key][-1]
+                spread = float(prediction.upper_mbps[i] - prediction.lower_mbps[i]) / Z_10_90
+                available = latest.available if latest.available is not None else True
+                self._latest[key] = CapacityEstimate(
+                    cpe_id=key[0],
+                    access=access,
+                    direction=key[2],
+                    capacity_mbps=float(prediction.estimate_mbps[i]) if available else 0.0,
+                    stddev_mbps=max(spread, 0.0),
+                    source=self.name,
+                    measured_at_s=latest.time_s,
+                    available=available,
+                )
+
+    def _frame(self, key: Key) -> pd.DataFrame:
+        """The path's history plus one row for the period to predict (radio as last reported)."""
+        samples = list(self._history[key])
+        columns = KPI_COLUMNS[key[1]]
+        rows = []
+        for sample in samples:
+            row: dict[str, float | str] = {
+                GROUP: "path",
+                TIME: sample.time_s,
+                THROUGHPUT: sample.throughput_mbps or 0.0,
+            }
+            for measurement, column in columns.items():
+                value = sample.measurements.get(measurement)
+                row[column] = math.nan if value is None else float(value)
+            if key[1] == "nr":
+                row["cqi"] = _cqi(sample.measurements)
+            rows.append(row)
+        upcoming = dict(rows[-1])
+        upcoming[TIME] = samples[-1].time_s + samples[-1].period_s
+        upcoming[THROUGHPUT] = math.nan
+        rows.append(upcoming)
+        return pd.DataFrame(rows)
+
+
+def _cqi(measurements: Mapping[str, float]) -> float:
+    """The reported CQI bin (distBinX = CQI + 1) with the most reports."""
+    best, count = math.nan, -1.0
+    for name, value in measurements.items():
+        if name.startswith("CARR.WBCQIDist|distBinX=") and value > count:
+            best, count = float(name.rsplit("=", 1)[1]) - 1, value
+    return best
