@@ -1,0 +1,69 @@
+"""KpiEstimator: headroom from PRB share, airtime and PHY rate; throughput only as a lower bound."""
+
+from __future__ import annotations
+
+import pytest
+
+from xapp.domain import Direction, KpiSample
+from xapp.estimators.kpi import KpiEstimator, estimate_from_sample
+
+DL = Direction.DOWNLINK
+
+
+def sample(
+    access: str, throughput: float | None, available: bool | None = None, **measurements: float
+) -> KpiSample:
+    names = {k.replace("_", "."): v for k, v in measurements.items()}
+    return KpiSample(
+        "cpe-1",
+        access,
+        DL,
+        10.0,
+        1.0,
+        throughput_mbps=throughput,
+        available=available,
+        measurements=names,
+    )
+
+
+def test_nr_underweighted_path_is_not_read_as_its_throughput() -> None:
+    # 50 Mbit/s on 20 of 133 PRBs; the cell is 40 % busy: 133 − (53.2 − 20) PRBs are free to it.
+    estimate = estimate_from_sample(
+        sample("nr", 50.0, RRU_PrbUsedDl=20, RRU_PrbAvailDl=133, RRU_PrbTotDl=40)
+    )
+    assert estimate is not None
+    assert estimate.capacity_mbps == pytest.approx(50.0 * (133 - (0.4 * 133 - 20)) / 20)
+    assert estimate.capacity_mbps > 200
+
+
+def test_wifi_from_phy_rate_and_idle_airtime() -> None:
+    estimate = estimate_from_sample(
+        sample(
+            "wifi", 300.0, WLAN_StaPhyRateDl=2402, WLAN_StaAirtime=25, WLAN_ChannelUtilization=25
+        )
+    )
+    assert estimate is not None
+    assert estimate.capacity_mbps == pytest.approx(1190.0, rel=0.01)  # all airtime is its to take
+
+
+def test_lifi_down_is_unavailable_and_throughput_alone_is_uncertain() -> None:
+    down = estimate_from_sample(sample("lifi", 0.0, available=False, LIFI_StaPhyRateDl=12))
+    assert down is not None
+    assert not down.available
+    assert down.capacity_mbps == 0.0
+    bare = estimate_from_sample(sample("nr", 80.0))
+    assert bare is not None
+    assert bare.capacity_mbps == 80.0
+    assert bare.stddev_mbps == 40.0
+    assert estimate_from_sample(sample("nr", None)) is None
+
+
+def test_estimator_keeps_the_latest_per_path() -> None:
+    estimator = KpiEstimator()
+    estimator.update(
+        [sample("lifi", 10.0, LIFI_StaPhyRateDl=12.0), sample("lifi", 11.0, LIFI_StaPhyRateDl=14.0)]
+    )
+    latest = estimator.estimate("cpe-1", "lifi", DL, 11.0)
+    assert latest is not None
+    assert latest.capacity_mbps == 14.0
+    assert estimator.estimate("cpe-1", "wifi", DL, 11.0) is None
