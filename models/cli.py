@@ -11,9 +11,6 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from models.data import DataError, load
-from models.train import PUBLISHED_ANCHORS, TrainingError, export, train, usable_rows
-
 train_app = typer.Typer(
     help="Train capacity models (nr, wifi, lifi), export them to ONNX, evaluate them.",
     invoke_without_command=True,
@@ -44,6 +41,10 @@ def train_command(
     """Train with grouped cross-validation, pick a model, export it with a parity check."""
     if ctx.invoked_subcommand is not None:
         return
+    # scikit-learn and pandas take a second to import: only when training
+    from models.data import DataError, load
+    from models.train import PUBLISHED_ANCHORS, TrainingError, export, train, usable_rows
+
     if access is None or not data:
         _fail("give --access and at least one --data (or use `atsss train eval`)")
     if access not in ("nr", "wifi", "lifi"):
@@ -102,6 +103,7 @@ def evaluate_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
 ) -> None:
     """Evaluate any model on any data: R², MAE, MAPE, interval coverage, error by range."""
+    from models.data import DataError, load
     from models.report import evaluate, write_report
     from models.runtime import ModelError, OnnxCapacityModel
 
