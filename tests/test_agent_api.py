@@ -198,76 +198,42 @@ def test_bad_configuration_is_one_line(tmp_path: Path) -> None:
     assert result.stderr.startswith(f"error: {path}: role:")
 
 
+def agent_command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xapp", "agent", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def apply_down(config: Path, weights: str) -> subprocess.CompletedProcess[str]:
+    return agent_command(
+        "apply",
+        "--config",
+        str(config),
+        "--direction",
+        "down",
+        "--cpe",
+        "cpe-1",
+        "--weights",
+        weights,
+    )
+
+
 @pytest.mark.parametrize("weights", ["nr=30,wifi", "nr=x"])
 def test_apply_command_rejects_bad_weights_text(tmp_path: Path, weights: str) -> None:
     config, _ = write_config(tmp_path)
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "xapp",
-            "agent",
-            "apply",
-            "--config",
-            str(config),
-            "--direction",
-            "down",
-            "--cpe",
-            "cpe-1",
-            "--weights",
-            weights,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = apply_down(config, weights)
     assert result.returncode == 2
     assert "--weights is access=integer" in result.stderr
 
 
 def test_apply_and_show_commands(tmp_path: Path) -> None:
     config, _ = write_config(tmp_path)
-    run = [sys.executable, "-m", "xapp", "agent"]
-    applied = subprocess.run(
-        [
-            *run,
-            "apply",
-            "--config",
-            str(config),
-            "--direction",
-            "down",
-            "--cpe",
-            "cpe-1",
-            "--weights",
-            "nr=28,wifi=99,lifi=1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    applied = apply_down(config, "nr=28,wifi=99,lifi=1")
     assert applied.returncode == 0, applied.stderr
     assert (tmp_path / "proc" / WEIGHTS).read_text() == GOLDEN
-    again = subprocess.run(
-        [
-            *run,
-            "apply",
-            "--config",
-            str(config),
-            "--direction",
-            "down",
-            "--cpe",
-            "cpe-1",
-            "--weights",
-            "nr=5,wifi=5,lifi=1",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    again = apply_down(config, "nr=5,wifi=5,lifi=1")
     assert '"sequence": 2' in again.stdout
-    shown = subprocess.run(
-        [*run, "show", "--config", str(config)], capture_output=True, text=True, timeout=60
-    )
+    shown = agent_command("show", "--config", str(config))
     assert '"weight": 5' in shown.stdout
 
 

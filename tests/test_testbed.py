@@ -84,6 +84,18 @@ def test_probes_measure_the_shaped_rates(testbed: Testbed) -> None:
         assert result.duration_s >= 3
 
 
+def cpe_agent_config(testbed: Testbed, tmp_path: Path, extra: dict[str, object]) -> Path:
+    """A CPE agent configuration for the testbed's CPE namespace (mainline backend)."""
+    config = tmp_path / "cpe.yaml"
+    accesses = {
+        a: {"interface": testbed.interface(a, "cpe"), "address": str(testbed.cpe_address(a))}
+        for a in ACCESSES
+    }
+    base = {"role": "cpe", "accesses": accesses, "state_file": str(tmp_path / "state.json")}
+    config.write_text(yaml.safe_dump({**base, "backend": "mainline", **extra}))
+    return config
+
+
 def mptcp_uplink_mbps(testbed: Testbed, seconds: int = 4) -> float:
     done = subprocess.run(
         testbed.in_cpe(
@@ -124,23 +136,7 @@ def backup_flags(testbed: Testbed) -> dict[str, bool]:
 def test_mainline_weight_zero_puts_the_slow_path_on_backup_and_the_aggregate_rises(
     testbed: Testbed, tmp_path: Path
 ) -> None:
-    config = tmp_path / "cpe.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "role": "cpe",
-                "accesses": {
-                    a: {
-                        "interface": testbed.interface(a, "cpe"),
-                        "address": str(testbed.cpe_address(a)),
-                    }
-                    for a in ACCESSES
-                },
-                "state_file": str(tmp_path / "state.json"),
-                "backend": "mainline",
-            }
-        )
-    )
+    config = cpe_agent_config(testbed, tmp_path, {})
 
     def apply(weights: str) -> None:
         done = subprocess.run(
@@ -178,25 +174,14 @@ def test_mainline_weight_zero_puts_the_slow_path_on_backup_and_the_aggregate_ris
 
 def test_probe_through_the_agents_http_api(testbed: Testbed, tmp_path: Path) -> None:
     (tmp_path / "token").write_text("t0ken\n")
-    config = tmp_path / "cpe.yaml"
-    config.write_text(
-        yaml.safe_dump(
-            {
-                "role": "cpe",
-                "accesses": {
-                    a: {
-                        "interface": testbed.interface(a, "cpe"),
-                        "address": str(testbed.cpe_address(a)),
-                    }
-                    for a in ACCESSES
-                },
-                "state_file": str(tmp_path / "state.json"),
-                "backend": "mainline",
-                "probe_server": str(testbed.server),
-                "listen": "127.0.0.1:8711",
-                "token_file": str(tmp_path / "token"),
-            }
-        )
+    config = cpe_agent_config(
+        testbed,
+        tmp_path,
+        {
+            "probe_server": str(testbed.server),
+            "listen": "127.0.0.1:8711",
+            "token_file": str(tmp_path / "token"),
+        },
     )
     agent = subprocess.Popen(
         testbed.in_cpe([sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)]),
