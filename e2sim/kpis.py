@@ -9,6 +9,14 @@ Vectorised over the stations of one node for one reporting period. Two ways in:
 - a scenario that gives radio conditions (SINR, distance, cell load): the radio model gives the
   capacity (see world.py), and the same functions then report it.
 
+``utilisation`` is what each station carried over its capacity: one number for all (1.0 for a
+saturating transfer) or one per station (the closed-loop evaluator, where the weights decide).
+Cell-level values (PRB utilisation, channel busy share) sum over the stations of a cell: by
+default all stations share one cell; ``cells`` gives each station's cell index otherwise. With
+``outside_load`` the part of the carrier or channel a station's capacity leaves out (1 − its
+PRB or airtime share) is reported as used by stations outside the simulation, as it is when a
+station with one cell to itself (the closed-loop evaluator) has less than the whole carrier.
+
 Reported values carry measurement noise (throughput ±2 %, SINR/SNR ±1 dB, RSSI ±2 dB) and the
 quantisation of the real counters (integer CQI, MCS, PRBs, kbit/s). Throughput is what the
 station carried: the capacity times its utilisation (1.0 for a saturating transfer).
@@ -33,6 +41,27 @@ class NodeReport:
 
     values: dict[str, FloatArray]
     labels: dict[str, npt.NDArray[np.int64]]  # distBinX per station for distribution names
+
+
+Utilisation = float | FloatArray
+
+
+def _cell_total(
+    per_station: FloatArray, cells: npt.NDArray[np.int64] | None
+) -> FloatArray:
+    """Each station's cell total of ``per_station`` (one shared cell when ``cells`` is None)."""
+    if cells is None:
+        return np.full(len(per_station), float(per_station.sum()))
+    totals = np.bincount(cells, weights=per_station)
+    return np.asarray(totals[cells], dtype=np.float64)
+
+
+def _cell_mean(per_station: FloatArray, cells: npt.NDArray[np.int64] | None) -> FloatArray:
+    if cells is None:
+        return np.full(len(per_station), float(per_station.mean()) if len(per_station) else 0.0)
+    sums = np.bincount(cells, weights=per_station)
+    counts = np.bincount(cells)
+    return np.asarray((sums / np.maximum(counts, 1))[cells], dtype=np.float64)
 
 
 def _noisy(values: FloatArray, relative: float, rng: np.random.Generator) -> FloatArray:
@@ -67,8 +96,10 @@ def nr_report(
     capacity_ul: FloatArray,
     available: npt.NDArray[np.bool_],
     rtt_ms: FloatArray,
-    utilisation: float,
+    utilisation: Utilisation,
     rng: np.random.Generator,
+    cells: npt.NDArray[np.int64] | None = None,
+    outside_load: bool = False,
 ) -> NodeReport:
     index = np.minimum(
         np.searchsorted(tables.full_dl_mbps, capacity_dl), len(tables.full_dl_mbps) - 1
@@ -85,8 +116,14 @@ def nr_report(
         "DRB.UEThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
         "RRU.PrbUsedDl": np.round(np.where(available, share * prbs * utilisation, 0.0)),
         "RRU.PrbAvailDl": np.full(len(index), float(prbs)),
-        "RRU.PrbTotDl": np.full(
-            len(index), float(np.clip(share.sum() * utilisation * 100, 0, 100))
+        "RRU.PrbTotDl": np.clip(
+            (
+                _cell_total(share * utilisation, cells)
+                + (_cell_mean(1.0 - share, cells) if outside_load else 0.0)
+            )
+            * 100,
+            0,
+            100,
         ),
         "CARR.AverageLayersDl": tables.layers[index].astype(np.float64),
         "CARR.WBCQIDist": np.full(len(index), 100.0),  # reports in the period, all in one bin
@@ -124,8 +161,10 @@ def wifi_report(
     capacity_dl: FloatArray,
     capacity_ul: FloatArray,
     available: npt.NDArray[np.bool_],
-    utilisation: float,
+    utilisation: Utilisation,
     rng: np.random.Generator,
+    cells: npt.NDArray[np.int64] | None = None,
+    outside_load: bool = False,
 ) -> NodeReport:
     needed_phy = capacity_dl / tables.link.mac_efficiency
     index = np.minimum(np.searchsorted(tables.phy_mbps, needed_phy), len(tables.phy_mbps) - 1)
@@ -135,14 +174,15 @@ def wifi_report(
     rssi = snr + tables.link.noise_dbm
     carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
     carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
-    busy = float(np.clip(airtime.sum() * utilisation * 100, 0, 100))
+    outside = _cell_mean(1.0 - airtime, cells) if outside_load else 0.0
+    busy = np.clip((_cell_total(airtime * utilisation, cells) + outside) * 100, 0, 100)
     values: dict[str, FloatArray] = {
         "WLAN.StaRssi": np.clip(np.round(rssi + rng.normal(0, 2, len(index))), -110, 0),
         "WLAN.StaSnr": np.clip(np.round(snr + rng.normal(0, 1, len(index))), -10, 80),
         "WLAN.StaMcsDl": tables.mcs[index].astype(np.float64),
         "WLAN.StaNssDl": tables.streams[index].astype(np.float64),
         "WLAN.ChannelWidth": np.full(len(index), float(tables.link.channel_mhz)),
-        "WLAN.ChannelUtilization": np.full(len(index), busy),
+        "WLAN.ChannelUtilization": busy,
         "WLAN.StaAirtime": np.round(np.where(available, airtime * utilisation * 100, 0.0), 1),
         "WLAN.StaPhyRateDl": np.round(phy, 1),
         "WLAN.StaPhyRateUl": np.round(phy * 0.8, 1),
@@ -157,7 +197,7 @@ def lifi_report(
     capacity_dl: FloatArray,
     capacity_ul: FloatArray,
     available: npt.NDArray[np.bool_],
-    utilisation: float,
+    utilisation: Utilisation,
     rng: np.random.Generator,
 ) -> NodeReport:
     snr = np.array([lifi.snr_for_rate(float(c)) for c in capacity_dl])

@@ -18,6 +18,9 @@ from models.features import feature_names
 SHIPPED = Path(__file__).with_name("shipped")
 
 
+NEGATIVE_TOLERANCE_MBPS = 1.0
+
+
 class ModelError(ValueError):
     pass
 
@@ -43,12 +46,25 @@ class OnnxCapacityModel:
             raise ModelError(
                 f"{card_path}: the card's features differ from models/features.py; retrain"
             )
+        self.name = card_path.name.removesuffix(".card.json")
         self.sessions = {}
         for part in ("estimate", "lower", "upper"):
-            path = card_path.parent / self.card["onnx"][part]["file"]
-            self.sessions[part] = onnxruntime.InferenceSession(
-                str(path), providers=["CPUExecutionProvider"]
-            )
+            try:
+                path = card_path.parent / self.card["onnx"][part]["file"]
+                session = onnxruntime.InferenceSession(
+                    str(path), providers=["CPUExecutionProvider"]
+                )
+            except (KeyError, TypeError) as error:
+                raise ModelError(f"{card_path}: the card names no {part} model") from error
+            except Exception as error:  # onnxruntime raises its own types for bad files
+                raise ModelError(f"{path}: cannot load the ONNX model: {error}") from error
+            width = session.get_inputs()[0].shape[-1]
+            if isinstance(width, int) and width != len(names):
+                raise ModelError(
+                    f"{path}: the model takes {width} features, the card lists {len(names)} "
+                    "(wrong feature set)"
+                )
+            self.sessions[part] = session
 
     @classmethod
     def shipped(cls, access: str) -> OnnxCapacityModel:
@@ -63,8 +79,19 @@ class OnnxCapacityModel:
         batch = features.astype(np.float32)
         out = {}
         for part, session in self.sessions.items():
-            result = session.run(None, {session.get_inputs()[0].name: batch})[0]
-            out[part] = np.maximum(np.asarray(result, dtype=np.float32).ravel(), 0.0)
+            result = np.asarray(
+                session.run(None, {session.get_inputs()[0].name: batch})[0], dtype=np.float32
+            ).ravel()
+            if not np.all(np.isfinite(result)):
+                raise ModelError(f"the {self.name} {part} model produced NaN or infinite values")
+            # Tree ensembles and linear models can dip a little below 0 near an outage (the
+            # lower quantile more so); a clearly negative estimate means the model is wrong.
+            if part == "estimate" and np.any(result < -NEGATIVE_TOLERANCE_MBPS):
+                raise ModelError(
+                    f"the {self.name} {part} model produced a negative capacity "
+                    f"({float(result.min()):.1f} Mbit/s)"
+                )
+            out[part] = np.maximum(result, 0.0)
         lower = np.minimum(out["lower"], out["estimate"])
         upper = np.maximum(out["upper"], out["estimate"])
         return Prediction(out["estimate"], lower, upper)

@@ -75,21 +75,31 @@ def demo(
 
 @bench_app.command("loop")
 def bench_loop(
-    scenario: Annotated[str, typer.Option(help="Scenario file, or the name of a shipped one.")],
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Scenario file or shipped name (repeatable). Default: every shipped scenario."
+        ),
+    ] = None,
     estimator: Annotated[
-        str, typer.Option(help=f"Capacity estimator: {', '.join(ESTIMATORS)}.")
-    ] = "oracle-noise",
+        list[str] | None,
+        typer.Option(
+            help=f"Capacity estimator (repeatable, or `all`): {', '.join(ESTIMATORS)}. "
+            "Default: oracle-noise."
+        ),
+    ] = None,
     policy: Annotated[
         list[str] | None,
         typer.Option(
-            help=f"Contenders to run (repeatable): {', '.join(CONTENDERS)}. Default: all."
+            help=f"Contenders to run (repeatable): {', '.join(CONTENDERS)}. Default: all "
+            "(only optimal among the controlled ones when several estimators run)."
         ),
     ] = None,
     direction: Annotated[Direction, typer.Option(help="Which direction to evaluate.")] = (
         Direction.DOWNLINK
     ),
     duration: Annotated[
-        float | None, typer.Option(help="Cut the scenario to this many seconds.")
+        float | None, typer.Option(help="Cut each scenario to this many seconds.")
     ] = None,
     reporting_period_ms: Annotated[int, typer.Option(help="KPI reporting period.")] = 1000,
     control_delay_ms: Annotated[
@@ -105,47 +115,67 @@ def bench_loop(
     ] = 0.02,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     plot: Annotated[
-        Path | None, typer.Option(help="Write a PNG of one CPE's run (like the paper's Fig. 6).")
+        Path | None,
+        typer.Option(help="Write a PNG of one CPE's run (like the paper's Fig. 6); one scenario."),
     ] = None,
 ) -> None:
-    """Closed-loop evaluation in simulated time: efficiency, weight pushes and re-convergence
-    time of this xApp's policy against round robin, the proportional rule, the paper's probe
-    method and an oracle."""
+    """Closed-loop evaluation in simulated time: efficiency, weight pushes, re-convergence time
+    and probe traffic of this xApp (per estimator) against round robin, the proportional rule,
+    the paper's probe method and an oracle.
+
+    The estimators read simulated E2SM-KPM KPIs of what the weights let each path carry, and
+    probe through simulated agents (`probe-only`, `fused`)."""
+    names = list(scenario or sorted(shipped_scenarios()))
+    estimators = list(estimator or ["oracle-noise"])
+    if "all" in estimators:
+        estimators = [e for e in ESTIMATORS if e != "oracle-noise"]
+    if policy:
+        contenders = tuple(policy)
+    elif len(estimators) > 1:
+        contenders = ("optimal", "rr", "paper-probe", "oracle")
+    else:
+        contenders = CONTENDERS
+    if plot is not None and len(names) > 1:
+        fail("--plot draws one scenario; give exactly one --scenario")
+    if duration is not None and duration <= 0:
+        fail(f"--duration must be > 0 s, got {duration}")
     try:
-        loaded = load_scenario(scenario)
-        if duration is not None:
-            if duration <= 0:
-                fail(f"--duration must be > 0 s, got {duration}")
-            loaded = loaded.cut(duration)
         settings = LoopSettings(
             direction=direction,
             step_s=step_ms / 1000,
             reporting_period_s=reporting_period_ms / 1000,
             control_delay_s=control_delay_ms / 1000,
-            estimator=estimator,
+            estimators=tuple(dict.fromkeys(estimators)),
             estimator_noise=noise,
             min_gain=min_gain,
             policy=PolicyConfig(max_weight=max_weight),
-            contenders=tuple(policy) if policy else CONTENDERS,
+            contenders=contenders,
         )
+        loaded = [load_scenario(name) for name in names]
     except (ScenarioError, ValueError) as error:
         fail(str(error))
-    try:
-        with err.status(f"evaluating {loaded.name} ({len(loaded.cpes)} CPEs) …"):
-            report = evaluate(loaded, settings)
-    except ScenarioError as error:
-        fail(str(error))
-    if as_json:
-        print(json.dumps(report.as_dict(), indent=2))
-    else:
-        from xapp.evaluation.report import loop_table
+    reports = []
+    for each in loaded:
+        if duration is not None:
+            each = each.cut(duration)
+        try:
+            with err.status(f"evaluating {each.name} ({len(each.cpes)} CPEs) …") as status:
+                report = evaluate(each, settings, lambda text: status.update(text))
+        except ScenarioError as error:
+            fail(str(error))
+        reports.append(report)
+        if not as_json:
+            from xapp.evaluation.report import loop_table
 
-        out.print(loop_table(report))
-        out.print(f"wall time {report.wall_s:.2f} s")
+            out.print(loop_table(report))
+            out.print(f"wall time {report.wall_s:.2f} s")
+    if as_json:
+        dumped = [r.as_dict() for r in reports]
+        print(json.dumps(dumped[0] if len(dumped) == 1 else dumped, indent=2))
     if plot is not None:
         from xapp.evaluation.plot import plot_report
 
-        plot_report(report, plot)
+        plot_report(reports[0], plot)
         err.print(f"plot written to {plot}")
 
 

@@ -69,7 +69,7 @@ class ControlLoop:
 
     def step(self, now_s: float) -> list[StepOutcome]:
         samples = self._source.poll(now_s)
-        self._estimator.update(samples)
+        self._estimator.update(samples, now_s)
         self._remember_conditions(samples)
         return [
             self._decide(cpe, direction, now_s)

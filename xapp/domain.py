@@ -132,6 +132,9 @@ class CapacityEstimate:
     source: str
     measured_at_s: float
     available: bool = True
+    # The path may well carry more: the value came from what it carried while not saturated
+    # (what the weights let it carry), so it bounds the capacity from below only.
+    lower_bound: bool = False
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.capacity_mbps) or self.capacity_mbps < 0:
@@ -148,6 +151,47 @@ class CapacityEstimate:
             return self.capacity_mbps
         z = NormalDist().inv_cdf(quantile)
         return max(0.0, self.capacity_mbps + z * self.stddev_mbps)
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """Ask one CPE's agent to measure one access with an active probe."""
+
+    cpe_id: str
+    access: str
+    direction: Direction
+    duration_s: float
+    parallel_flows: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """What a probe found: the path's capacity (probe plus concurrent data), or why it failed.
+
+    ``path_down`` is set only when the probe itself showed the path unusable (no connection over
+    it); an agent that could not be asked is a failed probe that says nothing about the path.
+    """
+
+    request: ProbeRequest
+    started_at_s: float
+    finished_at_s: float
+    capacity_mbps: float | None
+    probe_mbit: float  # what the probe itself sent: the price of the measurement
+    path_down: bool = False
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """A probe result with the path's KPIs up to that moment (oldest first): a training example.
+
+    The history matters because the models read the throughput of the periods before the one
+    they predict.
+    """
+
+    outcome: ProbeOutcome
+    history: tuple[KpiSample, ...]
 
 
 @dataclass(frozen=True)

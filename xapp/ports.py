@@ -15,6 +15,9 @@ from xapp.domain import (
     Direction,
     KpiSample,
     Override,
+    ProbeOutcome,
+    ProbeRecord,
+    ProbeRequest,
     SubscriptionRecord,
     WeightSet,
 )
@@ -31,11 +34,30 @@ class CapacityEstimator(Protocol):
 
     name: str
 
-    def update(self, samples: Sequence[KpiSample]) -> None: ...
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None: ...
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None: ...
+
+
+class Prober(Protocol):
+    """Runs active probes somewhere (the agents, or the evaluator's simulated paths).
+
+    ``start`` must not block for the probe's duration; results come back through ``collect``.
+    """
+
+    def start(self, request: ProbeRequest, now_s: float) -> None: ...
+
+    def collect(self, now_s: float) -> Sequence[ProbeOutcome]: ...
+
+
+class ProbeRecordStore(Protocol):
+    """Where probe results are kept with the KPIs of their moment, for retraining the models."""
+
+    def append_probe_record(self, record: ProbeRecord) -> None: ...
+
+    def load_probe_records(self) -> Sequence[ProbeRecord]: ...
 
 
 class WeightPushError(RuntimeError):

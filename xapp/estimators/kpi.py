@@ -31,7 +31,7 @@ class KpiEstimator:
     def __init__(self) -> None:
         self._latest: dict[tuple[str, str, Direction], CapacityEstimate] = {}
 
-    def update(self, samples: Sequence[KpiSample]) -> None:
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for sample in samples:
             estimate = estimate_from_sample(sample)
             if estimate is not None:
@@ -61,7 +61,27 @@ def estimate_from_sample(sample: KpiSample) -> CapacityEstimate | None:
         return _estimate(sample, capacity, RELATIVE_ERROR * capacity, available=True)
     if throughput is None:
         return None
-    return _estimate(sample, throughput, LOWER_BOUND_ERROR * max(throughput, 1.0), available=True)
+    return _estimate(
+        sample,
+        throughput,
+        LOWER_BOUND_ERROR * max(throughput, 1.0),
+        available=True,
+        lower_bound=True,
+    )
+
+
+def utilisation(sample: KpiSample) -> float | None:
+    """What the path carried over what the KPIs say it could have (None: cannot tell).
+
+    Well below 1, the path was held back (by its weight, or by the application), so anything
+    learnt from its throughput is a lower bound of its capacity.
+    """
+    estimate = estimate_from_sample(sample)
+    if estimate is None or estimate.lower_bound or sample.throughput_mbps is None:
+        return None
+    if estimate.capacity_mbps <= 0:
+        return None
+    return min(1.0, sample.throughput_mbps / estimate.capacity_mbps)
 
 
 def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
@@ -89,7 +109,7 @@ def _wifi(m: Mapping[str, float], direction: Direction) -> float | None:
 
 
 def _estimate(
-    sample: KpiSample, capacity: float, stddev: float, available: bool
+    sample: KpiSample, capacity: float, stddev: float, available: bool, lower_bound: bool = False
 ) -> CapacityEstimate:
     return CapacityEstimate(
         cpe_id=sample.cpe_id,
@@ -100,4 +120,5 @@ def _estimate(
         source="kpi",
         measured_at_s=sample.time_s,
         available=available,
+        lower_bound=lower_bound,
     )

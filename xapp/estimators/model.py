@@ -10,6 +10,7 @@ estimators (issue 7's fusion).
 
 from __future__ import annotations
 
+import logging
 import math
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -18,9 +19,13 @@ import numpy as np
 import pandas as pd
 
 from models.features import GROUP, THROUGHPUT, TIME, build_features
-from models.runtime import OnnxCapacityModel
+from models.runtime import ModelError, OnnxCapacityModel
 from xapp.domain import CapacityEstimate, Direction, KpiSample
+from xapp.estimators.kpi import utilisation
 
+# The models learnt from saturating transfers; below this utilisation in the history they read
+# a held-back throughput, so their prediction only bounds the capacity from below.
+SATURATED_UTILISATION = 0.8
 HISTORY_PERIODS = 11  # the longest history feature uses 10 earlier periods
 Z_10_90 = 2 * 1.2816  # width of the 10–90 % interval of a normal distribution, in sigmas
 
@@ -45,21 +50,38 @@ KPI_COLUMNS: dict[str, dict[str, str]] = {
 
 Key = tuple[str, str, Direction]
 
+log = logging.getLogger(__name__)
+
 
 class ModelEstimator:
     name = "model"
 
     def __init__(self, models: Mapping[str, OnnxCapacityModel] | None = None) -> None:
-        self._models = (
-            dict(models)
-            if models is not None
-            else {access: OnnxCapacityModel.shipped(access) for access in KPI_COLUMNS}
-        )
+        # access → why this estimator cannot serve it (a model missing, corrupt, for another
+        # feature set, or producing garbage); fusion then carries on with the other estimators
+        self.unavailable: dict[str, str] = {}
+        if models is None:
+            models = self._load_shipped()
+        self._models = dict(models)
         self._history: dict[Key, deque[KpiSample]] = {}
         self._dirty: set[Key] = set()
         self._latest: dict[Key, CapacityEstimate] = {}
 
-    def update(self, samples: Sequence[KpiSample]) -> None:
+    def _load_shipped(self) -> dict[str, OnnxCapacityModel]:
+        loaded = {}
+        for access in KPI_COLUMNS:
+            try:
+                loaded[access] = OnnxCapacityModel.shipped(access)
+            except ModelError as error:
+                self._disable(access, str(error))
+        return loaded
+
+    def _disable(self, access: str, reason: str) -> None:
+        if self.unavailable.get(access) != reason:
+            log.error("model estimator unavailable for %s: %s", access, reason)
+        self.unavailable[access] = reason
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for sample in samples:
             if sample.direction != Direction.DOWNLINK or sample.access not in self._models:
                 continue
@@ -86,7 +108,15 @@ class ModelEstimator:
             frame = pd.concat(frames, ignore_index=True)
             features = build_features(frame, access)
             last_rows = np.cumsum([len(f) for f in frames]) - 1
-            prediction = self._models[access].predict(features[last_rows])
+            try:
+                prediction = self._models[access].predict(features[last_rows])
+            except ModelError as error:
+                # Garbage out: say so and give no estimate, rather than a wrong one.
+                self._disable(access, str(error))
+                for key in keys:
+                    self._latest.pop(key, None)
+                continue
+            self.unavailable.pop(access, None)
             for i, key in enumerate(keys):
                 latest = self._history[key][-1]
                 spread = float(prediction.upper_mbps[i] - prediction.lower_mbps[i]) / Z_10_90
@@ -100,7 +130,16 @@ class ModelEstimator:
                     source=self.name,
                     measured_at_s=latest.time_s,
                     available=available,
+                    lower_bound=not self._saturated(key),
                 )
+
+    def _saturated(self, key: Key) -> bool:
+        """Did the path carry what it could over the recent history (as far as KPIs tell)?"""
+        recent = list(self._history[key])[-3:]
+        if (recent[-1].throughput_mbps or 0.0) <= 0:
+            return False  # it carried nothing: the history says nothing of its headroom
+        shares = [u for s in recent if (u := utilisation(s)) is not None]
+        return not shares or min(shares) >= SATURATED_UTILISATION
 
     def _frame(self, key: Key) -> pd.DataFrame:
         """The path's history plus one row for the period to predict (radio as last reported)."""

@@ -36,7 +36,7 @@ class OracleNoiseEstimator:
         self._rng = np.random.default_rng(seed)
         self._latest: dict[tuple[str, str, Direction], CapacityEstimate] = {}
 
-    def update(self, samples: Sequence[KpiSample]) -> None:
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for s in samples:
             if s.available is False:
                 estimate = CapacityEstimate(

@@ -15,9 +15,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from xapp.adapters.memory_store import MemoryStateStore
 from xapp.domain import Direction
 from xapp.estimators.oracle import OracleNoiseEstimator
+from xapp.estimators.probe import ProbeSettings
+from xapp.estimators.selection import MODES, EstimatorSelection, EstimatorSettings
 from xapp.evaluation.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
+from xapp.evaluation.simulated import SimulatedKpis, SimulatedProber
 from xapp.evaluation.contenders import (
     Contender,
     ControlledContender,
@@ -36,7 +40,8 @@ from xapp.scenario.truth import Truth, sample_truth
 FloatArray = npt.NDArray[np.float64]
 
 CONTENDERS = ("optimal", "proportional", "rr", "paper-probe", "oracle")
-ESTIMATORS = ("oracle-noise",)
+CONTROLLED = ("optimal", "proportional")  # the contenders that run the control loop
+ESTIMATORS = ("oracle-noise", *MODES)
 
 # A step change: the CPE's total capacity moves by this fraction within one tick, or a link
 # goes up or down. Re-converged: carrying this fraction of what the oracle carries.
@@ -51,8 +56,9 @@ class LoopSettings:
     reporting_period_s: float = 1.0
     control_delay_s: float = 0.1
     detection_s: float = DEFAULT_DETECTION_S
-    estimator: str = "oracle-noise"
+    estimators: tuple[str, ...] = ("oracle-noise",)
     estimator_noise: float = 0.05
+    probe_settings: ProbeSettings = field(default_factory=ProbeSettings)
     min_gain: float = 0.02
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     probe: ProbeMethodSettings = field(default_factory=ProbeMethodSettings)
@@ -73,10 +79,22 @@ class LoopSettings:
             raise ValueError(
                 f"unknown policy {', '.join(unknown)}; expected some of {', '.join(CONTENDERS)}"
             )
-        if self.estimator not in ESTIMATORS:
+        unknown = [e for e in self.estimators if e not in ESTIMATORS]
+        if unknown or not self.estimators:
             raise ValueError(
-                f"unknown estimator {self.estimator!r}; expected one of {', '.join(ESTIMATORS)}"
+                f"unknown estimator {', '.join(unknown)!r}; expected some of "
+                f"{', '.join(ESTIMATORS)}"
             )
+
+    def contender_names(self) -> list[str]:
+        """Controlled contenders once per estimator ("optimal/fused") when several are asked."""
+        names = []
+        for contender in self.contenders:
+            if contender in CONTROLLED and len(self.estimators) > 1:
+                names += [f"{contender}/{e}" for e in self.estimators]
+            else:
+                names.append(contender)
+        return names
 
 
 @dataclass(frozen=True)
@@ -166,7 +184,7 @@ def evaluate(
     truth = sample_truth(scenario, settings.direction, settings.step_s)
     in_round = subflows_in_round(truth, settings.detection_s)
     capacity = truth.usable_mbps
-    names = list(settings.contenders)
+    names = settings.contender_names()
     if "oracle" not in names:
         names.append("oracle")  # re-convergence is measured against it
     runs: dict[str, _Run] = {}
@@ -180,12 +198,13 @@ def evaluate(
     oracle_aggregate = runs["oracle"].aggregate_mbps
     total_capacity = float(capacity.sum())
     results = []
-    for name in settings.contenders:
+    for name in settings.contender_names():
         run = runs[name]
         probe_fraction = None
-        if isinstance(run.contender, PaperProbeContender):
+        probe_mbit = getattr(run.contender, "probe_mbit", None)
+        if probe_mbit is not None:
             carried_mbit = float(run.aggregate_mbps.sum() * truth.step_s)
-            probe_fraction = run.contender.probe_mbit / carried_mbit if carried_mbit else None
+            probe_fraction = probe_mbit / carried_mbit if carried_mbit else None
         results.append(
             ContenderResult(
                 name=name,
@@ -207,8 +226,8 @@ def evaluate(
         accesses=truth.accesses,
         times_s=truth.times_s,
         capacity_mbps=capacity[:, c, :],
-        carried_mbps={n: runs[n].trace_carried for n in settings.contenders},
-        weights={n: runs[n].trace_weights for n in settings.contenders},
+        carried_mbps={n: runs[n].trace_carried for n in settings.contender_names()},
+        weights={n: runs[n].trace_weights for n in settings.contender_names()},
     )
     return LoopReport(
         scenario=scenario.name,
@@ -235,21 +254,44 @@ def _make_contender(
         return StaticContender("rr", kernel_default_weights(truth))
     if name == "paper-probe":
         return PaperProbeContender(truth, settings.probe, settings.control_delay_s)
+    policy, _, estimator_name = name.partition("/")
+    store = MemoryStateStore()
+    estimator, prober = _make_estimator(
+        estimator_name or settings.estimators[0], settings, truth, scenario.seed, store
+    )
     return ControlledContender(
         name,
         scenario,
         truth,
         direction=settings.direction,
-        estimator=_make_estimator(settings, truth, scenario.seed),
-        policy=make_policy(name, settings.policy),
+        estimator=estimator,
+        policy=make_policy(policy, settings.policy),
         hysteresis=Hysteresis(settings.min_gain),
         reporting_period_s=settings.reporting_period_s,
         control_delay_s=settings.control_delay_s,
+        kpis=SimulatedKpis(truth, settings.direction, scenario.seed),
+        prober=prober,
+        store=store,
     )
 
 
-def _make_estimator(settings: LoopSettings, truth: Truth, seed: int) -> CapacityEstimator:
-    return OracleNoiseEstimator(truth, settings.estimator_noise, seed)
+def _make_estimator(
+    name: str, settings: LoopSettings, truth: Truth, seed: int, store: MemoryStateStore
+) -> tuple[CapacityEstimator, SimulatedProber | None]:
+    if name == "oracle-noise":
+        return OracleNoiseEstimator(truth, settings.estimator_noise, seed), None
+    prober = SimulatedProber(truth, seed)
+
+    def weights_in_force(cpe_id: str, direction: Direction) -> dict[str, int] | None:
+        current = store.load_weights(cpe_id, direction)
+        return None if current is None else dict(current.weights)
+
+    estimator = EstimatorSelection(
+        prober,
+        EstimatorSettings(mode=name, probe=settings.probe_settings),
+        weights=weights_in_force,
+    )
+    return estimator, prober
 
 
 @dataclass

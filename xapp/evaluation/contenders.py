@@ -25,6 +25,7 @@ import numpy.typing as npt
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
 from xapp.domain import Direction, KpiSample, WeightSet
+from xapp.evaluation.simulated import SimulatedKpis, SimulatedProber
 from xapp.policy.baselines import proportional_weights
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.optimal import optimal_weights_batch
@@ -46,7 +47,9 @@ class Contender(Protocol):
 
     def weights(self, tick: int, time_s: float) -> IntArray: ...
 
-    def data_share(self, tick: int) -> float: ...
+    def data_share(self, tick: int) -> FloatArray | float:
+        """What each path (C, A), or all of them, leaves to the data at this tick."""
+        ...
 
     def observe(self, tick: int, carried_mbps: FloatArray) -> None: ...
 
@@ -138,9 +141,15 @@ class ControlledContender:
         hysteresis: Hysteresis,
         reporting_period_s: float,
         control_delay_s: float,
+        kpis: SimulatedKpis,
+        prober: SimulatedProber | None = None,
+        store: MemoryStateStore | None = None,
     ) -> None:
         self.name = name
         self.pushes = 0
+        self.estimator = estimator
+        self.prober = prober
+        self._kpis = kpis
         self._truth = truth
         self._direction = direction
         self._period_s = reporting_period_s
@@ -149,6 +158,7 @@ class ControlledContender:
         self._cpe_index = {cpe_id: i for i, cpe_id in enumerate(truth.cpe_ids)}
         self._access_index = {access: a for a, access in enumerate(truth.accesses)}
         self._carried_sum = np.zeros(truth.has_path.shape)
+        self._capacity_sum = np.zeros(truth.has_path.shape)
         self._carried_ticks = 0
         self._last_tick = 0
         self._weights = _DelayedWeights(kernel_default_weights(truth), control_delay_s)
@@ -159,7 +169,7 @@ class ControlledContender:
             estimator=estimator,
             policy=policy,
             sink=self,
-            store=MemoryStateStore(),
+            store=store or MemoryStateStore(),
             hysteresis=hysteresis,
             rules={entry.cpe.cpe_id: entry.rule for entry in scenario.cpes},
         )
@@ -172,38 +182,28 @@ class ControlledContender:
             self._next_report_s += self._period_s
         return self._weights.apply_due(time_s)
 
-    def data_share(self, tick: int) -> float:
-        return 1.0
+    def data_share(self, tick: int) -> FloatArray | float:
+        if self.prober is None:
+            return 1.0
+        return self.prober.data_share(float(self._truth.times_s[tick]))
+
+    @property
+    def probe_mbit(self) -> float | None:
+        return None if self.prober is None else self.prober.probe_mbit
 
     def observe(self, tick: int, carried_mbps: FloatArray) -> None:
         self._carried_sum += carried_mbps
+        self._capacity_sum += self._truth.usable_mbps[tick]
         self._carried_ticks += 1
 
     # KpiSource: what the access nodes would report for the period that just ended.
     def poll(self, now_s: float) -> Sequence[KpiSample]:
-        truth, k = self._truth, self._last_tick
-        throughput = self._carried_sum / max(self._carried_ticks, 1)
+        ticks = max(self._carried_ticks, 1)
+        carried, capacity = self._carried_sum / ticks, self._capacity_sum / ticks
         self._carried_sum = np.zeros_like(self._carried_sum)
+        self._capacity_sum = np.zeros_like(self._capacity_sum)
         self._carried_ticks = 0
-        samples = []
-        for cpe_id, c in self._cpe_index.items():
-            for access, a in self._access_index.items():
-                if not truth.has_path[c, a]:
-                    continue
-                samples.append(
-                    KpiSample(
-                        cpe_id=cpe_id,
-                        access=access,
-                        direction=self._direction,
-                        time_s=now_s,
-                        period_s=self._period_s,
-                        throughput_mbps=float(throughput[c, a]),
-                        rtt_ms=float(truth.rtt_ms[k, c, a]),
-                        loss_rate_permille=float(truth.loss_rate_permille[k, c, a]),
-                        available=bool(truth.available[k, c, a]),
-                    )
-                )
-        return samples
+        return self._kpis.samples(self._last_tick, now_s, self._period_s, capacity, carried)
 
     # WeightSink: the push reaches the kernel after the control delay.
     def push(self, weight_set: WeightSet) -> None:
@@ -264,7 +264,7 @@ class PaperProbeContender:
                         self._weights.schedule(time_s, c, new)
         return self._weights.apply_due(time_s)
 
-    def data_share(self, tick: int) -> float:
+    def data_share(self, tick: int) -> FloatArray | float:
         probing = self._probing(float(self._truth.times_s[tick]))
         if probing:
             self.probe_mbit += float(

@@ -34,7 +34,7 @@ class PolicyConfig:
     # A path below this fraction of the largest path's capacity goes to standby: it could only
     # be weighted 1 against the largest path's max_weight, and would still drag the round.
     min_share_of_largest: float = 0.01
-    stale_after_s: float = 5.0
+    stale_after_s: float = 15.0
     # The policy maximises this quantile of the predicted aggregate (0.5: the median).
     quantile: float = 0.3
     # Fraction of the priority path's capacity above which PRIORITY_BASED counts it saturated.

@@ -1,0 +1,106 @@
+"""Which estimator answers for a CPE: chosen by configuration, overridable per CPE by the operator.
+
+Modes (``MODES``): ``fused`` (KPIs, model and probes-when-needed, combined by uncertainty and
+age), ``kpi-only``, ``model-only`` and ``probe-only`` (probes on a routine period, like the
+paper). All estimators are fed every period whatever is chosen, so switching mode takes effect
+at once with warm estimates. The probe estimator asks for advice only from the estimators of
+the mode a CPE is in: none in probe-only mode (it then probes routinely), the KPI and model
+estimators in fused mode; in the kpi-only and model-only modes it does not probe at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from xapp.domain import CapacityEstimate, Direction, KpiSample
+from xapp.estimators.fusion import FusedEstimator
+from xapp.estimators.kpi import KpiEstimator
+from xapp.estimators.model import ModelEstimator
+from xapp.estimators.outage import WeightLookup
+from xapp.estimators.probe import ProbeEstimator, ProbeSettings
+from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore
+
+MODES = ("fused", "kpi-only", "model-only", "probe-only")
+
+ModeChoice = Callable[[str, Direction], str | None]
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise ValueError(f"unknown estimator mode {mode!r}; expected one of {', '.join(MODES)}")
+    return mode
+
+
+@dataclass(frozen=True)
+class EstimatorSettings:
+    mode: str = "fused"
+    probe: ProbeSettings = field(default_factory=ProbeSettings)
+    drift_ratio_per_s: float = 0.02
+    max_age_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        check_mode(self.mode)
+
+
+class EstimatorSelection:
+    name = "selection"
+
+    def __init__(
+        self,
+        prober: Prober,
+        settings: EstimatorSettings | None = None,
+        *,
+        model: ModelEstimator | None = None,
+        records: ProbeRecordStore | None = None,
+        choice: ModeChoice = lambda cpe_id, direction: None,
+        weights: WeightLookup | None = None,
+    ) -> None:
+        """``weights``: the weights in force per CPE and direction (the state store), so that
+        silence on a path given no weight is not taken for an outage."""
+        self.settings = settings or EstimatorSettings()
+        self.choice = choice
+        self.kpi = KpiEstimator()
+        self.model = model if model is not None else ModelEstimator()
+        self.probe = ProbeEstimator(
+            prober,
+            self.settings.probe,
+            records=records,
+            advisors_for=self._advisors_for,
+            weights=weights,
+        )
+        self.fused = FusedEstimator(
+            [self.kpi, self.model, self.probe],
+            drift_ratio_per_s=self.settings.drift_ratio_per_s,
+            max_age_s=self.settings.max_age_s,
+            weights=weights,
+        )
+        self._by_mode: dict[str, CapacityEstimator] = {
+            "fused": self.fused,
+            "kpi-only": self.kpi,
+            "model-only": self.model,
+            "probe-only": self.probe,
+        }
+
+    def mode_for(self, cpe_id: str, direction: Direction) -> str:
+        chosen = self.choice(cpe_id, direction)
+        return chosen if chosen in self._by_mode else self.settings.mode
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        self.fused.update(samples, now_s)  # feeds the KPI, model and probe estimators
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction, now_s: float
+    ) -> CapacityEstimate | None:
+        mode = self.mode_for(cpe_id, direction)
+        return self._by_mode[mode].estimate(cpe_id, access, direction, now_s)
+
+    def _advisors_for(
+        self, cpe_id: str, direction: Direction
+    ) -> Sequence[CapacityEstimator] | None:
+        mode = self.mode_for(cpe_id, direction)
+        if mode == "fused":
+            return (self.kpi, self.model)
+        if mode == "probe-only":
+            return ()
+        return None
