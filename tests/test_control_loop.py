@@ -34,7 +34,7 @@ class TableEstimator:
         self.table = table
         self.fed: list[KpiSample] = []
 
-    def update(self, samples: Sequence[KpiSample]) -> None:
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         self.fed.extend(samples)
 
     def estimate(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -20,7 +21,7 @@ class Fixed:
         self.answer = estimate
         self.seen: list[KpiSample] = []
 
-    def update(self, samples: Sequence[KpiSample]) -> None:
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         self.seen += samples
 
     def estimate(
@@ -29,8 +30,17 @@ class Fixed:
         return self.answer
 
 
-def est(capacity: float, stddev: float, at_s: float, available: bool = True) -> CapacityEstimate:
-    return CapacityEstimate("cpe-1", "wifi", DL, capacity, stddev, "x", at_s, available)
+def est(
+    capacity: float,
+    stddev: float,
+    at_s: float,
+    available: bool = True,
+    lower_bound: bool = False,
+    source: str = "x",
+) -> CapacityEstimate:
+    return CapacityEstimate(
+        "cpe-1", "wifi", DL, capacity, stddev, source, at_s, available, lower_bound
+    )
 
 
 def test_inverse_variance_weighting_and_age() -> None:
@@ -63,8 +73,77 @@ def test_silence_while_others_carry_traffic_is_an_outage_until_traffic_returns()
             KpiSample("cpe-1", "nr", DL, t, 1.0, throughput_mbps=300.0),
         ]
 
-    fused.update(period(10.0, 0.0))
+    fused.update(period(10.0, 0.0), 10.0)
     assert not fused.estimate("cpe-1", "wifi", DL, 10.0).available  # type: ignore[union-attr]
-    fused.update(period(11.0, 500.0))
+    fused.update(period(11.0, 500.0), 11.0)
     assert fused.estimate("cpe-1", "wifi", DL, 11.0).available  # type: ignore[union-attr]
     assert len(source.seen) == 4
+
+
+def test_a_lower_bound_only_raises_the_fused_value() -> None:
+    low = FusedEstimator([Fixed("kpi", est(300.0, 30.0, 10.0)), Fixed("m", est(50.0, 1.0, 10.0, lower_bound=True))])
+    assert low.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(300.0)  # type: ignore[union-attr]
+    high = FusedEstimator([Fixed("kpi", est(300.0, 30.0, 10.0)), Fixed("m", est(400.0, 1.0, 10.0, lower_bound=True))])
+    assert high.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(400.0)  # type: ignore[union-attr]
+    only = FusedEstimator([Fixed("m", est(50.0, 25.0, 10.0, lower_bound=True))])
+    alone = only.estimate("cpe-1", "wifi", DL, 10.0)
+    assert alone is not None
+    assert alone.lower_bound
+    assert alone.capacity_mbps == 50.0
+
+
+def test_silence_on_a_path_given_no_weight_is_not_an_outage() -> None:
+    weights = {"wifi": 0, "nr": 10}
+    fused = FusedEstimator([Fixed("kpi", est(100.0, 5.0, 10.0))], weights=lambda c, d: weights)
+    fused.update(
+        [
+            KpiSample("cpe-1", "wifi", DL, 10.0, 1.0, throughput_mbps=0.0),
+            KpiSample("cpe-1", "nr", DL, 10.0, 1.0, throughput_mbps=300.0),
+        ],
+        10.0,
+    )
+    assert fused.estimate("cpe-1", "wifi", DL, 10.0).available  # type: ignore[union-attr]
+
+
+def test_silence_ends_when_a_newer_measurement_finds_the_path_usable() -> None:
+    probe = Fixed("probe", None)
+    fused = FusedEstimator([Fixed("kpi", est(0.0, 0.0, 10.0, lower_bound=True)), probe])
+    fused.update(
+        [
+            KpiSample("cpe-1", "wifi", DL, 10.0, 1.0, throughput_mbps=0.0),
+            KpiSample("cpe-1", "nr", DL, 10.0, 1.0, throughput_mbps=300.0),
+        ],
+        10.0,
+    )
+    assert not fused.estimate("cpe-1", "wifi", DL, 10.0).available  # type: ignore[union-attr]
+    probe.answer = est(900.0, 45.0, 11.5, source="probe")
+    back = fused.estimate("cpe-1", "wifi", DL, 12.0)
+    assert back is not None
+    assert back.available
+    assert back.capacity_mbps == pytest.approx(900.0)
+
+
+class Reporting(Fixed):
+    """A source whose (unchanging) value is re-measured every period."""
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        super().update(samples, now_s)
+        if self.answer is not None:
+            self.answer = replace(self.answer, measured_at_s=now_s)
+
+
+def test_a_source_that_proves_wrong_loses_its_weight() -> None:
+    """A model confidently 40 % off (σ 1) at first dominates; after a few periods of being
+    compared with what the KPIs measured, the KPI estimate carries the fused value."""
+    kpi = Reporting("kpi", est(1000.0, 100.0, 0.0, source="kpi"))
+    model = Reporting("model", est(600.0, 1.0, 0.0, source="model"))
+    fused = FusedEstimator([kpi, model], references=[kpi])
+    first = fused.estimate("cpe-1", "wifi", DL, 0.0)
+    assert first is not None
+    assert first.capacity_mbps < 610
+    samples = [KpiSample("cpe-1", "wifi", DL, 0.0, 1.0, throughput_mbps=500.0)]
+    for t in range(1, 8):
+        fused.update(samples, float(t))
+    later = fused.estimate("cpe-1", "wifi", DL, 7.0)
+    assert later is not None
+    assert later.capacity_mbps > 750

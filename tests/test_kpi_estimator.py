@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from xapp.domain import Direction, KpiSample
-from xapp.estimators.kpi import KpiEstimator, estimate_from_sample
+from e2sim.radio import nr
+from xapp.estimators.kpi import KpiEstimator, estimate_from_sample, utilisation
 
 DL = Direction.DOWNLINK
 
@@ -61,9 +62,52 @@ def test_lifi_down_is_unavailable_and_throughput_alone_is_uncertain() -> None:
 def test_estimator_keeps_the_latest_per_path() -> None:
     estimator = KpiEstimator()
     estimator.update(
-        [sample("lifi", 10.0, LIFI_StaPhyRateDl=12.0), sample("lifi", 11.0, LIFI_StaPhyRateDl=14.0)]
+        [sample("lifi", 10.0, LIFI_StaPhyRateDl=12.0), sample("lifi", 11.0, LIFI_StaPhyRateDl=14.0)],
+        11.0,
     )
     latest = estimator.estimate("cpe-1", "lifi", DL, 11.0)
     assert latest is not None
     assert latest.capacity_mbps == 14.0
     assert estimator.estimate("cpe-1", "wifi", DL, 11.0) is None
+
+
+def test_nr_path_carrying_nothing_is_estimated_from_its_cqi() -> None:
+    # Weight 0: no PRBs used, but the UE still reports CQI 15 (distBinX 16) and 2 layers; the
+    # cell's other UEs use 40 % of the carrier.
+    idle = sample(
+        "nr",
+        0.0,
+        RRU_PrbUsedDl=0,
+        RRU_PrbAvailDl=133,
+        RRU_PrbTotDl=40,
+        CARR_AverageLayersDl=2,
+    )
+    idle = KpiSample(**{**idle.__dict__, "measurements": {**idle.measurements,
+                                                          "CARR.WBCQIDist|distBinX=16": 100.0}})
+    estimate = estimate_from_sample(idle)
+    assert estimate is not None
+    assert not estimate.lower_bound
+    full = nr.NrCarrier().rate_mbps(nr.CQI_TABLE_256QAM[15][2], 2, True)
+    assert estimate.capacity_mbps == pytest.approx(full * 0.6, rel=0.01)
+    assert full == pytest.approx(342, rel=0.05)  # the carrier the testbed calibrated
+
+
+def test_uncertainty_grows_with_how_much_the_path_moves() -> None:
+    steady, jumpy = KpiEstimator(), KpiEstimator()
+    for t in range(10):
+        steady.update([sample("lifi", 5.0, LIFI_StaPhyRateDl=12.0)], float(t))
+        jumpy.update([sample("lifi", 5.0, LIFI_StaPhyRateDl=6.0 if t % 2 else 18.0)], float(t))
+    calm = steady.estimate("cpe-1", "lifi", DL, 9.0)
+    wild = jumpy.estimate("cpe-1", "lifi", DL, 9.0)
+    assert calm is not None and wild is not None
+    assert calm.stddev_mbps == pytest.approx(1.2)  # the 10 % measurement error alone
+    assert wild.stddev_mbps > 3 * calm.stddev_mbps
+
+
+def test_utilisation_tells_a_held_back_path() -> None:
+    held = sample("nr", 30.0, RRU_PrbUsedDl=10, RRU_PrbAvailDl=133, RRU_PrbTotDl=10)
+    full = sample("nr", 300.0, RRU_PrbUsedDl=130, RRU_PrbAvailDl=133, RRU_PrbTotDl=98)
+    # others use 13.3 − 10 PRBs, so 129.7 are the UE's to take
+    assert utilisation(held) == pytest.approx(10 / (133 - (13.3 - 10)))
+    assert utilisation(full) == pytest.approx(0.98, abs=0.005)
+    assert utilisation(sample("nr", 30.0)) is None  # no headroom KPIs: cannot tell

@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import onnx
 import pytest
 
 from e2sim.identities import e2_cpes, node_name
@@ -13,6 +20,10 @@ from kpm.versions import KpmVersion
 from xapp.domain import Direction, KpiSample
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
+from models import runtime
+from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
+from xapp.estimators.fusion import FusedEstimator
+from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
 from xapp.scenario.load import load_scenario
 
@@ -65,7 +76,7 @@ def kpis_through_e2(scenario_name: str, ticks: int) -> tuple[list[KpiSample], Si
 def test_estimates_follow_the_true_capacity() -> None:
     samples, world = kpis_through_e2("paper-static", ticks=12)
     estimator = ModelEstimator()
-    estimator.update(samples)
+    estimator.update(samples, 12.0)
     estimates = {
         a: estimator.estimate("cpe-1", a, Direction.DOWNLINK, 12.0) for a in ("nr", "wifi", "lifi")
     }
@@ -107,9 +118,114 @@ def test_link_down_is_reported_unavailable() -> None:
                 available=False,
                 measurements={**base, "LIFI.LinkState": 0.0},
             )
-        ]
+        ],
+        5.0,
     )
     estimate = estimator.estimate("cpe-1", "lifi", Direction.DOWNLINK, 6.0)
     assert estimate is not None
     assert not estimate.available
     assert estimate.capacity_mbps == 0.0
+
+
+def lifi_history() -> list[KpiSample]:
+    return [
+        KpiSample(
+            "cpe-1",
+            "lifi",
+            Direction.DOWNLINK,
+            float(t),
+            1.0,
+            throughput_mbps=12.0,
+            available=True,
+            measurements={"LIFI.StaSnr": 2.0, "LIFI.StaPhyRateDl": 12.0, "LIFI.LinkState": 1.0},
+        )
+        for t in range(5)
+    ]
+
+
+def copy_shipped(tmp_path: Path, access: str) -> Path:
+    for file in SHIPPED.glob(f"{access}.*"):
+        shutil.copy(file, tmp_path / file.name)
+    return tmp_path / f"{access}.card.json"
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("missing", "cannot load the ONNX model"),
+        ("corrupt", "cannot load the ONNX model"),
+        ("features", "features differ"),
+        ("card", "cannot read the model card"),
+    ],
+)
+def test_a_bad_model_file_is_refused_with_its_reason(
+    tmp_path: Path, damage: str, reason: str
+) -> None:
+    card = copy_shipped(tmp_path, "lifi")
+    if damage == "missing":
+        (tmp_path / "lifi.estimate.onnx").unlink()
+    elif damage == "corrupt":
+        (tmp_path / "lifi.estimate.onnx").write_bytes(b"not an onnx model")
+    elif damage == "features":
+        data = json.loads(card.read_text())
+        data["features"] = data["features"][:-1]
+        card.write_text(json.dumps(data))
+    else:
+        card.write_text("{")
+    with pytest.raises(ModelError, match=reason):
+        OnnxCapacityModel(card)
+
+
+def test_a_model_for_another_feature_set_is_refused(tmp_path: Path) -> None:
+    card = copy_shipped(tmp_path, "lifi")
+    shutil.copy(SHIPPED / "wifi.estimate.onnx", tmp_path / "lifi.estimate.onnx")
+    with pytest.raises(ModelError, match="wrong feature set"):
+        OnnxCapacityModel(card)
+
+
+def constant_model(path: Path, features: int, value: float) -> None:
+    """A real ONNX model that answers ``value`` whatever its input: X·0 + value."""
+    weights = onnx.numpy_helper.from_array(np.zeros((features, 1), dtype=np.float32), "W")
+    bias = onnx.numpy_helper.from_array(np.array([value], dtype=np.float32), "B")
+    graph = onnx.helper.make_graph(
+        [
+            onnx.helper.make_node("MatMul", ["X", "W"], ["XW"]),
+            onnx.helper.make_node("Add", ["XW", "B"], ["Y"]),
+        ],
+        "constant",
+        [onnx.helper.make_tensor_value_info("X", onnx.TensorProto.FLOAT, [None, features])],
+        [onnx.helper.make_tensor_value_info("Y", onnx.TensorProto.FLOAT, [None, 1])],
+        initializer=[weights, bias],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+@pytest.mark.parametrize("value", [math.nan, -50.0])
+def test_garbage_out_makes_the_estimator_unavailable_and_fusion_carries_on(
+    tmp_path: Path, value: float
+) -> None:
+    card = copy_shipped(tmp_path, "lifi")
+    width = len(json.loads(card.read_text())["features"])
+    constant_model(tmp_path / "lifi.estimate.onnx", width, value)
+    model = ModelEstimator({"lifi": OnnxCapacityModel(card)})
+    model.update(lifi_history(), 4.0)
+    assert model.estimate("cpe-1", "lifi", Direction.DOWNLINK, 4.0) is None
+    assert "lifi" in model.unavailable
+    kpi = KpiEstimator()
+    fused = FusedEstimator([kpi, model])
+    fused.update(lifi_history(), 4.0)
+    estimate = fused.estimate("cpe-1", "lifi", Direction.DOWNLINK, 4.0)
+    assert estimate is not None
+    assert estimate.capacity_mbps == pytest.approx(12.0)
+
+
+def test_missing_shipped_models_leave_the_estimator_unavailable_not_crashed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(runtime, "SHIPPED", tmp_path)
+    model = ModelEstimator()
+    assert set(model.unavailable) == {"nr", "wifi", "lifi"}
+    model.update(lifi_history(), 4.0)
+    assert model.estimate("cpe-1", "lifi", Direction.DOWNLINK, 4.0) is None

@@ -1,10 +1,19 @@
 """FusedEstimator: combine estimators by their uncertainty and age (inverse-variance).
 
-Each source's standard deviation grows with the estimate's age (capacities drift:
-`drift_mbps_per_s` × age, added in quadrature), then the estimates are averaged with weights
-1/σ². An estimate that is only a lower bound (learnt from a path held back by its weight) does
-not pull the result down: it can only raise it. Availability overrides everything: a path is unavailable as soon as the newest word on
-it says so — a source reporting it down (link-state KPI, failed probe), or silence (outage.py:
+Each source's standard deviation is the larger of what it states and what it has shown: every
+period, each source's previous estimate (its prediction for the period that just ended) is
+compared with what the measuring sources (``references``: KPI headroom, probes) found for that
+period, and an exponentially weighted RMS of those errors is kept per source and path. A model
+that is confidently wrong on inputs unlike its training data thus loses its weight. The σ then
+grows with the estimate's age (capacities drift: ``drift_ratio_per_s`` × age, in quadrature),
+and the estimates are averaged with weights 1/σ²; the result keeps the smallest σ of its
+sources, as their errors are correlated (they all predict the same next period).
+
+An estimate that is only a lower bound (learnt from a path held back by its weight) does not
+pull the result down: it can only raise it.
+
+Availability overrides everything: a path is unavailable as soon as the newest word on it says
+so — a source reporting it down (link-state KPI, failed probe), or silence (outage.py:
 a weighted path carrying nothing while another access of the CPE carried traffic) — and
 available again with the next period that carries traffic or a newer source finding it usable.
 """
@@ -19,6 +28,9 @@ from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.ports import CapacityEstimator
 
 MIN_STDDEV_MBPS = 0.1
+ERROR_WEIGHT = 0.2  # of the newest squared error in each source's running mean square error
+
+Path = tuple[str, str, Direction]
 
 
 class FusedEstimator:
@@ -30,18 +42,58 @@ class FusedEstimator:
         drift_ratio_per_s: float = 0.02,
         max_age_s: float = 30.0,
         weights: WeightLookup | None = None,
+        references: Sequence[CapacityEstimator] = (),
     ) -> None:
         if not sources:
             raise ValueError("fusion needs at least one estimator")
         self.sources = list(sources)
+        self.references = list(references)
+        self._mean_square_error: dict[tuple[Path, str], float] = {}
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights)
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        paths = {(s.cpe_id, s.access, s.direction) for s in samples}
+        priors = {
+            (path, source.name): e
+            for path in paths
+            for source in self.sources
+            if (e := source.estimate(*path, now_s)) is not None
+            and e.available
+            and not e.lower_bound
+        }
         for source in self.sources:
             source.update(samples, now_s)
         self._silence.update(samples)
+        if self.references:
+            self._score(paths, priors, now_s)
+
+    def _score(
+        self, paths: set[Path], priors: dict[tuple[Path, str], CapacityEstimate], now_s: float
+    ) -> None:
+        """Each source's error: its last estimate against what was measured since."""
+        for path in paths:
+            measured = [
+                e
+                for reference in self.references
+                if (e := reference.estimate(*path, now_s)) is not None
+                and e.available
+                and not e.lower_bound
+            ]
+            if not measured:
+                continue
+            truth = max(measured, key=lambda e: e.measured_at_s)
+            for source in self.sources:
+                prior = priors.get((path, source.name))
+                if prior is None or prior.measured_at_s >= truth.measured_at_s:
+                    continue
+                error = (prior.capacity_mbps - truth.capacity_mbps) ** 2
+                key = (path, source.name)
+                previous = self._mean_square_error.get(key, error)
+                self._mean_square_error[key] = (
+                    1 - ERROR_WEIGHT
+                ) * previous + ERROR_WEIGHT * error
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -79,13 +131,14 @@ class FusedEstimator:
                 access,
                 direction,
                 best.capacity_mbps,
-                self._sigma(best, now_s),
+                self._sigma(best, now_s, self._shown_error(best)),
                 self.name,
                 newest.measured_at_s,
                 True,
                 lower_bound=True,
             )
-        weights = [1.0 / self._sigma(e, now_s) ** 2 for e in exact]
+        sigmas = [self._sigma(e, now_s, self._shown_error(e)) for e in exact]
+        weights = [1.0 / sigma**2 for sigma in sigmas]
         total = sum(weights)
         mean = sum(w * e.capacity_mbps for w, e in zip(weights, exact, strict=True)) / total
         floor = max((e.capacity_mbps for e in bounds), default=0.0)
@@ -94,12 +147,19 @@ class FusedEstimator:
             access,
             direction,
             max(mean, floor),
-            math.sqrt(1.0 / total),
+            # The sources' errors are not independent (they all face the same next period),
+            # so the fused belief is not claimed sharper than the sharpest source.
+            min(sigmas),
             self.name,
             newest.measured_at_s,
             True,
         )
 
-    def _sigma(self, estimate: CapacityEstimate, now_s: float) -> float:
+    def _shown_error(self, estimate: CapacityEstimate) -> float:
+        path = (estimate.cpe_id, estimate.access, estimate.direction)
+        return math.sqrt(self._mean_square_error.get((path, estimate.source), 0.0))
+
+    def _sigma(self, estimate: CapacityEstimate, now_s: float, shown_error: float) -> float:
         drift = self.drift_ratio_per_s * estimate.capacity_mbps * estimate.age_s(now_s)
-        return max(math.hypot(estimate.stddev_mbps, drift), MIN_STDDEV_MBPS)
+        stated = max(estimate.stddev_mbps, shown_error)
+        return max(math.hypot(stated, drift), MIN_STDDEV_MBPS)

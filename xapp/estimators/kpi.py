@@ -5,10 +5,17 @@ comes from the share of the resource the path did not use:
 
 - NR: the UE used `RRU.PrbUsedDl` of the PRBs; what the other UEs left is
   `RRU.PrbAvailDl − (RRU.PrbTotDl % of RRU.PrbAvailDl − the UE's PRBs)`; capacity ≈ throughput ×
-  free PRBs / the UE's PRBs (the UE's spectral efficiency carried over to the free PRBs).
+  free PRBs / the UE's PRBs (the UE's spectral efficiency carried over to the free PRBs). A UE
+  that carried nothing: the rate of its reported CQI (TS 38.214 table) and layers on the free
+  PRBs of the carrier (TS 38.306 rate, `NR_CARRIER`).
 - Wi-Fi: capacity ≈ PHY rate × MAC efficiency × airtime available to the station (its own
   airtime plus what the channel left idle).
 - LiFi: the PHY rate while the link is up; unavailable while it is down.
+
+The stated uncertainty is about the *next* period, which the weights will be used for: the
+measurement error plus how much the path's capacity has been moving from period to period
+(an exponentially weighted variance of the changes), so a flickering path is not trusted
+with a share it may not have a moment later.
 
 Each is never below the measured throughput. Where the headroom KPIs are missing, the estimate
 is the throughput with a wide uncertainty, so the policy treats it as the lower bound it is.
@@ -16,26 +23,53 @@ is the throughput with a wide uncertainty, so the policy treats it as the lower 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
+from e2sim.radio import nr
 from xapp.domain import CapacityEstimate, Direction, KpiSample
 
+# The cell's carrier (bandwidth, TDD pattern, measured efficiency): the testbed's by default
+NR_CARRIER = nr.NrCarrier()
 WIFI_MAC_EFFICIENCY = 1190.0 / 2401.96  # TCP goodput over PHY rate, measured (docs/e2sim.md)
 RELATIVE_ERROR = 0.10  # of an estimate built from headroom KPIs
 LOWER_BOUND_ERROR = 0.50  # of a bare throughput, which may be far below capacity
+VOLATILITY_WEIGHT = 0.3
+# A change counts at most this fraction of the new value: a path coming back from an outage is
+# a step, not a sign that it will keep jumping.
+MAX_CHANGE_RATIO = 0.5  # of the newest change in the running variance of changes
+
+Path = tuple[str, str, Direction]
 
 
 class KpiEstimator:
     name = "kpi"
 
     def __init__(self) -> None:
-        self._latest: dict[tuple[str, str, Direction], CapacityEstimate] = {}
+        self._latest: dict[Path, CapacityEstimate] = {}
+        self._change_variance: dict[Path, float] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for sample in samples:
             estimate = estimate_from_sample(sample)
-            if estimate is not None:
-                self._latest[(sample.cpe_id, sample.access, sample.direction)] = estimate
+            if estimate is None:
+                continue
+            path = (sample.cpe_id, sample.access, sample.direction)
+            previous = self._latest.get(path)
+            if estimate.available and not estimate.lower_bound:
+                if previous is not None and previous.available and not previous.lower_bound:
+                    change = min(
+                        abs(estimate.capacity_mbps - previous.capacity_mbps),
+                        MAX_CHANGE_RATIO * estimate.capacity_mbps,
+                    )
+                    variance = self._change_variance.get(path, change**2)
+                    self._change_variance[path] = (
+                        1 - VOLATILITY_WEIGHT
+                    ) * variance + VOLATILITY_WEIGHT * change**2
+                spread = math.sqrt(self._change_variance.get(path, 0.0))
+                estimate = replace(estimate, stddev_mbps=math.hypot(estimate.stddev_mbps, spread))
+            self._latest[path] = estimate
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -90,11 +124,30 @@ def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
         m.get("RRU.PrbAvailDl"),
         m.get("RRU.PrbTotDl"),
     )
-    if throughput is None or used is None or available is None or used <= 0:
+    if available is None:
         return None
+    used = used or 0.0
     others = max(0.0, (total_pct or 0.0) / 100 * available - used) if total_pct is not None else 0.0
     free = max(used, available - others)
-    return throughput * free / used
+    if throughput is not None and used > 0:
+        return throughput * free / used
+    # Nothing carried (weight 0, or idle): the channel quality the UE reports still tells the
+    # rate the free PRBs would give it.
+    cqi = _reported_cqi(m)
+    if cqi is None or cqi < 1:
+        return None
+    layers = int(round(m.get("CARR.AverageLayersDl", 1.0))) or 1
+    efficiency = nr.CQI_TABLE_256QAM[min(cqi, len(nr.CQI_TABLE_256QAM) - 1)][2]
+    return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available
+
+
+def _reported_cqi(m: Mapping[str, float]) -> int | None:
+    """The CQI bin with the most reports (distBinX = CQI + 1), or None."""
+    best, count = None, 0.0
+    for name, value in m.items():
+        if name.startswith("CARR.WBCQIDist|distBinX=") and value > count:
+            best, count = int(name.rsplit("=", 1)[1]) - 1, value
+    return best
 
 
 def _wifi(m: Mapping[str, float], direction: Direction) -> float | None:

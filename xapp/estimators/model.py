@@ -121,16 +121,22 @@ class ModelEstimator:
                 latest = self._history[key][-1]
                 spread = float(prediction.upper_mbps[i] - prediction.lower_mbps[i]) / Z_10_90
                 available = latest.available if latest.available is not None else True
+                predicted = float(prediction.estimate_mbps[i]) if available else 0.0
+                saturated = self._saturated(key)
+                if not saturated:
+                    # Fed a held-back throughput, the model extrapolates what the path was
+                    # let to carry; only that throughput itself is a bound worth stating.
+                    predicted = min(predicted, latest.throughput_mbps or 0.0)
                 self._latest[key] = CapacityEstimate(
                     cpe_id=key[0],
                     access=access,
                     direction=key[2],
-                    capacity_mbps=float(prediction.estimate_mbps[i]) if available else 0.0,
+                    capacity_mbps=predicted,
                     stddev_mbps=max(spread, 0.0),
                     source=self.name,
                     measured_at_s=latest.time_s,
                     available=available,
-                    lower_bound=not self._saturated(key),
+                    lower_bound=not saturated,
                 )
 
     def _saturated(self, key: Key) -> bool:

@@ -56,7 +56,7 @@ class ProbeSettings:
     max_per_cpe: int = 1
     min_gap_s: float = 30.0
     routine_gap_s: float = 10.0  # the probe period when no other estimator is consulted
-    down_check_s: float = 2.0  # how often a silent path is checked for its return
+    down_check_s: float = 1.0  # how often a silent path is checked for its return
     max_age_s: float | None = None  # probe at least this often; None: only when needed
     fresh_s: float = 3.0  # another estimator's estimate younger than this is fresh
     uncertain_ratio: float = 0.25  # combined σ over value above this → probe

@@ -74,6 +74,7 @@ class EstimatorSelection:
             drift_ratio_per_s=self.settings.drift_ratio_per_s,
             max_age_s=self.settings.max_age_s,
             weights=weights,
+            references=[self.kpi, self.probe],
         )
         self._by_mode: dict[str, CapacityEstimator] = {
             "fused": self.fused,

@@ -194,6 +194,10 @@ class SimulatedProber:
         return share
 
     def collect(self, now_s: float) -> Sequence[ProbeOutcome]:
+        truth = self._truth
+        for p in self._running:  # a probe over a dead path ends as soon as it starts
+            if not truth.available[truth.tick_at(p.start_s), p.cpe, p.access]:
+                p.end_s = p.start_s
         done = [p for p in self._running if p.end_s <= now_s + 1e-9]
         self._running = [p for p in self._running if p.end_s > now_s + 1e-9]
         return [self._outcome(p) for p in done]
@@ -203,6 +207,11 @@ class SimulatedProber:
         first, last = truth.tick_at(p.start_s), truth.tick_at(p.end_s - 1e-9)
         window = truth.usable_mbps[first : last + 1, p.cpe, p.access]
         flows = p.request.parallel_flows
+        if not truth.available[first, p.cpe, p.access]:
+            # No connection can be opened over a dead path: the probe fails at once, for free.
+            return ProbeOutcome(
+                p.request, p.start_s, p.start_s, None, 0.0, path_down=True, error="no route"
+            )
         probe_mbit = float(window.mean()) * flows / (flows + 1) * p.request.duration_s
         self.probe_mbit += probe_mbit
         if not truth.available[last, p.cpe, p.access]:
