@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xapp.domain import Direction, Override, SubscriptionRecord, WeightSet
+from xapp.domain import Direction, Override, ProbeRecord, SubscriptionRecord, WeightSet
 
 
 class MemoryStateStore:
@@ -12,6 +12,7 @@ class MemoryStateStore:
         self._weights: dict[tuple[str, Direction], WeightSet] = {}
         self._overrides: dict[tuple[str, Direction], Override] = {}
         self._subscriptions: dict[str, SubscriptionRecord] = {}
+        self._probe_records: list[ProbeRecord] = []
 
     def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         return self._weights.get((cpe_id, direction))
@@ -36,3 +37,9 @@ class MemoryStateStore:
 
     def delete_subscription(self, node: str) -> None:
         self._subscriptions.pop(node, None)
+
+    def append_probe_record(self, record: ProbeRecord) -> None:
+        self._probe_records.append(record)
+
+    def load_probe_records(self) -> Sequence[ProbeRecord]:
+        return list(self._probe_records)

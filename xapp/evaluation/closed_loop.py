@@ -64,6 +64,8 @@ class LoopSettings:
     probe: ProbeMethodSettings = field(default_factory=ProbeMethodSettings)
     contenders: tuple[str, ...] = CONTENDERS
     trace_cpe: int = 0
+    # Weights in force at the start for the controlled contenders (default: the kernel's 1 each)
+    initial_weights: dict[str, int] | None = None
 
     def __post_init__(self) -> None:
         if self.step_s <= 0:
@@ -272,6 +274,7 @@ def _make_contender(
         kpis=SimulatedKpis(truth, settings.direction, scenario.seed),
         prober=prober,
         store=store,
+        initial_weights=settings.initial_weights,
     )
 
 

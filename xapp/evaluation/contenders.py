@@ -15,7 +15,7 @@ capacity is left to the data, and is told what the data then carried:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -144,6 +144,7 @@ class ControlledContender:
         kpis: SimulatedKpis,
         prober: SimulatedProber | None = None,
         store: MemoryStateStore | None = None,
+        initial_weights: Mapping[str, int] | None = None,
     ) -> None:
         self.name = name
         self.pushes = 0
@@ -161,7 +162,23 @@ class ControlledContender:
         self._capacity_sum = np.zeros(truth.has_path.shape)
         self._carried_ticks = 0
         self._last_tick = 0
-        self._weights = _DelayedWeights(kernel_default_weights(truth), control_delay_s)
+        start = kernel_default_weights(truth)
+        store = store or MemoryStateStore()
+        if initial_weights is not None:
+            row = np.array([initial_weights.get(a, 0) for a in truth.accesses], dtype=np.int64)
+            start = np.where(truth.has_path, row[np.newaxis, :], 0)
+            for entry in scenario.cpes:
+                store.save_weights(
+                    WeightSet(
+                        cpe_id=entry.cpe.cpe_id,
+                        direction=direction,
+                        weights={a: initial_weights.get(a, 0) for a in entry.cpe.access_names},
+                        mode=entry.rule.mode,
+                        sequence=1,
+                        reason="initial weights",
+                    )
+                )
+        self._weights = _DelayedWeights(start, control_delay_s)
         self.loop = ControlLoop(
             cpes=[entry.cpe for entry in scenario.cpes],
             directions=[direction],
@@ -169,7 +186,7 @@ class ControlledContender:
             estimator=estimator,
             policy=policy,
             sink=self,
-            store=store or MemoryStateStore(),
+            store=store,
             hysteresis=hysteresis,
             rules={entry.cpe.cpe_id: entry.rule for entry in scenario.cpes},
         )

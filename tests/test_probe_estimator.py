@@ -1,0 +1,199 @@
+"""ProbeEstimator: when it probes, what it makes of the answers, and what it keeps."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.domain import (
+    CapacityEstimate,
+    Direction,
+    KpiSample,
+    ProbeOutcome,
+    ProbeRequest,
+)
+from xapp.estimators.probe import ProbeEstimator, ProbeSettings
+from xapp.estimators.selection import EstimatorSelection
+
+DL = Direction.DOWNLINK
+
+
+class ScriptedProber:
+    """The Prober port answering from a table of capacities (the real one is HTTP to the
+    agents, tested against a running agent in test_http_prober.py)."""
+
+    def __init__(self, capacities: dict[str, float | None]) -> None:
+        self.capacities = capacities
+        self.started: list[tuple[float, ProbeRequest]] = []
+        self._running: list[tuple[float, ProbeRequest]] = []
+        self.silent = False  # never answer: for timeouts
+
+    def start(self, request: ProbeRequest, now_s: float) -> None:
+        self.started.append((now_s, request))
+        self._running.append((now_s, request))
+
+    def collect(self, now_s: float) -> Sequence[ProbeOutcome]:
+        if self.silent:
+            return []
+        done = [(t, r) for t, r in self._running if t + r.duration_s <= now_s]
+        self._running = [(t, r) for t, r in self._running if t + r.duration_s > now_s]
+        out = []
+        for t, r in done:
+            capacity = self.capacities.get(r.access)
+            if capacity is None:
+                out.append(ProbeOutcome(r, t, t, None, 0.0, path_down=True, error="no route"))
+            elif capacity < 0:
+                out.append(ProbeOutcome(r, t, t, None, 0.0, error="agent answered 502"))
+            else:
+                out.append(ProbeOutcome(r, t, t + r.duration_s, capacity, capacity * 0.8))
+        return out
+
+
+class Fixed:
+    def __init__(self, name: str, answers: dict[str, CapacityEstimate]) -> None:
+        self.name = name
+        self.answers = answers
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        pass
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction, now_s: float
+    ) -> CapacityEstimate | None:
+        return self.answers.get(access)
+
+
+def period(t: float, **throughput: float) -> list[KpiSample]:
+    return [
+        KpiSample("cpe-1", access, DL, t, 1.0, throughput_mbps=value)
+        for access, value in throughput.items()
+    ]
+
+
+def run(estimator: ProbeEstimator, seconds: int, **throughput: float) -> None:
+    for t in range(1, seconds + 1):
+        estimator.update(period(float(t), **throughput), float(t))
+
+
+def test_probe_only_probes_every_path_routinely_one_at_a_time() -> None:
+    prober = ScriptedProber({"nr": 340.0, "wifi": 1190.0, "lifi": 12.0})
+    estimator = ProbeEstimator(prober, ProbeSettings(routine_gap_s=10.0))
+    run(estimator, 25, nr=30.0, wifi=90.0, lifi=1.0)
+    starts = [(t, r.access) for t, r in prober.started]
+    assert starts[:3] == [(1.0, "lifi"), (2.0, "nr"), (3.0, "wifi")]  # one per CPE at a time
+    by_path: dict[str, list[float]] = {}
+    for t, access in starts:
+        by_path.setdefault(access, []).append(t)
+    for times in by_path.values():
+        assert all(b - a >= 10.0 for a, b in zip(times, times[1:], strict=False))
+    estimate = estimator.estimate("cpe-1", "wifi", DL, 25.0)
+    assert estimate is not None
+    assert estimate.capacity_mbps == 1190.0
+    assert estimate.source == "probe"
+    assert estimator.stats.by_reason["no-estimate"] == len(starts)
+
+
+def test_no_probe_while_fresh_estimates_agree_and_one_when_they_disagree() -> None:
+    prober = ScriptedProber({"nr": 340.0, "wifi": 1190.0})
+    kpi = Fixed("kpi", {})
+    model = Fixed("model", {})
+    estimator = ProbeEstimator(prober, ProbeSettings(), advisors=[kpi, model])
+    for t in range(1, 6):
+        now = float(t)
+        kpi.answers = {
+            "nr": CapacityEstimate("cpe-1", "nr", DL, 340.0, 34.0, "kpi", now),
+            "wifi": CapacityEstimate("cpe-1", "wifi", DL, 1190.0, 119.0, "kpi", now),
+        }
+        model.answers = {
+            "nr": CapacityEstimate("cpe-1", "nr", DL, 330.0, 40.0, "model", now),
+            # the model read a held-back throughput: a bound, not a disagreement
+            "wifi": CapacityEstimate("cpe-1", "wifi", DL, 90.0, 5.0, "model", now, True, True),
+        }
+        estimator.update(period(now, nr=30.0, wifi=90.0), now)
+    assert prober.started == []
+    model.answers["nr"] = CapacityEstimate("cpe-1", "nr", DL, 60.0, 6.0, "model", 6.0)
+    kpi.answers["nr"] = CapacityEstimate("cpe-1", "nr", DL, 340.0, 34.0, "kpi", 6.0)
+    estimator.update(period(6.0, nr=30.0, wifi=90.0), 6.0)
+    assert [(r.access, r.reason) for _, r in prober.started] == [("nr", "disagree")]
+
+
+def test_outages_failures_and_timeouts() -> None:
+    prober = ScriptedProber({"nr": None, "wifi": -1.0})
+    estimator = ProbeEstimator(prober, ProbeSettings(routine_gap_s=5.0, timeout_s=3.0))
+    run(estimator, 4, nr=0.0, wifi=0.0)
+    down = estimator.estimate("cpe-1", "nr", DL, 4.0)
+    assert down is not None
+    assert not down.available  # the probe could not get through: the path is down
+    assert estimator.estimate("cpe-1", "wifi", DL, 4.0) is None  # the agent failed, not the path
+    assert estimator.stats.path_down == 1
+    assert estimator.stats.failed == 1
+    prober.silent = True
+    run(estimator, 12, nr=0.0, wifi=0.0)
+    assert estimator.stats.timed_out >= 1
+
+
+def test_link_state_down_is_never_probed_and_its_return_is() -> None:
+    prober = ScriptedProber({"lifi": 12.0})
+    estimator = ProbeEstimator(prober, ProbeSettings(), advisors=[Fixed("kpi", {})])
+    lifi_down = KpiSample("cpe-1", "lifi", DL, 1.0, 1.0, throughput_mbps=0.0, available=False)
+    estimator.update([lifi_down], 1.0)
+    assert prober.started == []
+    unavailable = estimator.estimate("cpe-1", "lifi", DL, 1.0)
+    assert unavailable is not None
+    assert not unavailable.available
+    lifi_up = KpiSample("cpe-1", "lifi", DL, 2.0, 1.0, throughput_mbps=5.0, available=True)
+    estimator.update([lifi_up], 2.0)
+    assert [(r.access, r.reason) for _, r in prober.started] == [("lifi", "recovered")]
+
+
+def test_every_result_is_kept_with_the_kpis_that_led_to_it() -> None:
+    prober = ScriptedProber({"wifi": 1190.0})
+    store = MemoryStateStore()
+    estimator = ProbeEstimator(prober, ProbeSettings(), records=store)
+    run(estimator, 3, wifi=90.0)
+    records = store.load_probe_records()
+    assert len(records) == 1
+    assert records[0].outcome.capacity_mbps == 1190.0
+    assert [s.throughput_mbps for s in records[0].history] == [90.0, 90.0]
+
+
+def test_operator_override_switches_the_estimator_of_one_cpe() -> None:
+    prober = ScriptedProber({"wifi": 1190.0, "nr": 340.0})
+    chosen: dict[str, str] = {}
+    selection = EstimatorSelection(
+        prober, choice=lambda cpe_id, direction: chosen.get(cpe_id)
+    )
+    sample = KpiSample(
+        "cpe-1",
+        "wifi",
+        DL,
+        1.0,
+        1.0,
+        throughput_mbps=300.0,
+        measurements={
+            "WLAN.StaPhyRateDl": 2402.0,
+            "WLAN.StaAirtime": 25.0,
+            "WLAN.ChannelUtilization": 25.0,
+        },
+    )
+    selection.update([sample], 1.0)
+    assert selection.mode_for("cpe-1", DL) == "fused"
+    kpi_view = selection.estimate("cpe-1", "wifi", DL, 1.0)
+    assert kpi_view is not None
+    assert kpi_view.capacity_mbps == pytest.approx(1190.0, rel=0.01)
+    chosen["cpe-1"] = "probe-only"
+    assert selection.mode_for("cpe-1", DL) == "probe-only"
+    assert selection.estimate("cpe-1", "wifi", DL, 1.0) is None  # nothing probed yet
+    selection.update([replace_time(sample, 2.0)], 2.0)
+    selection.update([replace_time(sample, 3.0)], 3.0)
+    probed = selection.estimate("cpe-1", "wifi", DL, 3.0)
+    assert probed is not None
+    assert probed.source == "probe"
+    chosen["cpe-1"] = "no-such-mode"  # an unknown choice falls back to the configured mode
+    assert selection.mode_for("cpe-1", DL) == "fused"
+
+
+def replace_time(sample: KpiSample, t: float) -> KpiSample:
+    return KpiSample(**{**sample.__dict__, "time_s": t})
