@@ -402,5 +402,34 @@ def xapp_run(
     )
 
 
+@xapp_app.command("export-dataset")
+def xapp_export_dataset(
+    out_file: Annotated[
+        Path, typer.Option("--out", help="CSV or .parquet file to write.")
+    ],
+    namespace: Annotated[str, typer.Option(help="SDL namespace of the xApp.")] = "atsss",
+) -> None:
+    """Write the probe results the xApp stored in SDL, each with the KPIs of its moment, as a
+    training dataset for `atsss train --data` (SDL found through DBAAS_SERVICE_HOST/PORT)."""
+    from xapp.adapters.probe_records import write_dataset
+    from xapp.adapters.sdl_store import SdlStateStore
+
+    try:
+        store = SdlStateStore(namespace=namespace)
+    except Exception as error:  # ricsdl raises its own types when Redis is unreachable
+        fail(f"cannot reach SDL (DBAAS_SERVICE_HOST/PORT): {error}")
+    try:
+        records = store.load_probe_records()
+    finally:
+        store.close()
+    if not records:
+        fail(f"no probe records in SDL namespace {namespace!r}")
+    labelled = write_dataset(records, out_file)
+    err.print(
+        f"{len(records)} probe records → {labelled} labelled rows in {out_file}",
+        highlight=False,
+    )
+
+
 def main() -> None:
     app()

@@ -11,9 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from xapp.adapters.probe_records import record_from_json, record_to_json
 from xapp.domain import (
     Direction,
     Override,
+    ProbeRecord,
     SteeringMode,
     SteeringRule,
     SteeringThresholds,
@@ -68,6 +70,20 @@ class SdlStateStore:
 
     def delete_subscription(self, node: str) -> None:
         self._sdl.remove(self._ns, {f"subscription/{node}"})
+
+    # probe results with their KPIs (training examples)
+    def append_probe_record(self, record: ProbeRecord) -> None:
+        o = record.outcome
+        r = o.request
+        key = (
+            f"probe/{r.cpe_id}/{r.access}/{r.direction.value}/"
+            f"{o.finished_at_s:015.3f}/{o.started_at_s:015.3f}"
+        )
+        self._set(key, record_to_json(record))
+
+    def load_probe_records(self) -> Sequence[ProbeRecord]:
+        found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "probe/*")
+        return [record_from_json(json.loads(value)) for _, value in sorted(found.items())]
 
     def _get(self, key: str) -> dict[str, Any] | None:
         found: Mapping[str, bytes] = self._sdl.get(self._ns, {key})
