@@ -1,0 +1,110 @@
+"""The Prober port over the agents' REST API (`POST /v1/probes`).
+
+Probes run on a thread pool so that ``start`` returns at once; each CPE has its agent (base URL
+and bearer token). The agent runs iperf3 from the access's address toward the proxy: downlink
+probes ask the server to send (``reverse``). An agent answering 502 could not get a probe
+through that path (the path is down); any other failure (unreachable agent, 4xx, timeout) is a
+failed probe that says nothing about the path.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import httpx
+
+from xapp.domain import Direction, ProbeOutcome, ProbeRequest
+
+
+@dataclass(frozen=True)
+class AgentEndpoint:
+    base_url: str
+    token: str | None = None
+    verify: bool | str = True  # a CA bundle path for an agent with its own certificate
+
+
+class AgentProber:
+    def __init__(
+        self,
+        agents: Mapping[str, AgentEndpoint],
+        timeout_margin_s: float = 15.0,
+        workers: int = 8,
+    ) -> None:
+        self._agents = dict(agents)
+        self._margin_s = timeout_margin_s
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="probe")
+        self._lock = threading.Lock()
+        self._futures: list[Future[ProbeOutcome]] = []
+
+    def start(self, request: ProbeRequest, now_s: float) -> None:
+        future = self._pool.submit(self._probe, request, now_s, time.monotonic())
+        with self._lock:
+            self._futures.append(future)
+
+    def collect(self, now_s: float) -> Sequence[ProbeOutcome]:
+        with self._lock:
+            done = [f for f in self._futures if f.done()]
+            self._futures = [f for f in self._futures if not f.done()]
+        return [f.result() for f in done]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _probe(self, request: ProbeRequest, now_s: float, started: float) -> ProbeOutcome:
+        def outcome(
+            capacity: float | None, mbit: float = 0.0, down: bool = False, error: str = ""
+        ) -> ProbeOutcome:
+            return ProbeOutcome(
+                request, now_s, now_s + (time.monotonic() - started), capacity, mbit, down, error
+            )
+
+        agent = self._agents.get(request.cpe_id)
+        if agent is None:
+            return outcome(None, error=f"no agent configured for {request.cpe_id}")
+        headers = {"Authorization": f"Bearer {agent.token}"} if agent.token else {}
+        body = {
+            "access": request.access,
+            "seconds": request.duration_s,
+            "parallel": request.parallel_flows,
+            "reverse": request.direction == Direction.DOWNLINK,
+        }
+        try:
+            with httpx.Client(
+                base_url=agent.base_url,
+                headers=headers,
+                verify=_ssl_context(agent.verify),
+                timeout=request.duration_s + self._margin_s,
+            ) as client:
+                response = client.post("/v1/probes", json=body)
+        except httpx.HTTPError as error:
+            return outcome(None, error=f"agent of {request.cpe_id}: {error}")
+        if response.status_code == 502:
+            return outcome(None, down=True, error=_detail(response))
+        if response.status_code != 200:
+            return outcome(None, error=f"agent answered {response.status_code}: {_detail(response)}")
+        try:
+            probe = response.json()["probe"]
+            mbps = float(probe["mbps"])
+            mbit = float(probe["bytes"]) * 8 / 1e6
+        except (ValueError, KeyError, TypeError) as error:
+            return outcome(None, error=f"agent's answer is not a probe result: {error}")
+        return outcome(mbps, mbit)
+
+
+def _detail(response: httpx.Response) -> str:
+    try:
+        return str(response.json().get("detail", response.text))[:300]
+    except ValueError:
+        return response.text[:300]
+
+
+def _ssl_context(verify: bool | str) -> bool | object:
+    if isinstance(verify, str):
+        import ssl
+
+        return ssl.create_default_context(cafile=verify)
+    return verify
