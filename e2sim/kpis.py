@@ -46,9 +46,7 @@ class NodeReport:
 Utilisation = float | FloatArray
 
 
-def _cell_total(
-    per_station: FloatArray, cells: npt.NDArray[np.int64] | None
-) -> FloatArray:
+def _cell_total(per_station: FloatArray, cells: npt.NDArray[np.int64] | None) -> FloatArray:
     """Each station's cell total of ``per_station`` (one shared cell when ``cells`` is None)."""
     if cells is None:
         return np.full(len(per_station), float(per_station.sum()))

@@ -18,7 +18,7 @@ from models.features import feature_names
 SHIPPED = Path(__file__).with_name("shipped")
 
 
-NEGATIVE_TOLERANCE_MBPS = 1.0
+NEGATIVE_TOLERANCE_MBPS = 10.0
 
 
 class ModelError(ValueError):

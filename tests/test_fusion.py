@@ -81,9 +81,13 @@ def test_silence_while_others_carry_traffic_is_an_outage_until_traffic_returns()
 
 
 def test_a_lower_bound_only_raises_the_fused_value() -> None:
-    low = FusedEstimator([Fixed("kpi", est(300.0, 30.0, 10.0)), Fixed("m", est(50.0, 1.0, 10.0, lower_bound=True))])
+    low = FusedEstimator(
+        [Fixed("kpi", est(300.0, 30.0, 10.0)), Fixed("m", est(50.0, 1.0, 10.0, lower_bound=True))]
+    )
     assert low.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(300.0)  # type: ignore[union-attr]
-    high = FusedEstimator([Fixed("kpi", est(300.0, 30.0, 10.0)), Fixed("m", est(400.0, 1.0, 10.0, lower_bound=True))])
+    high = FusedEstimator(
+        [Fixed("kpi", est(300.0, 30.0, 10.0)), Fixed("m", est(400.0, 1.0, 10.0, lower_bound=True))]
+    )
     assert high.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(400.0)  # type: ignore[union-attr]
     only = FusedEstimator([Fixed("m", est(50.0, 25.0, 10.0, lower_bound=True))])
     alone = only.estimate("cpe-1", "wifi", DL, 10.0)

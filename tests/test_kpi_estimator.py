@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from xapp.domain import Direction, KpiSample
 from e2sim.radio import nr
+from xapp.domain import Direction, KpiSample
 from xapp.estimators.kpi import KpiEstimator, estimate_from_sample, utilisation
 
 DL = Direction.DOWNLINK
@@ -62,7 +62,10 @@ def test_lifi_down_is_unavailable_and_throughput_alone_is_uncertain() -> None:
 def test_estimator_keeps_the_latest_per_path() -> None:
     estimator = KpiEstimator()
     estimator.update(
-        [sample("lifi", 10.0, LIFI_StaPhyRateDl=12.0), sample("lifi", 11.0, LIFI_StaPhyRateDl=14.0)],
+        [
+            sample("lifi", 10.0, LIFI_StaPhyRateDl=12.0),
+            sample("lifi", 11.0, LIFI_StaPhyRateDl=14.0),
+        ],
         11.0,
     )
     latest = estimator.estimate("cpe-1", "lifi", DL, 11.0)
@@ -82,8 +85,12 @@ def test_nr_path_carrying_nothing_is_estimated_from_its_cqi() -> None:
         RRU_PrbTotDl=40,
         CARR_AverageLayersDl=2,
     )
-    idle = KpiSample(**{**idle.__dict__, "measurements": {**idle.measurements,
-                                                          "CARR.WBCQIDist|distBinX=16": 100.0}})
+    idle = KpiSample(
+        **{
+            **idle.__dict__,
+            "measurements": {**idle.measurements, "CARR.WBCQIDist|distBinX=16": 100.0},
+        }
+    )
     estimate = estimate_from_sample(idle)
     assert estimate is not None
     assert not estimate.lower_bound
@@ -99,7 +106,8 @@ def test_uncertainty_grows_with_how_much_the_path_moves() -> None:
         jumpy.update([sample("lifi", 5.0, LIFI_StaPhyRateDl=6.0 if t % 2 else 18.0)], float(t))
     calm = steady.estimate("cpe-1", "lifi", DL, 9.0)
     wild = jumpy.estimate("cpe-1", "lifi", DL, 9.0)
-    assert calm is not None and wild is not None
+    assert calm is not None
+    assert wild is not None
     assert calm.stddev_mbps == pytest.approx(1.2)  # the 10 % measurement error alone
     assert wild.stddev_mbps > 3 * calm.stddev_mbps
 

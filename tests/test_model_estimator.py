@@ -17,11 +17,11 @@ from e2sim.world import SimWorld
 from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.versions import KpmVersion
+from models import runtime
+from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
 from xapp.domain import Direction, KpiSample
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
-from models import runtime
-from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator

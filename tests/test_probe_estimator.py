@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import pytest
@@ -87,7 +88,7 @@ def test_probe_only_probes_every_path_routinely_one_at_a_time() -> None:
     for t, access in starts:
         by_path.setdefault(access, []).append(t)
     for times in by_path.values():
-        assert all(b - a >= 10.0 for a, b in zip(times, times[1:], strict=False))
+        assert all(b - a >= 10.0 for a, b in itertools.pairwise(times))
     estimate = estimator.estimate("cpe-1", "wifi", DL, 25.0)
     assert estimate is not None
     assert estimate.capacity_mbps == 1190.0
@@ -162,9 +163,7 @@ def test_every_result_is_kept_with_the_kpis_that_led_to_it() -> None:
 def test_operator_override_switches_the_estimator_of_one_cpe() -> None:
     prober = ScriptedProber({"wifi": 1190.0, "nr": 340.0})
     chosen: dict[str, str] = {}
-    selection = EstimatorSelection(
-        prober, choice=lambda cpe_id, direction: chosen.get(cpe_id)
-    )
+    selection = EstimatorSelection(prober, choice=lambda cpe_id, direction: chosen.get(cpe_id))
     sample = KpiSample(
         "cpe-1",
         "wifi",

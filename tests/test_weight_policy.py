@@ -56,7 +56,7 @@ def test_policy_reaches_97_percent_and_beats_proportional(largest: float, f: lis
 def test_a_stale_estimate_puts_the_path_on_standby() -> None:
     views = (
         PathView("nr", estimate("nr", 300.0, at_s=0.0)),
-        PathView("wifi", estimate("wifi", 900.0, at_s=-10.0)),
+        PathView("wifi", estimate("wifi", 900.0, at_s=-20.0)),  # older than stale_after_s
     )
     proposal = make_policy("optimal").propose(request(views))
     assert proposal is not None

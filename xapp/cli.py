@@ -404,9 +404,7 @@ def xapp_run(
 
 @xapp_app.command("export-dataset")
 def xapp_export_dataset(
-    out_file: Annotated[
-        Path, typer.Option("--out", help="CSV or .parquet file to write.")
-    ],
+    out_file: Annotated[Path, typer.Option("--out", help="CSV or .parquet file to write.")],
     namespace: Annotated[str, typer.Option(help="SDL namespace of the xApp.")] = "atsss",
 ) -> None:
     """Write the probe results the xApp stored in SDL, each with the KPIs of its moment, as a

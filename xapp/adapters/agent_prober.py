@@ -9,6 +9,7 @@ failed probe that says nothing about the path.
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -85,7 +86,9 @@ class AgentProber:
         if response.status_code == 502:
             return outcome(None, down=True, error=_detail(response))
         if response.status_code != 200:
-            return outcome(None, error=f"agent answered {response.status_code}: {_detail(response)}")
+            return outcome(
+                None, error=f"agent answered {response.status_code}: {_detail(response)}"
+            )
         try:
             probe = response.json()["probe"]
             mbps = float(probe["mbps"])
@@ -102,9 +105,7 @@ def _detail(response: httpx.Response) -> str:
         return response.text[:300]
 
 
-def _ssl_context(verify: bool | str) -> bool | object:
+def _ssl_context(verify: bool | str) -> bool | ssl.SSLContext:
     if isinstance(verify, str):
-        import ssl
-
         return ssl.create_default_context(cafile=verify)
     return verify

@@ -133,6 +133,4 @@ def write_dataset(records: Sequence[ProbeRecord], out: Path) -> int:
             writer = csv.DictWriter(handle, fieldnames=header, restval="")
             writer.writeheader()
             writer.writerows(rows)
-    return sum(
-        1 for row in rows if row["capacity_dl_mbps"] != "" or row["capacity_ul_mbps"] != ""
-    )
+    return sum(1 for row in rows if row["capacity_dl_mbps"] != "" or row["capacity_ul_mbps"] != "")

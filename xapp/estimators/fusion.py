@@ -91,9 +91,7 @@ class FusedEstimator:
                 error = (prior.capacity_mbps - truth.capacity_mbps) ** 2
                 key = (path, source.name)
                 previous = self._mean_square_error.get(key, error)
-                self._mean_square_error[key] = (
-                    1 - ERROR_WEIGHT
-                ) * previous + ERROR_WEIGHT * error
+                self._mean_square_error[key] = (1 - ERROR_WEIGHT) * previous + ERROR_WEIGHT * error
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float

@@ -136,7 +136,7 @@ def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
     cqi = _reported_cqi(m)
     if cqi is None or cqi < 1:
         return None
-    layers = int(round(m.get("CARR.AverageLayersDl", 1.0))) or 1
+    layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
     efficiency = nr.CQI_TABLE_256QAM[min(cqi, len(nr.CQI_TABLE_256QAM) - 1)][2]
     return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available
 

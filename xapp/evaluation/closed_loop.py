@@ -21,7 +21,6 @@ from xapp.estimators.oracle import OracleNoiseEstimator
 from xapp.estimators.probe import ProbeSettings
 from xapp.estimators.selection import MODES, EstimatorSelection, EstimatorSettings
 from xapp.evaluation.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
-from xapp.evaluation.simulated import SimulatedKpis, SimulatedProber
 from xapp.evaluation.contenders import (
     Contender,
     ControlledContender,
@@ -31,6 +30,7 @@ from xapp.evaluation.contenders import (
     StaticContender,
     kernel_default_weights,
 )
+from xapp.evaluation.simulated import SimulatedKpis, SimulatedProber
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
 from xapp.ports import CapacityEstimator

@@ -77,9 +77,7 @@ class SimulatedKpis:
             )
             report = self._report(access, tick, members, capacity, available, utilisation)
             for i, c in enumerate(members):
-                out.append(
-                    self._sample(report, i, int(c), access, a, tick, now_s, period_s)
-                )
+                out.append(self._sample(report, i, int(c), access, a, tick, now_s, period_s))
         return out
 
     def _report(
