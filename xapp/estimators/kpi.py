@@ -133,7 +133,7 @@ def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
         return throughput * free / used
     # Nothing carried (weight 0, or idle): the channel quality the UE reports still tells the
     # rate the free PRBs would give it.
-    cqi = _reported_cqi(m)
+    cqi = reported_cqi(m)
     if cqi is None or cqi < 1:
         return None
     layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
@@ -141,7 +141,7 @@ def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
     return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available
 
 
-def _reported_cqi(m: Mapping[str, float]) -> int | None:
+def reported_cqi(m: Mapping[str, float]) -> int | None:
     """The CQI bin with the most reports (distBinX = CQI + 1), or None."""
     best, count = None, 0.0
     for name, value in m.items():

@@ -21,7 +21,7 @@ import pandas as pd
 from models.features import GROUP, THROUGHPUT, TIME, build_features
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.domain import CapacityEstimate, Direction, KpiSample
-from xapp.estimators.kpi import utilisation
+from xapp.estimators.kpi import reported_cqi, utilisation
 
 # The models learnt from saturating transfers; below this utilisation in the history they read
 # a held-back throughput, so their prediction only bounds the capacity from below.
@@ -172,9 +172,5 @@ class ModelEstimator:
 
 
 def _cqi(measurements: Mapping[str, float]) -> float:
-    """The reported CQI bin (distBinX = CQI + 1) with the most reports."""
-    best, count = math.nan, -1.0
-    for name, value in measurements.items():
-        if name.startswith("CARR.WBCQIDist|distBinX=") and value > count:
-            best, count = float(name.rsplit("=", 1)[1]) - 1, value
-    return best
+    cqi = reported_cqi(measurements)
+    return math.nan if cqi is None else float(cqi)
