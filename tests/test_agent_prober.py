@@ -10,7 +10,8 @@ import time
 from pathlib import Path
 
 from tests.test_agent_api import TOKEN, agent, write_config
-from xapp.adapters.agent_prober import AgentEndpoint, AgentProber
+from xapp.adapters.agent_http import AgentEndpoint
+from xapp.adapters.agent_prober import AgentProber
 from xapp.domain import Direction, ProbeOutcome, ProbeRequest
 
 

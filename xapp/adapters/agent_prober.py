@@ -9,23 +9,14 @@ failed probe that says nothing about the path.
 
 from __future__ import annotations
 
-import ssl
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
-
 import httpx
 
+from xapp.adapters.agent_http import AgentEndpoint, response_detail
 from xapp.domain import Direction, ProbeOutcome, ProbeRequest
-
-
-@dataclass(frozen=True)
-class AgentEndpoint:
-    base_url: str
-    token: str | None = None
-    verify: bool | str = True  # a CA bundle path for an agent with its own certificate
 
 
 class AgentProber:
@@ -66,7 +57,6 @@ class AgentProber:
         agent = self._agents.get(request.cpe_id)
         if agent is None:
             return outcome(None, error=f"no agent configured for {request.cpe_id}")
-        headers = {"Authorization": f"Bearer {agent.token}"} if agent.token else {}
         body = {
             "access": request.access,
             "seconds": request.duration_s,
@@ -74,20 +64,15 @@ class AgentProber:
             "reverse": request.direction == Direction.DOWNLINK,
         }
         try:
-            with httpx.Client(
-                base_url=agent.base_url,
-                headers=headers,
-                verify=_ssl_context(agent.verify),
-                timeout=request.duration_s + self._margin_s,
-            ) as client:
+            with agent.client(request.duration_s + self._margin_s) as client:
                 response = client.post("/v1/probes", json=body)
         except httpx.HTTPError as error:
             return outcome(None, error=f"agent of {request.cpe_id}: {error}")
         if response.status_code == 502:
-            return outcome(None, down=True, error=_detail(response))
+            return outcome(None, down=True, error=response_detail(response))
         if response.status_code != 200:
             return outcome(
-                None, error=f"agent answered {response.status_code}: {_detail(response)}"
+                None, error=f"agent answered {response.status_code}: {response_detail(response)}"
             )
         try:
             probe = response.json()["probe"]
@@ -97,15 +82,3 @@ class AgentProber:
             return outcome(None, error=f"agent's answer is not a probe result: {error}")
         return outcome(mbps, mbit)
 
-
-def _detail(response: httpx.Response) -> str:
-    try:
-        return str(response.json().get("detail", response.text))[:300]
-    except ValueError:
-        return response.text[:300]
-
-
-def _ssl_context(verify: bool | str) -> bool | ssl.SSLContext:
-    if isinstance(verify, str):
-        return ssl.create_default_context(cafile=verify)
-    return verify

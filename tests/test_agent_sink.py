@@ -1,0 +1,57 @@
+"""The AgentWeightSink against `atsss agent run` over real HTTP: the WeightSink port's contract."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from agent.backends.wrr import WEIGHTS
+from tests.test_agent_api import TOKEN, agent, write_config
+from xapp.adapters.agent_http import AgentEndpoint
+from xapp.adapters.agent_sink import AgentWeightSink
+from xapp.domain import Direction, SteeringMode, WeightSet
+from xapp.ports import WeightPushError
+
+
+def weight_set(weights: dict[str, int], sequence: int) -> WeightSet:
+    return WeightSet("cpe-1", Direction.DOWNLINK, weights, SteeringMode.LOAD_BALANCING, sequence)
+
+
+def test_pushes_reach_the_proxy_agent_and_refusals_name_the_reason(tmp_path: Path) -> None:
+    config, port = write_config(tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    sink = AgentWeightSink({}, AgentEndpoint(url, TOKEN))
+    with agent(config, port):
+        assert sink.in_force("cpe-1", Direction.DOWNLINK) is None
+        sink.push(weight_set({"nr": 30, "wifi": 100, "lifi": 1}, 4))
+        applied = sink.in_force("cpe-1", Direction.DOWNLINK)
+        assert applied is not None
+        assert applied.weights == {"nr": 30, "wifi": 100, "lifi": 1}
+        assert applied.sequence == 4
+        kernel = (tmp_path / "proc" / WEIGHTS).read_text()
+        assert " 100 " in kernel
+
+        with pytest.raises(WeightPushError, match="409.*sequence 4 is not after 4"):
+            sink.push(weight_set({"nr": 1, "wifi": 1, "lifi": 1}, 4))
+        with pytest.raises(WeightPushError, match="satellite"):
+            sink.push(weight_set({"nr": 1, "satellite": 1}, 5))
+        with pytest.raises(WeightPushError, match="401"):
+            AgentWeightSink({}, AgentEndpoint(url, "wrong")).push(weight_set({"nr": 1}, 6))
+        # Nothing refused changed what is in force.
+        still = sink.in_force("cpe-1", Direction.DOWNLINK)
+        assert still is not None
+        assert still.weights == {"nr": 30, "wifi": 100, "lifi": 1}
+        assert still.sequence == 4
+
+
+def test_missing_or_unreachable_agents_are_push_errors() -> None:
+    nobody = AgentWeightSink({"cpe-1": AgentEndpoint("http://127.0.0.1:1")})
+    uplink = WeightSet("cpe-1", Direction.UPLINK, {"nr": 1}, SteeringMode.LOAD_BALANCING, 1)
+    with pytest.raises(WeightPushError, match="127.0.0.1:1"):
+        nobody.push(uplink)
+    with pytest.raises(WeightPushError, match="no agent configured for the MPTCP proxy"):
+        nobody.push(weight_set({"nr": 1}, 1))
+    other = WeightSet("cpe-2", Direction.UPLINK, {"nr": 1}, SteeringMode.LOAD_BALANCING, 1)
+    with pytest.raises(WeightPushError, match="no agent configured for CPE cpe-2"):
+        nobody.push(other)

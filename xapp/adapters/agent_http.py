@@ -1,0 +1,42 @@
+"""How the xApp reaches an agent's REST API: base URL, bearer token, TLS trust.
+
+Shared by the adapters that talk to agents (weights, probes) so that they authenticate and
+report an agent's refusals the same way.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+
+import httpx
+
+
+@dataclass(frozen=True)
+class AgentEndpoint:
+    base_url: str
+    token: str | None = None
+    verify: bool | str = True  # a CA bundle path for an agent with its own certificate
+
+    def client(self, timeout_s: float) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            verify=_ssl_context(self.verify),
+            timeout=timeout_s,
+        )
+
+
+def response_detail(response: httpx.Response) -> str:
+    """The agent's ``detail`` message, or the start of the body when it sent none."""
+    try:
+        return str(response.json().get("detail", response.text))[:300]
+    except (ValueError, AttributeError):
+        return response.text[:300]
+
+
+def _ssl_context(verify: bool | str) -> bool | ssl.SSLContext:
+    if isinstance(verify, str):
+        return ssl.create_default_context(cafile=verify)
+    return verify

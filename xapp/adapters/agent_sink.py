@@ -1,0 +1,93 @@
+"""The WeightSink port over the agents' REST API (`PUT /v1/weights/{direction}`).
+
+Uplink weights go to the agent on the CPE itself, downlink weights to the MPTCP proxy's agent,
+which serves many CPEs and is told which one in the body. Whatever keeps an agent from applying
+a set (unreachable, a refusal, a kernel that would not take it) becomes a ``WeightPushError``
+naming the agent and its reason, so the control loop keeps the previous weights and retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import httpx
+
+from xapp.adapters.agent_http import AgentEndpoint, response_detail
+from xapp.domain import Direction, SteeringMode, WeightSet
+from xapp.ports import WeightPushError
+
+
+class AgentWeightSink:
+    def __init__(
+        self,
+        cpe_agents: Mapping[str, AgentEndpoint],
+        proxy_agent: AgentEndpoint | None = None,
+        timeout_s: float = 5.0,
+        requested_by: str = "xapp",
+    ) -> None:
+        self._cpe_agents = dict(cpe_agents)
+        self._proxy = proxy_agent
+        self._timeout_s = timeout_s
+        self._requested_by = requested_by
+
+    def endpoint(self, cpe_id: str, direction: Direction) -> AgentEndpoint | None:
+        if direction == Direction.UPLINK:
+            return self._cpe_agents.get(cpe_id)
+        return self._proxy
+
+    def push(self, weight_set: WeightSet) -> None:
+        agent = self._agent(weight_set.cpe_id, weight_set.direction)
+        body = {
+            "cpe_id": weight_set.cpe_id,
+            "weights": dict(weight_set.weights),
+            "sequence": weight_set.sequence,
+            "requested_by": self._requested_by,
+        }
+        try:
+            with agent.client(self._timeout_s) as client:
+                response = client.put(f"/v1/weights/{weight_set.direction.value}", json=body)
+        except httpx.HTTPError as error:
+            raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
+        if response.status_code != 200:
+            raise WeightPushError(
+                f"agent at {agent.base_url} answered {response.status_code}: "
+                f"{response_detail(response)}"
+            )
+
+    def in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        """The set the agent has applied (None if none yet), so a restarted xApp continues its
+        sequence numbers and knows which paths are weighted."""
+        agent = self._agent(cpe_id, direction)
+        try:
+            with agent.client(self._timeout_s) as client:
+                response = client.get(f"/v1/weights/{direction.value}", params={"cpe_id": cpe_id})
+        except httpx.HTTPError as error:
+            raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
+        if response.status_code == 404:
+            return None
+        if response.status_code != 200:
+            raise WeightPushError(
+                f"agent at {agent.base_url} answered {response.status_code}: "
+                f"{response_detail(response)}"
+            )
+        try:
+            applied = response.json()["applied"]
+            return WeightSet(
+                cpe_id=cpe_id,
+                direction=direction,
+                weights={str(a): int(w) for a, w in applied["weights"].items()},
+                mode=SteeringMode.LOAD_BALANCING,
+                sequence=int(applied["sequence"]),
+                reason=f"in force at the agent (by {applied.get('requested_by', '?')})",
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise WeightPushError(
+                f"agent at {agent.base_url}: its answer is not a weight set: {error}"
+            ) from error
+
+    def _agent(self, cpe_id: str, direction: Direction) -> AgentEndpoint:
+        agent = self.endpoint(cpe_id, direction)
+        if agent is None:
+            where = f"CPE {cpe_id}" if direction == Direction.UPLINK else "the MPTCP proxy"
+            raise WeightPushError(f"no agent configured for {where} ({direction.value} weights)")
+        return agent
