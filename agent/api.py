@@ -79,7 +79,13 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
 
     @app.get("/v1/health")
     def health() -> dict[str, Any]:
-        return {"status": "ok", "role": config.role, "backend": service.backend.name}
+        return {
+            "status": "ok",
+            "role": config.role,
+            "backend": service.backend.name,
+            "lever": service.backend.lever,
+            "directions": sorted(d.value for d in service.directions),
+        }
 
     @app.put("/v1/weights/{direction}")
     def put_weights(
@@ -110,7 +116,7 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
     ) -> dict[str, Any]:
         chosen = cpe_id or config.cpe_id
         applied = service.applied(chosen)
-        if direction != config.direction or applied is None:
+        if applied is None or applied.direction != direction.value:
             raise HTTPException(404, f"no {direction.value} weights applied for {chosen}")
         return {"applied": applied.__dict__}
 

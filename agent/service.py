@@ -71,12 +71,21 @@ class WeightService:
         self._lock = threading.Lock()
         self._applied: dict[str, AppliedWeights] = {}
 
+    @property
+    def directions(self) -> frozenset[Direction]:
+        """What this agent's kernel steers: its own sending, and the peer's where the lever
+        signals to it (mainline's backup flag goes to the proxy as MP_PRIO, and the proxy has
+        no lever of its own there)."""
+        if self.backend.steers_peer:
+            return frozenset(Direction)
+        return frozenset({self.config.direction})
+
     def applied(self, cpe_id: str) -> AppliedWeights | None:
         with self._lock:
             return self._applied.get(cpe_id)
 
     def validate(self, update: WeightUpdate) -> list[PathWeight]:
-        if update.direction != self.config.direction:
+        if update.direction not in self.directions:
             raise UpdateRejectedError(
                 f"this agent is the {self.config.role}'s and applies {self.config.direction.value} "
                 f"weights, not {update.direction.value}"

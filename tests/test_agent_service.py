@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from ipaddress import IPv4Address
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 
 from agent.backends.base import KernelState, PathWeight
 from agent.backends.dry_run import DryRunBackend
+from agent.backends.mainline import MainlineBackend
 from agent.config import AgentConfig
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
 from xapp.domain import Direction
@@ -152,3 +154,32 @@ def test_proxy_serves_several_cpes_in_one_rule_table(tmp_path: Path) -> None:
         ("cpe-1", IPv4Address("10.2.0.1"), 99),
         ("cpe-2", IPv4Address("10.1.0.11"), 5),
     ]
+
+
+class EndpointTable:
+    """Stands in for `ip mptcp endpoint` (the real one runs in the netns testbed tests)."""
+
+    def __init__(self) -> None:
+        self.backup = {"10.1.0.1": False, "10.2.0.1": False, "10.3.0.1": False}
+
+    def __call__(self, argv: list[str]) -> str:
+        addresses = list(self.backup)
+        if argv[:4] == ["ip", "-j", "mptcp", "endpoint"]:
+            shown = enumerate(self.backup.items(), 1)
+            return json.dumps([{"id": i, "address": a, "backup": b} for i, (a, b) in shown])
+        self.backup[addresses[int(argv[5]) - 1]] = argv[6] == "backup"
+        return ""
+
+
+def test_a_mainline_cpe_agent_also_steers_the_downlink_and_a_wrr_one_does_not(
+    tmp_path: Path,
+) -> None:
+    table = EndpointTable()
+    mainline = WeightService(cpe_config(tmp_path), MainlineBackend("cpe", runner=table))
+    assert mainline.directions == frozenset(Direction)
+    applied = mainline.apply(
+        WeightUpdate("cpe-1", Direction.DOWNLINK, {"nr": 30, "wifi": 100, "lifi": 0}, 1)
+    )
+    assert applied.direction == "downlink"
+    assert table.backup == {"10.1.0.1": False, "10.2.0.1": False, "10.3.0.1": True}
+    assert service(tmp_path).directions == frozenset({UP})

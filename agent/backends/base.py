@@ -27,6 +27,11 @@ KernelState = Mapping[tuple[str, str], int]  # (cpe_id, access) → weight the k
 
 class Backend(Protocol):
     name: str
+    # "weights": the kernel schedules by integer weights; "active-backup": only a path's backup
+    # flag can be set, so every active path is left to the kernel's own scheduler.
+    lever: str
+    # Whether what this side sets also steers what the peer sends (mainline: MP_PRIO).
+    steers_peer: bool
 
     def read(self, paths: list[PathWeight]) -> KernelState:
         """What the kernel holds now for these paths (weights of the paths' addresses)."""

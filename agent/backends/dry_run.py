@@ -7,6 +7,8 @@ from agent.backends.base import BackendError, KernelState, PathWeight
 
 class DryRunBackend:
     name = "dry-run"
+    lever = "weights"
+    steers_peer = False
 
     def __init__(self, fail_writes: int = 0) -> None:
         self.held: dict[tuple[str, str], int] = {}

@@ -17,6 +17,8 @@ from agent.backends.wrr import Runner, run_command
 
 class MainlineBackend:
     name = "mainline"
+    lever = "active-backup"
+    steers_peer = True
 
     def __init__(
         self, role: str, procfs_root: Path = Path("/proc"), runner: Runner = run_command

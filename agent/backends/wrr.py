@@ -93,6 +93,8 @@ def run_command(argv: list[str]) -> str:
 
 class WrrBackend:
     name = "wrr"
+    lever = "weights"
+    steers_peer = False
 
     def __init__(
         self,

@@ -1,7 +1,9 @@
 """The WeightSink port over the agents' REST API (`PUT /v1/weights/{direction}`).
 
 Uplink weights go to the agent on the CPE itself, downlink weights to the MPTCP proxy's agent,
-which serves many CPEs and is told which one in the body. Whatever keeps an agent from applying
+which serves many CPEs and is told which one in the body. With mainline MPTCP at both ends the
+proxy has no lever: the CPE's backup flags steer the proxy's sending too (MP_PRIO), so
+``downlink_via_cpe`` sends downlink sets to the CPE's agent instead. Whatever keeps an agent from applying
 a set (unreachable, a refusal, a kernel that would not take it) becomes a ``WeightPushError``
 naming the agent and its reason, so the control loop keeps the previous weights and retries.
 """
@@ -24,14 +26,17 @@ class AgentWeightSink:
         proxy_agent: AgentEndpoint | None = None,
         timeout_s: float = 5.0,
         requested_by: str = "xapp",
+        *,
+        downlink_via_cpe: bool = False,
     ) -> None:
         self._cpe_agents = dict(cpe_agents)
         self._proxy = proxy_agent
         self._timeout_s = timeout_s
         self._requested_by = requested_by
+        self._downlink_via_cpe = downlink_via_cpe
 
     def endpoint(self, cpe_id: str, direction: Direction) -> AgentEndpoint | None:
-        if direction == Direction.UPLINK:
+        if direction == Direction.UPLINK or self._downlink_via_cpe:
             return self._cpe_agents.get(cpe_id)
         return self._proxy
 
@@ -88,6 +93,7 @@ class AgentWeightSink:
     def _agent(self, cpe_id: str, direction: Direction) -> AgentEndpoint:
         agent = self.endpoint(cpe_id, direction)
         if agent is None:
-            where = f"CPE {cpe_id}" if direction == Direction.UPLINK else "the MPTCP proxy"
+            via_cpe = direction == Direction.UPLINK or self._downlink_via_cpe
+            where = f"CPE {cpe_id}" if via_cpe else "the MPTCP proxy"
             raise WeightPushError(f"no agent configured for {where} ({direction.value} weights)")
         return agent
