@@ -5,16 +5,20 @@
     wifi0 10.77.2.1/24  <── veth ──>  wifi1 10.77.2.2/24
     lifi0 10.77.3.1/24  <── veth ──>  lifi1 10.77.3.2/24
                                       lo    10.77.0.1/32  (the proxy's service address)
+    mgmt0 10.77.250.1/24  <── veth ──>  <prefix>-mgmt 10.77.250.2/24 in the host's namespace
 
 In the CPE, each source address has its own routing table toward 10.77.0.1, so a subflow leaves
 by its access; the default route is nr. MPTCP endpoints (`subflow`) exist for all three
-addresses and the limits allow them. Each side's egress is shaped with htb: the CPE's is the
-uplink rate, the proxy's the downlink rate. Needs root; everything is torn down by `down`.
+addresses and the limits allow them. The management link lets programs in the host's
+namespace (the xApp) reach the CPE's agent, as an operator's network would. Each side's egress
+is shaped with htb: the CPE's is the uplink rate, the proxy's the downlink rate. Needs root;
+everything is torn down by `down`.
 """
 
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address
@@ -50,6 +54,15 @@ class Testbed:
 
     def proxy_address(self, access: str) -> IPv4Address:
         return IPv4Address(f"10.{self.subnet}.{ACCESSES.index(access) + 1}.2")
+
+    @property
+    def management_address(self) -> IPv4Address:
+        """The CPE's address on the management link (where its agent listens)."""
+        return IPv4Address(f"10.{self.subnet}.250.1")
+
+    @property
+    def management_interface(self) -> str:
+        return f"{self.prefix}-mgmt"
 
     def interface(self, access: str, side: str) -> str:
         return f"{access}{0 if side == 'cpe' else 1}"
@@ -160,6 +173,14 @@ class Testbed:
                     "subflow",
                 ]
             )
+        host_side = self.management_interface
+        _run(
+            ["ip", "link", "add", host_side, "type", "veth", "peer", "name", "mgmt0", "netns", cpe]
+        )
+        _run(["ip", "addr", "add", f"10.{self.subnet}.250.2/24", "dev", host_side])
+        _run(["ip", "link", "set", host_side, "up"])
+        _run(["ip", "-n", cpe, "addr", "add", f"{self.management_address}/24", "dev", "mgmt0"])
+        _run(["ip", "-n", cpe, "link", "set", "mgmt0", "up"])
         _run(
             [
                 "ip",
@@ -235,15 +256,60 @@ class Testbed:
                     ]
                 )
 
+    def set_rate(self, access: str, side: str, rate_mbps: float) -> None:
+        """Change a shaped rate in place (``shape`` first); queues and flows are kept."""
+        if not 0 < rate_mbps <= 100_000:
+            raise TestbedError(f"{access}: rate {rate_mbps} Mbit/s is outside 0..100000")
+        ns = self.proxy_ns if side == "proxy" else self.cpe_ns
+        rate = f"{rate_mbps:g}mbit"
+        device = self.interface(access, side)
+        change = ["tc", "class", "change", "dev", device, "parent", "1:", "classid", "1:10"]
+        _run(self.in_ns(ns, [*change, "htb", "rate", rate, "ceil", rate]))
+
+    def set_outage(self, access: str, down: bool) -> None:
+        """Drop every packet of the access both ways (``shape`` first), or stop dropping."""
+        for side in ("cpe", "proxy"):
+            ns = self.proxy_ns if side == "proxy" else self.cpe_ns
+            device = self.interface(access, side)
+            base = ["tc", "qdisc", "replace" if down else "del", "dev", device]
+            where = ["parent", "1:10", "handle", "10:"]
+            argv = base + where + (["netem", "loss", "100%"] if down else [])
+            done = subprocess.run(self.in_ns(ns, argv), capture_output=True, text=True)
+            if done.returncode != 0 and down:
+                raise TestbedError(f"{' '.join(argv)}: {done.stderr.strip()}")
+
+    def wait_listening(self, port: int, timeout_s: float = 20.0) -> None:
+        """A loaded machine can take seconds to start a server in the proxy: wait for it."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            listening = subprocess.run(
+                self.in_proxy(["ss", "-Hltn", f"sport = :{port}"]),
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout
+            if listening.strip():
+                return
+            time.sleep(0.1)
+        raise TestbedError(f"nothing listens on port {port} in {self.proxy_ns} after {timeout_s} s")
+
     def down(self) -> None:
         for ns in (self.cpe_ns, self.proxy_ns):
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+        # Gone with the namespace, unless the namespace never got its end of the link.
+        subprocess.run(
+            ["ip", "link", "del", self.management_interface], capture_output=True, check=False
+        )
 
     def in_cpe(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.cpe_ns, *argv]
 
     def in_proxy(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.proxy_ns, *argv]
+
+    @staticmethod
+    def in_ns(ns: str, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", ns, *argv]
 
 
 def _run(argv: list[str]) -> None:

@@ -42,11 +42,15 @@ def _scenario(name: str, duration_s: float | None) -> Scenario:
     return scenario
 
 
-def _world(scenario: Scenario, period_ms: int, utilisation: float, nr_pattern: str) -> SimWorld:
+def _world(
+    scenario: Scenario, period_ms: int, utilisation: float, nr_pattern: str, scale: float = 1.0
+) -> SimWorld:
     if nr_pattern not in PATTERNS:
         _fail(f"--nr-pattern is one of {', '.join(PATTERNS)}, not {nr_pattern!r}")
     try:
-        return SimWorld(scenario, period_ms / 1000.0, utilisation, nr_pattern)
+        return SimWorld(
+            scenario, period_ms / 1000.0, utilisation, nr_pattern, capacity_scale=scale
+        )
     except (ScenarioError, ValueError) as error:
         _fail(str(error))
 
@@ -87,13 +91,17 @@ def run(
         int, typer.Option(help="How long after a period ends its report is sent.")
     ] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    scale: Annotated[
+        float,
+        typer.Option(help="Multiply every capacity (0.1: a testbed shaped to a tenth)."),
+    ] = 1.0,
 ) -> None:
     """Connect one E2 node per access to the xApp and report every period."""
     try:
         version = parse_version(kpm_version)
     except ValueError as error:
         _fail(str(error))
-    world = _world(_scenario(scenario, duration), period_ms, utilisation, nr_pattern)
+    world = _world(_scenario(scenario, duration), period_ms, utilisation, nr_pattern, scale)
     with contextlib.ExitStack() as stack:
         truth_out = stack.enter_context(truth.open("w")) if truth is not None else None
         progress = stack.enter_context(Progress(console=err, transient=True, disable=as_json))

@@ -47,11 +47,16 @@ class SimWorld:
         utilisation: float = 1.0,
         nr_pattern: str = "5ms",
         seed: int | None = None,
+        capacity_scale: float = 1.0,
     ) -> None:
+        """``capacity_scale`` multiplies every capacity (e.g. 0.1 for a testbed whose paths are
+        shaped to a tenth of the scenario's), so the KPIs describe the scaled paths."""
         if period_s <= 0:
             raise ValueError(f"the reporting period must be > 0 s, got {period_s}")
         if not 0 <= utilisation <= 1:
             raise ValueError(f"utilisation is a fraction 0..1, got {utilisation}")
+        if not 0 < capacity_scale <= 100:
+            raise ValueError(f"the capacity scale must be in (0, 100], got {capacity_scale}")
         self.scenario = scenario
         self.period_s = period_s
         self.utilisation = utilisation
@@ -60,6 +65,8 @@ class SimWorld:
         self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
         self.uplink_mbps = self._uplink()
         self._apply_radio()
+        self.downlink.capacity_mbps *= capacity_scale
+        self.uplink_mbps = self.uplink_mbps * capacity_scale
         self._rng = np.random.default_rng(scenario.seed if seed is None else seed)
 
     @property

@@ -32,7 +32,7 @@ def test_pushes_reach_the_proxy_agent_and_refusals_name_the_reason(tmp_path: Pat
         kernel = (tmp_path / "proc" / WEIGHTS).read_text()
         assert " 100 " in kernel
 
-        with pytest.raises(WeightPushError, match="409.*sequence 4 is not after 4"):
+        with pytest.raises(WeightPushError, match=r"409.*sequence 4 is not after 4"):
             sink.push(weight_set({"nr": 1, "wifi": 1, "lifi": 1}, 4))
         with pytest.raises(WeightPushError, match="satellite"):
             sink.push(weight_set({"nr": 1, "satellite": 1}, 5))
@@ -48,7 +48,7 @@ def test_pushes_reach_the_proxy_agent_and_refusals_name_the_reason(tmp_path: Pat
 def test_missing_or_unreachable_agents_are_push_errors() -> None:
     nobody = AgentWeightSink({"cpe-1": AgentEndpoint("http://127.0.0.1:1")})
     uplink = WeightSet("cpe-1", Direction.UPLINK, {"nr": 1}, SteeringMode.LOAD_BALANCING, 1)
-    with pytest.raises(WeightPushError, match="127.0.0.1:1"):
+    with pytest.raises(WeightPushError, match=r"127\.0\.0\.1:1"):
         nobody.push(uplink)
     with pytest.raises(WeightPushError, match="no agent configured for the MPTCP proxy"):
         nobody.push(weight_set({"nr": 1}, 1))

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,22 +35,6 @@ def _netns_usable() -> bool:
 pytestmark = pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces")
 
 
-def wait_listening(bed: Testbed, port: int, timeout_s: float = 20.0) -> None:
-    """A loaded machine can take seconds to start iperf3: wait until it accepts connections."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        listening = subprocess.run(
-            bed.in_proxy(["ss", "-Hltn", f"sport = :{port}"]),
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        if listening.strip():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"iperf3 did not listen on port {port} within {timeout_s:.0f} s")
-
-
 @pytest.fixture(scope="module")
 def testbed() -> Iterator[Testbed]:
     bed = Testbed(prefix=f"t{os.getpid() % 10000}", subnet=90 + os.getpid() % 100)
@@ -75,7 +58,7 @@ def testbed() -> Iterator[Testbed]:
             )
         )
         for port in (PROBE_PORT, MPTCP_PORT):
-            wait_listening(bed, port)
+            bed.wait_listening(port)
         yield bed
     finally:
         for server in servers:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -26,6 +26,10 @@ from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.optimal import optimal_weights
 from xapp.policy.weight_policy import PolicyConfig
 from xapp.scenario.load import ScenarioError, load_scenario, shipped_scenarios
+from xapp.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from xapp.live import LiveControl
 
 app = typer.Typer(
     name="atsss",
@@ -364,8 +368,36 @@ def xapp_run(
         Path | None, typer.Option(help="Write received KPI samples (JSON lines).")
     ] = None,
     period_ms: Annotated[int, typer.Option(help="Reporting period to subscribe with.")] = 1000,
+    agent: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="CPE=URL of a CPE's agent (repeatable). With agents, the control loop runs and "
+            "pushes weights; without, the xApp only receives KPIs."
+        ),
+    ] = None,
+    proxy_agent: Annotated[
+        str | None, typer.Option(help="URL of the MPTCP proxy's agent (downlink weights).")
+    ] = None,
+    downlink_via_cpe: Annotated[
+        bool,
+        typer.Option(
+            help="Send downlink weights to the CPE's agent: mainline MPTCP, whose CPE backup "
+            "flags steer the proxy (MP_PRIO)."
+        ),
+    ] = False,
+    direction: Annotated[
+        list[str] | None, typer.Option(help="uplink and/or downlink to control (default: both).")
+    ] = None,
+    estimator: Annotated[
+        str, typer.Option(help="fused, kpi-only, model-only or probe-only.")
+    ] = "fused",
+    token_file: Annotated[
+        Path | None, typer.Option(help="File holding the agents' bearer token.")
+    ] = None,
 ) -> None:
-    """Standalone mode: accept E2 nodes (e.g. `atsss e2sim run`), subscribe, decode their KPIs."""
+    """Standalone mode: accept E2 nodes (e.g. `atsss e2sim run`), subscribe, decode their KPIs,
+    and with `--agent` run the control loop that keeps the agents' weights right."""
+    from xapp.live import LiveSetupError
     from xapp.scenario.load import ScenarioError, load_scenario
     from xapp.standalone import ReceivedStats, run_standalone
 
@@ -376,30 +408,128 @@ def xapp_run(
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
         fail(f"--listen is HOST:PORT, got {listen!r}")
+    control = (
+        _live_control(
+            loaded,
+            agent,
+            proxy_agent,
+            downlink_via_cpe,
+            direction,
+            estimator,
+            token_file,
+            period_ms,
+        )
+        if agent or proxy_agent
+        else None
+    )
+    if control is not None:
+        try:
+            levers = control.prepare()
+        except LiveSetupError as error:
+            fail(str(error))
+        typer.echo(
+            "agents: " + ", ".join(f"{url} ({lever})" for url, lever in sorted(levers.items())),
+            err=True,
+        )
 
     def ready(address: tuple[str, int]) -> None:
         typer.echo(f"listening for E2 nodes on {address[0]}:{address[1]}", err=True)
+        if control is not None:
+            control.start()
 
     def summary(stats: ReceivedStats, status: dict[str, str]) -> None:
         accesses = ", ".join(f"{a} {n}" for a, n in sorted(stats.by_access.items()))
         nodes = ", ".join(f"{n}: {s}" for n, s in sorted(status.items()))
+        pushes = (
+            f"; {control.pushes} weight pushes, {control.push_failures} failed"
+            if control is not None
+            else ""
+        )
         typer.echo(
-            f"samples {stats.samples} ({accesses}) from {len(stats.cpes)} CPEs; {nodes}", err=True
+            f"samples {stats.samples} ({accesses}) from {len(stats.cpes)} CPEs; {nodes}{pushes}",
+            err=True,
         )
 
     try:
         with contextlib.ExitStack() as stack:
             out = stack.enter_context(samples.open("w")) if samples is not None else None
+            if control is not None:
+                stack.callback(control.stop)
             stats = run_standalone(
-                loaded, host, int(port), duration, out, period_ms, ready, summary
+                loaded,
+                host,
+                int(port),
+                duration,
+                out,
+                period_ms,
+                ready,
+                summary,
+                on_samples=control.add_samples if control is not None else lambda batch: None,
             )
     except OSError as error:
         fail(f"cannot listen on {listen}: {error.strerror or error}")
-    typer.echo(
-        json.dumps(
-            {"samples": stats.samples, "by_access": dict(stats.by_access), "cpes": len(stats.cpes)}
-        )
+    result: dict[str, object] = {
+        "samples": stats.samples,
+        "by_access": dict(stats.by_access),
+        "cpes": len(stats.cpes),
+    }
+    if control is not None:
+        result |= {
+            "steps": control.steps,
+            "pushes": control.pushes,
+            "push_failures": control.push_failures,
+        }
+    typer.echo(json.dumps(result))
+
+
+def _live_control(
+    scenario: Scenario,
+    agents: list[str] | None,
+    proxy_agent: str | None,
+    downlink_via_cpe: bool,
+    directions: list[str] | None,
+    estimator: str,
+    token_file: Path | None,
+    period_ms: int,
+) -> LiveControl:
+    from e2sim.identities import e2_cpes
+    from xapp.adapters.agent_http import AgentEndpoint
+    from xapp.estimators.selection import MODES, EstimatorSettings
+    from xapp.live import LiveControl, LiveSettings
+
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as error:
+            fail(f"--token-file {token_file}: {error.strerror}")
+    if estimator not in MODES:
+        fail(f"--estimator: {estimator!r} is not one of {', '.join(MODES)}")
+    cpes = e2_cpes(scenario)
+    known = {c.cpe_id for c in cpes}
+    endpoints: dict[str, AgentEndpoint] = {}
+    for item in agents or []:
+        cpe_id, sep, url = item.partition("=")
+        if not sep or not url.startswith(("http://", "https://")):
+            fail(f"--agent is CPE=URL (http:// or https://), got {item!r}")
+        if cpe_id not in known:
+            fail(f"--agent: {cpe_id!r} is not a CPE of the scenario ({', '.join(sorted(known))})")
+        endpoints[cpe_id] = AgentEndpoint(url, token)
+    chosen = []
+    for name in directions or ["downlink", "uplink"]:
+        try:
+            chosen.append(Direction(name))
+        except ValueError:
+            fail(f"--direction is uplink or downlink, got {name!r}")
+    settings = LiveSettings(
+        cpe_agents=endpoints,
+        proxy_agent=AgentEndpoint(proxy_agent, token) if proxy_agent else None,
+        downlink_via_cpe=downlink_via_cpe,
+        directions=tuple(dict.fromkeys(chosen)),
+        period_s=period_ms / 1000,
+        estimator=EstimatorSettings(mode=estimator),
     )
+    return LiveControl(cpes, settings)
 
 
 @xapp_app.command("export-dataset")

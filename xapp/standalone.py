@@ -41,13 +41,17 @@ def run_standalone(
     report_period_ms: int = 1000,
     on_ready: Callable[[tuple[str, int]], None] = lambda address: None,
     on_summary: Callable[[ReceivedStats, dict[str, str]], None] = lambda stats, status: None,
+    on_samples: Callable[[Sequence[KpiSample]], None] = lambda samples: None,
 ) -> ReceivedStats:
+    """Serve E2 until ``duration_s`` has passed or SIGTERM; ``on_samples`` gets every batch of
+    decoded samples (the live control loop's buffer), from the transport's threads."""
     settings = E2Settings(nodes=e2_node_configs(scenario.access_names, report_period_ms))
     processor = IndicationProcessor(e2_cpes(scenario))
     stats = ReceivedStats()
     lock = threading.Lock()
 
     def received(samples: Sequence[KpiSample]) -> None:
+        on_samples(samples)
         with lock:
             stats.samples += len(samples)
             for sample in samples:

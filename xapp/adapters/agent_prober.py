@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+
 import httpx
 
 from xapp.adapters.agent_http import AgentEndpoint, response_detail
@@ -81,4 +82,3 @@ class AgentProber:
         except (ValueError, KeyError, TypeError) as error:
             return outcome(None, error=f"agent's answer is not a probe result: {error}")
         return outcome(mbps, mbit)
-

@@ -3,9 +3,10 @@
 Uplink weights go to the agent on the CPE itself, downlink weights to the MPTCP proxy's agent,
 which serves many CPEs and is told which one in the body. With mainline MPTCP at both ends the
 proxy has no lever: the CPE's backup flags steer the proxy's sending too (MP_PRIO), so
-``downlink_via_cpe`` sends downlink sets to the CPE's agent instead. Whatever keeps an agent from applying
-a set (unreachable, a refusal, a kernel that would not take it) becomes a ``WeightPushError``
-naming the agent and its reason, so the control loop keeps the previous weights and retries.
+``downlink_via_cpe`` sends downlink sets to the CPE's agent instead. Whatever keeps an agent
+from applying a set (unreachable, a refusal, a kernel that would not take it) becomes a
+``WeightPushError`` naming the agent and its reason, so the control loop keeps the previous
+weights and retries.
 """
 
 from __future__ import annotations
