@@ -65,7 +65,7 @@ class SimWorld:
         self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
         self.uplink_mbps = self._uplink()
         self._apply_radio()
-        self.downlink.capacity_mbps *= capacity_scale
+        self.downlink.capacity_mbps[...] *= capacity_scale
         self.uplink_mbps = self.uplink_mbps * capacity_scale
         self._rng = np.random.default_rng(scenario.seed if seed is None else seed)
 

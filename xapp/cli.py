@@ -183,6 +183,82 @@ def bench_loop(
         err.print(f"plot written to {plot}")
 
 
+@bench_app.command("testbed")
+def bench_testbed(
+    scenario: Annotated[
+        str, typer.Option(help="Scenario file or shipped name (one CPE).")
+    ] = "paper-static",
+    scale: Annotated[
+        float, typer.Option(help="Multiply the scenario's capacities to suit this machine.")
+    ] = 0.1,
+    duration: Annotated[float, typer.Option(help="Seconds of transfer per phase.")] = 30.0,
+    step: Annotated[float, typer.Option(help="Report a row per this many seconds.")] = 10.0,
+    direction: Annotated[str, typer.Option(help="downlink or uplink.")] = "downlink",
+    estimator: Annotated[
+        str, typer.Option(help="fused, kpi-only, model-only or probe-only.")
+    ] = "fused",
+    prefix: Annotated[str, typer.Option(help="Namespace name prefix.")] = "atb",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Run the whole system for real (root): the netns testbed shaped to the scenario, the KPM
+    simulator, the xApp and the CPE agent (mainline MPTCP); a long MPTCP iperf3 transfer with
+    all paths active, then with the xApp in the loop, against the sum of the shaped capacities."""
+    from xapp.estimators.selection import MODES
+    from xapp.evaluation.testbed_bench import (
+        TestbedBenchError,
+        TestbedBenchSettings,
+        run_testbed_bench,
+    )
+
+    try:
+        loaded = load_scenario(scenario)
+        chosen = Direction(direction)
+    except ScenarioError as error:
+        fail(str(error))
+    except ValueError:
+        fail(f"--direction is downlink or uplink, got {direction!r}")
+    if estimator not in MODES:
+        fail(f"--estimator: {estimator!r} is not one of {', '.join(MODES)}")
+    if not 0 < scale <= 100 or duration < 2 or step < 1:
+        fail("--scale must be in (0, 100], --duration ≥ 2 s and --step ≥ 1 s")
+    if len(prefix) > 9 or not prefix.isalnum():
+        fail("--prefix is at most 9 letters or digits (interface names are short)")
+    settings = TestbedBenchSettings(loaded, scale, chosen, duration, step, estimator, prefix=prefix)
+    try:
+        result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))
+    except TestbedBenchError as error:
+        fail(str(error))
+    if as_json:
+        typer.echo(json.dumps(result.as_dict()))
+        return
+    names = [p.name for p in result.phases]
+    table = Table(
+        "from s",
+        "shaped Mbit/s",
+        *(f"{n} Mbit/s" for n in names),
+        *(f"{n} / shaped" for n in names),
+        title=f"{loaded.name} ×{scale:g}, {chosen.value}, {estimator}",
+    )
+    for start, shaped, carried in result.steps():
+        table.add_row(
+            f"{start:.0f}",
+            f"{shaped:.1f}",
+            *(f"{carried[n]:.1f}" for n in names),
+            *(f"{carried[n] / shaped:.3f}" for n in names),
+        )
+    shaped, carried = result.totals()
+    table.add_row(
+        "all",
+        f"{shaped:.1f}",
+        *(f"{carried[n]:.1f}" for n in names),
+        *(f"{carried[n] / shaped:.3f}" for n in names),
+    )
+    out.print(table)
+    for phase in result.phases:
+        on_backup = sorted({a for flags in phase.backup for a, b in flags.items() if b})
+        out.print(f"{phase.name}: on backup at some point: {', '.join(on_backup) or 'none'}")
+
+
 @bench_app.command("e2")
 def bench_e2(
     ues: Annotated[int, typer.Option(help="UEs in one per-UE (Format 3) indication.")] = 1000,

@@ -1,0 +1,422 @@
+"""`atsss bench testbed`: the whole system for real in the agent's netns testbed.
+
+Topology (agent/testbed.py): a CPE and an MPTCP proxy in two network namespaces, one veth pair
+per access, htb shaping each way, and a management link from the host's namespace to the CPE.
+The scenario's capacities, scaled to what this machine can shape, drive both the shaping
+(changed in place every second, outages as 100 % loss) and the KPM simulator, so the KPIs the
+xApp reads describe the paths the data really crosses. One long MPTCP iperf3 transfer runs
+per phase:
+
+1. **all active**: every path weighted 1, the kernel's own scheduler spreads the data (the
+   baseline: what MPTCP does without us);
+2. **xApp**: `atsss e2sim run` → `atsss xapp run` (standalone E2) → the CPE's `atsss agent run`
+   (mainline backend: weight 0 puts the endpoint on backup, which also steers the proxy's
+   sending through MP_PRIO).
+
+Both phases follow the same scenario clock; per step the report gives the sum of the shaped
+capacities of the available paths and what each phase carried.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import numpy as np
+import yaml
+
+from agent.testbed import ACCESSES, Testbed
+from e2sim.world import SimWorld
+from xapp.domain import Direction
+from xapp.scenario.model import Scenario
+
+PROBE_PORT, MPTCP_PORT, AGENT_PORT = 5201, 5202, 8700
+
+
+class TestbedBenchError(RuntimeError):
+    __test__ = False
+
+
+@dataclass(frozen=True)
+class TestbedBenchSettings:
+    __test__ = False
+
+    scenario: Scenario
+    scale: float = 0.1
+    direction: Direction = Direction.DOWNLINK
+    duration_s: float = 30.0
+    step_s: float = 10.0
+    estimator: str = "fused"
+    # After the xApp's first push, time for MPTCP to leave the paths it was told to leave.
+    settle_s: float = 3.0
+    first_push_timeout_s: float = 30.0
+    e2_port: int = 36499
+    prefix: str = "atb"
+    subnet: int = 66
+
+
+@dataclass
+class PhaseResult:
+    name: str
+    start_s: float = 0.0  # second of the scenario clock the transfer started at
+    # Carried per second of the scenario clock (Mbit/s); NaN where iperf3 gave no interval.
+    carried_mbps: list[float] = field(default_factory=list)
+    backup: list[dict[str, bool]] = field(default_factory=list)  # endpoint flags per second
+    log: str = ""
+
+
+@dataclass
+class TestbedBenchResult:
+    __test__ = False
+
+    settings: TestbedBenchSettings
+    shaped_mbps: list[dict[str, float]]  # per second: available access → shaped rate
+    phases: list[PhaseResult]
+
+    def steps(self) -> list[tuple[float, float, dict[str, float]]]:
+        """Per step: start second, mean shaped sum, and each phase's mean carried."""
+        out = []
+        step = max(1, round(self.settings.step_s))
+        for start in range(0, len(self.shaped_mbps), step):
+            window = slice(start, start + step)
+            shaped = float(np.mean([sum(s.values()) for s in self.shaped_mbps[window]]))
+            carried = {
+                p.name: float(np.nanmean(p.carried_mbps[window]))
+                if np.isfinite(p.carried_mbps[window]).any()
+                else float("nan")
+                for p in self.phases
+            }
+            out.append((float(start), shaped, carried))
+        return out
+
+    def totals(self) -> tuple[float, dict[str, float]]:
+        shaped = float(np.mean([sum(s.values()) for s in self.shaped_mbps]))
+        return shaped, {p.name: float(np.nanmean(p.carried_mbps)) for p in self.phases}
+
+    def as_dict(self) -> dict[str, object]:
+        shaped, carried = self.totals()
+        return {
+            "scenario": self.settings.scenario.name,
+            "scale": self.settings.scale,
+            "direction": self.settings.direction.value,
+            "estimator": self.settings.estimator,
+            "shaped_mbps": round(shaped, 2),
+            "carried_mbps": {k: round(v, 2) for k, v in carried.items()},
+            "ratio": {k: round(v / shaped, 3) for k, v in carried.items()},
+            "steps": [
+                {
+                    "start_s": start,
+                    "shaped_mbps": round(s, 2),
+                    "carried_mbps": {k: round(v, 2) for k, v in c.items()},
+                }
+                for start, s, c in self.steps()
+            ],
+            "start_s": {p.name: round(p.start_s, 1) for p in self.phases},
+            "backup": {p.name: p.backup for p in self.phases},
+        }
+
+
+def run_testbed_bench(
+    settings: TestbedBenchSettings, progress: Callable[[str], None] = lambda message: None
+) -> TestbedBenchResult:
+    if os.geteuid() != 0:
+        raise TestbedBenchError("the testbed needs root (network namespaces, tc)")
+    if len(settings.scenario.cpes) != 1:
+        raise TestbedBenchError(
+            f"the testbed has one CPE; scenario {settings.scenario.name} has "
+            f"{len(settings.scenario.cpes)}"
+        )
+    missing = set(settings.scenario.access_names) - set(ACCESSES)
+    if missing:
+        raise TestbedBenchError(f"the testbed has no path for {', '.join(sorted(missing))}")
+    total_s = settings.first_push_timeout_s + settings.settle_s + settings.duration_s + 10
+    scenario = settings.scenario.cut(min(settings.scenario.duration_s, total_s))
+    world = SimWorld(scenario, 1.0, capacity_scale=settings.scale)
+    schedule = _Schedule(world, settings.direction)
+    bed = Testbed(prefix=settings.prefix, subnet=settings.subnet)
+    bed.down()
+    progress(f"testbed {bed.cpe_ns} / {bed.proxy_ns} up")
+    bed.up()
+    with contextlib.ExitStack() as stack:
+        stack.callback(bed.down)
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="atsss-bench-")))
+        bed.shape(*_symmetric(schedule.rates(0)))
+        for argv in (
+            ["iperf3", "-s", "-p", str(PROBE_PORT)],
+            ["mptcpize", "run", "iperf3", "-s", "-p", str(MPTCP_PORT)],
+        ):
+            stack.enter_context(_process(bed.in_proxy(argv), workdir / f"server{argv[-1]}.log"))
+        for port in (PROBE_PORT, MPTCP_PORT):
+            bed.wait_listening(port)
+        agent_url = f"http://{bed.management_address}:{AGENT_PORT}"
+        config = _agent_config(bed, workdir)
+        stack.enter_context(
+            _process(
+                bed.in_cpe([sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)]),
+                workdir / "agent.log",
+            )
+        )
+        _wait_healthy(agent_url)
+
+        every_path = dict.fromkeys(scenario.access_names, 1)
+        _put_weights(agent_url, settings.direction, every_path, 1)
+        progress(f"phase 1: the xApp in the loop ({settings.estimator} estimator)")
+        xapp_argv = _xapp_argv(settings, scenario, agent_url, total_s)
+        with_xapp = _measure("xapp", bed, settings, schedule, workdir, xapp_argv, agent_url)
+        progress(
+            f"the xApp's first push came {with_xapp.start_s - settings.settle_s:.1f} s after "
+            "the simulator started"
+        )
+        progress("phase 2: all paths active (the kernel's own scheduler), same clock")
+        held = _sequence(agent_url, settings.direction)
+        _put_weights(agent_url, settings.direction, every_path, held + 1)
+        baseline = _measure(
+            "all-active", bed, settings, schedule, workdir, None, agent_url, with_xapp.start_s
+        )
+    # Both transfers ran over the same seconds of the scenario clock.
+    first = round(with_xapp.start_s)
+    shaped = [schedule.rates(first + t) for t in range(round(settings.duration_s))]
+    return TestbedBenchResult(settings, shaped, [baseline, with_xapp])
+
+
+class _Schedule:
+    """The scenario's per-second capacities of the testbed's one CPE, as shaping rates."""
+
+    def __init__(self, world: SimWorld, direction: Direction) -> None:
+        self.world = world
+        self.direction = direction
+
+    def rates(self, second: int) -> dict[str, float]:
+        """Available access → rate in the measured direction at this second of the clock."""
+        tick = min(second, self.world.ticks - 1)
+        out = {}
+        for access in self.world.accesses:
+            truth = self.world.truth(tick, access)
+            capacity = (
+                truth.capacity_dl_mbps
+                if self.direction == Direction.DOWNLINK
+                else truth.capacity_ul_mbps
+            )
+            if bool(truth.available[0]) and float(capacity[0]) > 0:
+                out[access] = float(capacity[0])
+        return out
+
+
+def _symmetric(rates: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    """Both ways at the measured direction's rates: the other way carries only acknowledgements
+    and never binds. A path down at the start gets a token rate; the follower drops it."""
+    full = {a: rates.get(a, 0.01) for a in ACCESSES}
+    return full, full
+
+
+def _measure(
+    name: str,
+    bed: Testbed,
+    settings: TestbedBenchSettings,
+    schedule: _Schedule,
+    workdir: Path,
+    extra: list[list[str]] | None,
+    agent_url: str,
+    start_s: float | None = None,
+) -> PhaseResult:
+    """One phase on the scenario clock: (the xApp and the simulator,) shaping, the transfer.
+
+    With the xApp, the transfer starts ``settle_s`` after its first push; without, at
+    ``start_s`` of the clock."""
+    result = PhaseResult(name)
+    stop = threading.Event()
+    with contextlib.ExitStack() as stack:
+        if extra is not None:
+            xapp, e2sim = extra
+            stack.enter_context(_process(xapp, workdir / f"{name}-xapp.log"))
+            time.sleep(1.5)  # the xApp listens before the simulator's nodes connect
+            clock_start = time.monotonic()  # the simulator's scenario clock starts now
+            stack.enter_context(_process(e2sim, workdir / f"{name}-e2sim.log"))
+        else:
+            clock_start = time.monotonic()
+        shaper = threading.Thread(
+            target=_follow, args=(bed, schedule, clock_start, stop, result), daemon=True
+        )
+        shaper.start()
+        stack.callback(shaper.join, 10)
+        stack.callback(stop.set)
+        if start_s is None:
+            held = _sequence(agent_url, settings.direction)
+            deadline = clock_start + settings.first_push_timeout_s
+            while _sequence(agent_url, settings.direction) == held:
+                if time.monotonic() > deadline:
+                    raise TestbedBenchError(
+                        f"the xApp pushed no weights within {settings.first_push_timeout_s:.0f} s; "
+                        f"its log ends: {_tail(workdir / f'{name}-xapp.log')}"
+                    )
+                time.sleep(0.1)
+            start_s = time.monotonic() - clock_start + settings.settle_s
+        result.start_s = start_s
+        time.sleep(max(0.0, clock_start + start_s - time.monotonic()))
+        argv = ["mptcpize", "run", "iperf3", "-c", str(bed.server), "-p", str(MPTCP_PORT)]
+        argv += ["-t", f"{settings.duration_s:g}", "-i", "1", "-J"]
+        if settings.direction == Direction.DOWNLINK:
+            argv.append("-R")
+        done = subprocess.run(
+            bed.in_cpe(argv),
+            capture_output=True,
+            text=True,
+            timeout=settings.duration_s + 60,
+            check=False,
+        )
+    try:
+        report = json.loads(done.stdout)
+    except json.JSONDecodeError as error:
+        raise TestbedBenchError(f"{name}: iperf3 gave no report: {done.stderr[:300]}") from error
+    if "error" in report:
+        raise TestbedBenchError(f"{name}: iperf3: {report['error']}")
+    carried = [float("nan")] * round(settings.duration_s)
+    for interval in report.get("intervals", []):
+        second = int(interval["sum"]["start"])
+        if 0 <= second < len(carried):
+            carried[second] = float(interval["sum"]["bits_per_second"]) / 1e6
+    result.carried_mbps = carried
+    first = round(result.start_s)
+    result.backup = result.backup[first : first + len(carried)]
+    for log in sorted(workdir.glob(f"{name}-*.log")):
+        result.log += log.read_text()[-2000:]
+    return result
+
+
+def _follow(
+    bed: Testbed,
+    schedule: _Schedule,
+    clock_start: float,
+    stop: threading.Event,
+    result: PhaseResult,
+) -> None:
+    """Every second: shape to the scenario's capacities of that second; note the backup flags."""
+    second = 0
+    applied: dict[str, float] = {}
+    down: set[str] = set()
+    while not stop.is_set():
+        rates = schedule.rates(second)
+        for access in ACCESSES:
+            if access in rates and abs(rates[access] - applied.get(access, -1)) > 1e-6:
+                for side in ("cpe", "proxy"):
+                    bed.set_rate(access, side, rates[access])
+                applied[access] = rates[access]
+            if (access not in rates) != (access in down):
+                bed.set_outage(access, access not in rates)
+                down.symmetric_difference_update({access})
+        result.backup.append(_backup_flags(bed))
+        second += 1
+        stop.wait(max(0.0, clock_start + second - time.monotonic()))
+
+
+def _backup_flags(bed: Testbed) -> dict[str, bool]:
+    shown = subprocess.run(
+        bed.in_cpe(["ip", "-j", "mptcp", "endpoint", "show"]), capture_output=True, text=True
+    )
+    try:
+        endpoints = json.loads(shown.stdout or "[]")
+    except json.JSONDecodeError:
+        return {}
+    by_address = {e.get("address"): bool(e.get("backup")) for e in endpoints}
+    return {a: by_address.get(str(bed.cpe_address(a)), False) for a in ACCESSES}
+
+
+def _xapp_argv(
+    settings: TestbedBenchSettings, scenario: Scenario, agent_url: str, total_s: float
+) -> list[list[str]]:
+    cpe_id = scenario.cpes[0].cpe.cpe_id
+    source = str(scenario.source)
+    xapp = [sys.executable, "-m", "xapp", "xapp", "run", "--scenario", source]
+    xapp += ["--listen", f"127.0.0.1:{settings.e2_port}", "--duration", f"{total_s:g}"]
+    xapp += ["--agent", f"{cpe_id}={agent_url}", "--direction", settings.direction.value]
+    xapp += ["--estimator", settings.estimator]
+    if settings.direction == Direction.DOWNLINK:
+        xapp.append("--downlink-via-cpe")
+    e2sim = [sys.executable, "-m", "xapp", "e2sim", "run", "--scenario", source]
+    e2sim += ["--connect", f"127.0.0.1:{settings.e2_port}", "--scale", f"{settings.scale:g}"]
+    e2sim += ["--duration", f"{total_s:g}", "--json"]
+    return [xapp, e2sim]
+
+
+def _agent_config(bed: Testbed, workdir: Path) -> Path:
+    accesses = {
+        a: {"interface": bed.interface(a, "cpe"), "address": str(bed.cpe_address(a))}
+        for a in ACCESSES
+    }
+    config = {
+        "role": "cpe",
+        "accesses": accesses,
+        "backend": "mainline",
+        "listen": f"{bed.management_address}:{AGENT_PORT}",
+        "probe_server": str(bed.server),
+        "state_file": str(workdir / "agent-state.json"),
+    }
+    path = workdir / "agent.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _wait_healthy(url: str, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{url}/v1/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise TestbedBenchError(f"the CPE agent at {url} did not answer within {timeout_s:.0f} s")
+
+
+def _sequence(url: str, direction: Direction) -> int:
+    response = httpx.get(f"{url}/v1/weights/{direction.value}", timeout=10)
+    if response.status_code == 404:
+        return 0
+    if response.status_code != 200:
+        raise TestbedBenchError(f"agent at {url}: {response.status_code} {response.text[:300]}")
+    return int(response.json()["applied"]["sequence"])
+
+
+def _tail(log: Path) -> str:
+    try:
+        return log.read_text()[-800:]
+    except OSError:
+        return "(no log)"
+
+
+def _put_weights(url: str, direction: Direction, weights: dict[str, int], sequence: int) -> None:
+    response = httpx.put(
+        f"{url}/v1/weights/{direction.value}",
+        json={"weights": weights, "sequence": sequence, "requested_by": "bench"},
+        timeout=10,
+    )
+    if response.status_code != 200:
+        raise TestbedBenchError(f"agent refused {weights}: {response.text[:300]}")
+
+
+@contextlib.contextmanager
+def _process(argv: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as out:
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            time.sleep(0.2)
+            if process.poll() is not None:
+                raise TestbedBenchError(
+                    f"{' '.join(argv[:6])} exited at once: {log.read_text()[-500:]}"
+                )
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
