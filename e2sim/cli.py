@@ -48,9 +48,7 @@ def _world(
     if nr_pattern not in PATTERNS:
         _fail(f"--nr-pattern is one of {', '.join(PATTERNS)}, not {nr_pattern!r}")
     try:
-        return SimWorld(
-            scenario, period_ms / 1000.0, utilisation, nr_pattern, capacity_scale=scale
-        )
+        return SimWorld(scenario, period_ms / 1000.0, utilisation, nr_pattern, capacity_scale=scale)
     except (ScenarioError, ValueError) as error:
         _fail(str(error))
 

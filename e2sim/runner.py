@@ -143,6 +143,8 @@ class SimRunner:
                     continue
                 if node.send(collect_start, period_ms, report):
                     stats.indications += 1
+            if self.truth_out is not None:
+                self.truth_out.flush()  # followers (the testbed's shaper) read it as it grows
             stats.busy_s += time.monotonic() - began
             stats.ticks += 1
             if self.progress is not None:

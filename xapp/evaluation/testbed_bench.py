@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -72,6 +74,7 @@ class PhaseResult:
     # Carried per second of the scenario clock (Mbit/s); NaN where iperf3 gave no interval.
     carried_mbps: list[float] = field(default_factory=list)
     backup: list[dict[str, bool]] = field(default_factory=list)  # endpoint flags per second
+    shaping_error: str = ""
     log: str = ""
 
 
@@ -122,6 +125,10 @@ class TestbedBenchResult:
                 for start, s, c in self.steps()
             ],
             "start_s": {p.name: round(p.start_s, 1) for p in self.phases},
+            "per_second": {
+                "shaped_mbps": [round(sum(s.values()), 2) for s in self.shaped_mbps],
+                **{p.name: [round(c, 2) for c in p.carried_mbps] for p in self.phases},
+            },
             "backup": {p.name: p.backup for p in self.phases},
         }
 
@@ -238,10 +245,13 @@ def _measure(
     with contextlib.ExitStack() as stack:
         if extra is not None:
             xapp, e2sim = extra
+            truth = workdir / "truth.jsonl"
             stack.enter_context(_process(xapp, workdir / f"{name}-xapp.log"))
             time.sleep(1.5)  # the xApp listens before the simulator's nodes connect
-            clock_start = time.monotonic()  # the simulator's scenario clock starts now
-            stack.enter_context(_process(e2sim, workdir / f"{name}-e2sim.log"))
+            stack.enter_context(
+                _process([*e2sim, "--truth", str(truth)], workdir / f"{name}-e2sim.log")
+            )
+            clock_start = _simulator_clock(truth, settings.first_push_timeout_s)
         else:
             clock_start = time.monotonic()
         shaper = threading.Thread(
@@ -260,37 +270,62 @@ def _measure(
                         f"its log ends: {_tail(workdir / f'{name}-xapp.log')}"
                     )
                 time.sleep(0.1)
-            start_s = time.monotonic() - clock_start + settings.settle_s
+            # Start on a step boundary of the clock, so rows line up with the scenario's steps.
+            # A connection opens on the CPE's default path (nr), so it must be up then.
+            earliest = time.monotonic() - clock_start + settings.settle_s
+            start_s = math.ceil(earliest / settings.step_s) * settings.step_s
+            while "nr" not in schedule.rates(round(start_s)) and start_s < 600:
+                start_s += settings.step_s
         result.start_s = start_s
         time.sleep(max(0.0, clock_start + start_s - time.monotonic()))
         argv = ["mptcpize", "run", "iperf3", "-c", str(bed.server), "-p", str(MPTCP_PORT)]
-        argv += ["-t", f"{settings.duration_s:g}", "-i", "1", "-J"]
+        argv += ["-t", f"{settings.duration_s:g}", "-i", "1", "--forceflush", "-f", "m"]
         if settings.direction == Direction.DOWNLINK:
             argv.append("-R")
-        done = subprocess.run(
-            bed.in_cpe(argv),
-            capture_output=True,
-            text=True,
-            timeout=settings.duration_s + 60,
-            check=False,
-        )
-    try:
-        report = json.loads(done.stdout)
-    except json.JSONDecodeError as error:
-        raise TestbedBenchError(f"{name}: iperf3 gave no report: {done.stderr[:300]}") from error
-    if "error" in report:
-        raise TestbedBenchError(f"{name}: iperf3: {report['error']}")
+        intervals, failure = _transfer(bed.in_cpe(argv), settings.duration_s + 60)
+    if result.shaping_error:
+        raise TestbedBenchError(f"{name}: shaping failed: {result.shaping_error}")
+    if not intervals:
+        raise TestbedBenchError(f"{name}: iperf3 carried nothing: {failure}")
+    # Each interval's line is printed as it ends: place it on the clock by its arrival, as
+    # iperf3's own interval times start after its connection set-up, a second or more late.
     carried = [float("nan")] * round(settings.duration_s)
-    for interval in report.get("intervals", []):
-        second = int(interval["sum"]["start"])
+    for arrived_at, length_s, mbps in intervals:
+        second = round(arrived_at - length_s - clock_start - result.start_s)
         if 0 <= second < len(carried):
-            carried[second] = float(interval["sum"]["bits_per_second"]) / 1e6
+            carried[second] = mbps
     result.carried_mbps = carried
     first = round(result.start_s)
     result.backup = result.backup[first : first + len(carried)]
     for log in sorted(workdir.glob(f"{name}-*.log")):
         result.log += log.read_text()[-2000:]
     return result
+
+
+_INTERVAL = re.compile(r"\s([\d.]+)-([\d.]+)\s+sec\s+[\d.]+ \w?Bytes\s+([\d.]+) Mbits/sec")
+
+
+def _transfer(argv: list[str], timeout_s: float) -> tuple[list[tuple[float, float, float]], str]:
+    """Run iperf3 (text output, flushed per interval); (arrival, length s, Mbit/s) per
+    interval as its line came in, and the tail of the output when it failed."""
+    intervals = []
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            found = _INTERVAL.search(line)
+            # Per-interval lines only: the summary lines end with "sender" / "receiver".
+            if found and "sender" not in line and "receiver" not in line:
+                start, end, mbps = (float(g) for g in found.groups())
+                intervals.append((time.monotonic(), end - start, mbps))
+            if time.monotonic() > deadline:
+                process.kill()
+                break
+    return intervals, "".join(lines[-5:])[-500:]
 
 
 def _follow(
@@ -301,7 +336,21 @@ def _follow(
     result: PhaseResult,
 ) -> None:
     """Every second: shape to the scenario's capacities of that second; note the backup flags."""
-    second = 0
+    try:
+        _follow_clock(bed, schedule, clock_start, stop, result)
+    except Exception as error:  # reported by the phase; the transfer cannot be trusted
+        result.shaping_error = f"{type(error).__name__}: {error}"
+
+
+def _follow_clock(
+    bed: Testbed,
+    schedule: _Schedule,
+    clock_start: float,
+    stop: threading.Event,
+    result: PhaseResult,
+) -> None:
+    second = max(0, int(time.monotonic() - clock_start))
+    result.backup.extend({} for _ in range(second))
     applied: dict[str, float] = {}
     down: set[str] = set()
     while not stop.is_set():
@@ -317,6 +366,20 @@ def _follow(
         result.backup.append(_backup_flags(bed))
         second += 1
         stop.wait(max(0.0, clock_start + second - time.monotonic()))
+
+
+def _simulator_clock(truth: Path, timeout_s: float) -> float:
+    """When the simulator's scenario clock started, on this process's monotonic clock: its
+    truth records carry each period's Unix time, and its start is some seconds of imports and
+    E2 setup after launch, too long to guess for outages that last 5 s."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, ValueError, KeyError, IndexError):
+            first = json.loads(truth.read_text().splitlines()[0])
+            unix_start = float(first["unix_s"]) - float(first["time_s"])
+            return time.monotonic() - (time.time() - unix_start)
+        time.sleep(0.05)
+    raise TestbedBenchError(f"the simulator reported nothing within {timeout_s:.0f} s")
 
 
 def _backup_flags(bed: Testbed) -> dict[str, bool]:
