@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -223,7 +224,11 @@ def bench_testbed(
         fail("--scale must be in (0, 100], --duration ≥ 2 s and --step ≥ 1 s")
     if len(prefix) > 9 or not prefix.isalnum():
         fail("--prefix is at most 9 letters or digits (interface names are short)")
-    settings = TestbedBenchSettings(loaded, scale, chosen, duration, step, estimator, prefix=prefix)
+    # Its own addresses per prefix: two benches (or a bench and the tests) never share a subnet.
+    subnet = 100 + zlib.crc32(prefix.encode()) % 100
+    settings = TestbedBenchSettings(
+        loaded, scale, chosen, duration, step, estimator, prefix=prefix, subnet=subnet
+    )
     try:
         result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))
     except TestbedBenchError as error:

@@ -1,0 +1,63 @@
+"""`atsss xapp run` with agents: what it refuses before serving, and what it learns from them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from e2sim.identities import e2_cpes
+from tests.test_agent_api import TOKEN, agent, put, write_config
+from xapp.adapters.agent_http import AgentEndpoint
+from xapp.domain import Direction
+from xapp.live import LiveControl, LiveSettings
+from xapp.scenario.load import load_scenario
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "xapp", "xapp", "run", "--scenario", "paper-static", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_bad_agent_options_and_unreachable_agents_are_clear_errors() -> None:
+    bad = run("--agent", "cpe-1:http://x")
+    assert bad.returncode == 2
+    assert "--agent is CPE=URL" in bad.stderr
+    unknown = run("--agent", "cpe-7=http://127.0.0.1:1")
+    assert unknown.returncode == 2
+    assert "'cpe-7' is not a CPE of the scenario" in unknown.stderr
+    wrong_mode = run("--agent", "cpe-1=http://127.0.0.1:1", "--estimator", "guess")
+    assert wrong_mode.returncode == 2
+    assert "'guess' is not one of" in wrong_mode.stderr
+    unreachable = run("--agent", "cpe-1=http://127.0.0.1:1", "--duration", "1")
+    assert unreachable.returncode == 2
+    assert "agent at http://127.0.0.1:1" in unreachable.stderr
+    assert "Traceback" not in unreachable.stderr
+
+
+def test_prepare_reads_the_lever_and_continues_the_agents_sequence(tmp_path: Path) -> None:
+    config, port = write_config(tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    cpes = e2_cpes(load_scenario("paper-static"))
+    with agent(config, port) as client:
+        assert put(client, {"nr": 3, "wifi": 10, "lifi": 1}, 41).status_code == 200
+        control = LiveControl(
+            cpes,
+            LiveSettings(cpe_agents={}, proxy_agent=AgentEndpoint(url, TOKEN)),
+        )
+        try:
+            levers = control.prepare()
+        finally:
+            control.stop()
+    assert levers == {url: "weights"}
+    held = control.store.load_weights("cpe-1", Direction.DOWNLINK)
+    assert held is not None
+    assert held.sequence == 41
+    assert held.weights == {"nr": 3, "wifi": 10, "lifi": 1}
+    # A weights lever keeps the policy's own floor; only active-backup raises it.
+    assert control.policy_config.min_share_of_largest == 0.01
