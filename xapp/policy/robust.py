@@ -5,7 +5,8 @@ high turns that path into the whole connection's bottleneck, while one that is a
 costs that path's surplus. Here each candidate weight set is scored over draws from the
 estimates' normal beliefs, and the one whose ``quantile`` of predicted aggregate is highest wins.
 Candidates are the exact optima for the point estimates, for the lower quantiles (all paths at
-once and one at a time) and for some of the draws. The draws are fixed (common random numbers),
+once and one at a time), without each path in turn (a small, volatile path can cost more as the
+round's bottleneck than it adds) and for some of the draws. The draws are fixed (common random numbers),
 so the result is a pure function of its inputs.
 """
 
@@ -67,8 +68,9 @@ def robust_weights(
     z = NormalDist().inv_cdf(quantile)
     lowered = np.maximum(0.0, means + z * stddevs)
     one_lowered = np.where(np.eye(len(means), dtype=bool), lowered[None, :], means[None, :])
+    one_dropped = np.where(np.eye(len(means), dtype=bool), 0.0, means[None, :])
     draws = belief_draws(means, stddevs)
-    starts = np.vstack([means, lowered, one_lowered, draws[:CANDIDATE_DRAWS]])
+    starts = np.vstack([means, lowered, one_lowered, one_dropped, draws[:CANDIDATE_DRAWS]])
     candidates = np.unique(optimal_weights_batch(starts, max_weight), axis=0)
     candidates = candidates[candidates.sum(axis=1) > 0]
     if len(candidates) == 0:
