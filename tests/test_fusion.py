@@ -46,8 +46,12 @@ def est(
 def test_inverse_variance_weighting_and_age() -> None:
     fused = FusedEstimator([Fixed("a", est(100.0, 10.0, 10.0)), Fixed("b", est(200.0, 10.0, 10.0))])
     assert fused.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(150.0)  # type: ignore[union-attr]
-    sharp = FusedEstimator([Fixed("a", est(100.0, 1.0, 10.0)), Fixed("b", est(200.0, 10.0, 10.0))])
-    assert sharp.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(101.0, abs=0.1)  # type: ignore[union-attr]
+    close = FusedEstimator([Fixed("a", est(100.0, 10.0, 10.0)), Fixed("b", est(200.0, 15.0, 10.0))])
+    # weights 1/100 and 1/225: (100/100 + 200/225) / (1/100 + 1/225) = 130.8
+    assert close.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(130.8, abs=0.1)  # type: ignore[union-attr]
+    # More than twice as uncertain as the sharpest source: left out rather than averaged in.
+    sharp = FusedEstimator([Fixed("a", est(100.0, 4.0, 10.0)), Fixed("b", est(200.0, 10.0, 10.0))])
+    assert sharp.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps == pytest.approx(100.0)  # type: ignore[union-attr]
     stale = FusedEstimator([Fixed("a", est(100.0, 1.0, 0.0)), Fixed("b", est(200.0, 1.0, 10.0))])
     assert stale.estimate("cpe-1", "wifi", DL, 10.0).capacity_mbps > 190  # type: ignore[union-attr]
     too_old = FusedEstimator([Fixed("a", est(100.0, 1.0, 0.0))], max_age_s=5)

@@ -198,3 +198,20 @@ def test_bad_configuration_is_rejected(field: str, value: float) -> None:
 def test_unknown_policy_name_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown policy 'best'"):
         make_policy("best")
+
+
+def test_a_small_path_too_volatile_to_weigh_is_left_out() -> None:
+    import numpy as np
+
+    from xapp.policy.robust import robust_weights
+
+    means = np.array([342.0, 1190.0, 12.1])
+    # Every path known to under 2 %: LiFi earns its weight of 1 (0.8 % of the round).
+    steady = robust_weights(means, np.array([1.0, 3.0, 0.2]), 100, 0.3)
+    assert steady[2] == 1
+    # LiFi at ±35 %: with weight 1 it would often be the round's bottleneck, costing far more
+    # than the 0.8 % that leaving it out costs.
+    volatile = robust_weights(means, np.array([1.0, 3.0, 4.2]), 100, 0.3)
+    assert volatile[2] == 0
+    assert volatile[0] > 0
+    assert volatile[1] > 0

@@ -117,7 +117,7 @@ def bench_loop(
     max_weight: Annotated[int, typer.Option(help="Largest WRR weight.")] = 100,
     min_gain: Annotated[
         float, typer.Option(help="Predicted relative gain needed to push new weights.")
-    ] = 0.02,
+    ] = 0.01,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     plot: Annotated[
         Path | None,

@@ -194,7 +194,12 @@ class ProbeEstimator:
             advisors = self.advisors_for(path[0], path[2])
             if advisors is None:
                 continue
-            silent = self._silence.silent_since(path) is not None
+            silent_since = self._silence.silent_since(path)
+            # No down-check for a path the KPIs already see back (its node reports headroom
+            # again): probing it would only cost the capacity the data is about to use.
+            silent = silent_since is not None and not self._seen_back(
+                path, advisors, silent_since, now_s
+            )
             if silent:
                 gap = self.settings.down_check_s
             elif advisors:
@@ -212,6 +217,25 @@ class ProbeEstimator:
                 continue
             per_cpe[path[0]] += 1
             self._start(path, reason, now_s)
+
+    def _seen_back(
+        self,
+        path: Path,
+        advisors: Sequence[CapacityEstimator],
+        silent_since_s: float,
+        now_s: float,
+    ) -> bool:
+        for advisor in advisors:
+            e = advisor.estimate(*path, now_s)
+            if (
+                e is not None
+                and e.available
+                and not e.lower_bound
+                and e.capacity_mbps > 0
+                and e.measured_at_s > silent_since_s
+            ):
+                return True
+        return False
 
     def _reason(
         self, path: Path, advisors: Sequence[CapacityEstimator], now_s: float

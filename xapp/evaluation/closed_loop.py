@@ -59,7 +59,7 @@ class LoopSettings:
     estimators: tuple[str, ...] = ("oracle-noise",)
     estimator_noise: float = 0.05
     probe_settings: ProbeSettings = field(default_factory=ProbeSettings)
-    min_gain: float = 0.02
+    min_gain: float = Hysteresis.min_gain
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     probe: ProbeMethodSettings = field(default_factory=ProbeMethodSettings)
     contenders: tuple[str, ...] = CONTENDERS

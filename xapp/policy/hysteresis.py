@@ -20,9 +20,14 @@ class Hysteresis:
     steering mode or an operator override changed. The predictions come from the policy, made
     under the same beliefs, so estimate noise alone rarely looks like a gain. A path that the
     policy merely moves between standby and a small weight is a gain question, not a path
-    change, so noise on a marginal path does not cause pushes."""
+    change, so noise on a marginal path does not cause pushes.
 
-    min_gain: float = 0.02
+    A WRR weight change costs the connection nothing (no subflow is opened or closed), so the
+    threshold only has to keep estimate noise from causing pushes, which the policy's
+    conservative quantile already damps: 1 % (on paper-dynamic, 2 % gave 0.948 efficiency with
+    39 pushes in 250 s, 1 % 0.950 with 55, 0.5 % 0.951 with 75)."""
+
+    min_gain: float = 0.01
 
     def __post_init__(self) -> None:
         if self.min_gain < 0:

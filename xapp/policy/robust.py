@@ -6,8 +6,8 @@ costs that path's surplus. Here each candidate weight set is scored over draws f
 estimates' normal beliefs, and the one whose ``quantile`` of predicted aggregate is highest wins.
 Candidates are the exact optima for the point estimates, for the lower quantiles (all paths at
 once and one at a time), without each path in turn (a small, volatile path can cost more as the
-round's bottleneck than it adds) and for some of the draws. The draws are fixed (common random numbers),
-so the result is a pure function of its inputs.
+round's bottleneck than it adds) and for some of the draws. The draws are fixed (common random
+numbers), so the result is a pure function of its inputs.
 """
 
 from __future__ import annotations
