@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
-from xapp.adapters.agent_http import AgentEndpoint, response_detail
+from xapp.adapters.agent_http import AgentEndpoint, refusal
 from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink
 from xapp.adapters.memory_store import MemoryStateStore
@@ -182,9 +182,6 @@ def _lever(agent: AgentEndpoint) -> str:
     except httpx.HTTPError as error:
         raise LiveSetupError(f"agent at {agent.base_url}: {error}") from error
     if response.status_code != 200:
-        raise LiveSetupError(
-            f"agent at {agent.base_url} answered {response.status_code}: "
-            f"{response_detail(response)}"
-        )
+        raise LiveSetupError(refusal(agent, response))
     lever = response.json().get("lever", "weights")
     return str(lever)

@@ -36,6 +36,11 @@ def response_detail(response: httpx.Response) -> str:
         return response.text[:300]
 
 
+def refusal(agent: AgentEndpoint, response: httpx.Response) -> str:
+    """One line naming the agent, its status code and its reason."""
+    return f"agent at {agent.base_url} answered {response.status_code}: {response_detail(response)}"
+
+
 def _ssl_context(verify: bool | str) -> bool | ssl.SSLContext:
     if isinstance(verify, str):
         return ssl.create_default_context(cafile=verify)

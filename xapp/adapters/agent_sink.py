@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import httpx
 
-from xapp.adapters.agent_http import AgentEndpoint, response_detail
+from xapp.adapters.agent_http import AgentEndpoint, refusal
 from xapp.domain import Direction, SteeringMode, WeightSet
 from xapp.ports import WeightPushError
 
@@ -55,10 +55,7 @@ class AgentWeightSink:
         except httpx.HTTPError as error:
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
         if response.status_code != 200:
-            raise WeightPushError(
-                f"agent at {agent.base_url} answered {response.status_code}: "
-                f"{response_detail(response)}"
-            )
+            raise WeightPushError(refusal(agent, response))
 
     def in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         """The set the agent has applied (None if none yet), so a restarted xApp continues its
@@ -72,10 +69,7 @@ class AgentWeightSink:
         if response.status_code == 404:
             return None
         if response.status_code != 200:
-            raise WeightPushError(
-                f"agent at {agent.base_url} answered {response.status_code}: "
-                f"{response_detail(response)}"
-            )
+            raise WeightPushError(refusal(agent, response))
         try:
             applied = response.json()["applied"]
             return WeightSet(
