@@ -147,6 +147,7 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
                 body.seconds,
                 body.parallel,
                 body.reverse,
+                interface=access.interface,
             )
         except ProbeError as error:
             raise HTTPException(502, str(error)) from error

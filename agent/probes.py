@@ -30,6 +30,10 @@ class ProbeResult:
     duration_s: float
     bytes: int  # what the probe itself cost (0 for the passive probe)
     direction: str
+    # Everything the access's interface carried that way during the probe, per second: the
+    # probe plus the data beside it, i.e. the path's capacity while the probe saturated it.
+    # None when the interface's counters could not be read.
+    path_mbps: float | None = None
 
 
 def iperf3_probe(
@@ -41,8 +45,16 @@ def iperf3_probe(
     reverse: bool = False,
     port: int = 5201,
     prefix: tuple[str, ...] = (),
+    interface: str | None = None,
+    sysfs: Path = Path("/sys"),
 ) -> ProbeResult:
-    """``reverse``: the server sends (downlink as seen from the CPE)."""
+    """``reverse``: the server sends (downlink as seen from the CPE). With ``interface``, its
+    byte counter over the probe gives ``path_mbps``."""
+    counter = (
+        sysfs / "class/net" / interface / "statistics" / ("rx_bytes" if reverse else "tx_bytes")
+        if interface is not None
+        else None
+    )
     argv = [
         *prefix,
         "iperf3",
@@ -61,7 +73,9 @@ def iperf3_probe(
     if reverse:
         argv.append("-R")
     started = time.monotonic()
+    counted_from = counted_at = 0.0
     for attempt in range(BUSY_RETRIES + 1):
+        counted_from, counted_at = _read_counter(counter), time.monotonic()
         try:
             done = subprocess.run(
                 argv, capture_output=True, text=True, timeout=seconds + 30, check=False
@@ -78,9 +92,17 @@ def iperf3_probe(
         if not busy or attempt == BUSY_RETRIES:
             break
         time.sleep(BUSY_WAIT_S)  # iperf3 serves one test at a time; the last one is ending
+    counted_to, elapsed_s = _read_counter(counter), time.monotonic() - counted_at
     if "error" in report:
         raise ProbeError(f"iperf3 on {access}: {report['error']}")
     received = report["end"]["sum_received"]
+    # The counter spans iperf3's start-up too; its own test time is the sharper divisor.
+    test_s = float(received.get("seconds") or elapsed_s)
+    path_mbps = (
+        (counted_to - counted_from) * 8 / test_s / 1e6
+        if counter is not None and counted_to >= counted_from > 0 and test_s > 0
+        else None
+    )
     return ProbeResult(
         access,
         "iperf3",
@@ -88,7 +110,17 @@ def iperf3_probe(
         time.monotonic() - started,
         int(report["end"]["sum_sent"]["bytes"]),
         "downlink" if reverse else "uplink",
+        path_mbps,
     )
+
+
+def _read_counter(counter: Path | None) -> float:
+    if counter is None:
+        return 0.0
+    try:
+        return float(counter.read_text())
+    except (OSError, ValueError):
+        return 0.0
 
 
 def counter_probe(

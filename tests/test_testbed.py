@@ -9,9 +9,11 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -213,6 +215,8 @@ def test_probe_through_the_agents_http_api(testbed: Testbed, tmp_path: Path) -> 
     assert probe["access"] == "wifi"
     assert probe["method"] == "iperf3"
     assert probe["mbps"] == pytest.approx(RATES["wifi"], rel=0.10)
+    # Nothing else crosses the path, so the interface carried about what the probe did.
+    assert probe["path_mbps"] == pytest.approx(RATES["wifi"], rel=0.15)
     assert probe["bytes"] > 0
 
 
@@ -254,3 +258,46 @@ def test_testbed_commands(testbed: Testbed) -> None:
     finally:
         subprocess.run([*run, "down", "--prefix", prefix], capture_output=True, timeout=60)
     assert not Testbed(prefix=prefix).exists()
+
+
+def test_agent_prober_measures_a_path_through_a_real_agent(
+    testbed: Testbed, tmp_path: Path
+) -> None:
+    """The xApp's AgentProber, in the host's namespace, over the management link to the CPE's
+    agent, which runs iperf3 over the shaped path and counts the interface's bytes."""
+    from xapp.adapters.agent_http import AgentEndpoint
+    from xapp.adapters.agent_prober import AgentProber
+    from xapp.domain import Direction, ProbeOutcome, ProbeRequest
+
+    listen = f"{testbed.management_address}:8712"
+    config = cpe_agent_config(
+        testbed, tmp_path, {"probe_server": str(testbed.server), "listen": listen}
+    )
+    agent = subprocess.Popen(
+        testbed.in_cpe([sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)]),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    prober = AgentProber({"cpe-1": AgentEndpoint(f"http://{listen}")})
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"http://{listen}/v1/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        prober.start(ProbeRequest("cpe-1", "wifi", Direction.DOWNLINK, 2.0, 4, "test"), 100.0)
+        outcomes: list[ProbeOutcome] = []
+        while not outcomes and time.monotonic() < deadline + 30:
+            outcomes = list(prober.collect(0.0))
+            time.sleep(0.1)
+    finally:
+        prober.close()
+        agent.terminate()
+        agent.wait(timeout=30)
+    assert len(outcomes) == 1, "no probe result"
+    outcome = outcomes[0]
+    assert not outcome.path_down, outcome.error
+    assert outcome.capacity_mbps == pytest.approx(RATES["wifi"], rel=0.15), outcome
+    assert outcome.probe_mbit > 0

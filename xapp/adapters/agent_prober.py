@@ -77,7 +77,9 @@ class AgentProber:
             )
         try:
             probe = response.json()["probe"]
-            mbps = float(probe["mbps"])
+            # The interface's count (probe plus data beside it) when the agent has it; the
+            # probe's own rate is only its share of the path while data flows.
+            mbps = float(probe.get("path_mbps") or probe["mbps"])
             mbit = float(probe["bytes"]) * 8 / 1e6
         except (ValueError, KeyError, TypeError) as error:
             return outcome(None, error=f"agent's answer is not a probe result: {error}")
