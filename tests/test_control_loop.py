@@ -177,3 +177,28 @@ def test_a_mode_override_changes_the_mode() -> None:
 def test_an_override_needs_weights_or_a_rule_not_both() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         Override("cpe-1", DL)
+
+
+def test_a_cpe_whose_accesses_report_one_by_one_is_not_decided_before_they_have() -> None:
+    nr = estimate("nr", 342.0, at_s=0.0)
+    loop, sink, _, source, estimator = make_loop({"nr": nr})
+    source.queue = [KpiSample("cpe-1", "nr", DL, 0.0, 1.0, throughput_mbps=300.0)]
+    (first,) = loop.step(1.0)
+    assert first.pushed is None
+    assert "waiting for wifi, lifi to report" in first.reason
+    estimator.table.update(
+        {"wifi": estimate("wifi", 1190.0, at_s=1.0), "lifi": estimate("lifi", 12.1, at_s=1.0)}
+    )
+    (second,) = loop.step(2.0)
+    assert second.pushed is not None
+    assert second.pushed.weights["wifi"] > second.pushed.weights["nr"] > 0
+    assert sink.pushed == [second.pushed]
+
+
+def test_an_access_that_never_reports_is_left_out_after_the_warm_up() -> None:
+    loop, _, _, source, _ = make_loop({"nr": estimate("nr", 342.0, at_s=0.0)})
+    source.queue = [KpiSample("cpe-1", "nr", DL, 0.0, 1.0, throughput_mbps=300.0)]
+    assert loop.step(1.0)[0].pushed is None
+    (later,) = loop.step(4.5)
+    assert later.pushed is not None
+    assert later.pushed.weights == {"nr": 1, "wifi": 0, "lifi": 0}

@@ -51,7 +51,11 @@ class ControlLoop:
         store: StateStore,
         hysteresis: Hysteresis | None = None,
         rules: Mapping[str, SteeringRule] | None = None,
+        warmup_s: float = 3.0,
     ) -> None:
+        """``warmup_s``: after a CPE's first KPI report, how long to wait for its other accesses
+        to report before deciding without them (E2 nodes connect and report one by one, and an
+        access not heard from yet is not an access that is down)."""
         self._cpes = list(cpes)
         self._directions = list(directions)
         self._source = source
@@ -66,11 +70,13 @@ class ControlLoop:
         self._last_rule: dict[tuple[str, Direction], SteeringRule] = {}
         self._last_override: dict[tuple[str, Direction], int | None] = {}
         self._last_usable: dict[tuple[str, Direction], frozenset[str]] = {}
+        self._warmup_s = warmup_s
+        self._first_report_s: dict[tuple[str, Direction], float] = {}
 
     def step(self, now_s: float) -> list[StepOutcome]:
         samples = self._source.poll(now_s)
         self._estimator.update(samples, now_s)
-        self._remember_conditions(samples)
+        self._remember_conditions(samples, now_s)
         return [
             self._decide(cpe, direction, now_s)
             for cpe in self._cpes
@@ -80,8 +86,9 @@ class ControlLoop:
     def set_rule(self, cpe_id: str, rule: SteeringRule) -> None:
         self._rules[cpe_id] = rule
 
-    def _remember_conditions(self, samples: Sequence[KpiSample]) -> None:
+    def _remember_conditions(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for s in samples:
+            self._first_report_s.setdefault((s.cpe_id, s.direction), now_s)
             conditions = self._conditions.setdefault(
                 (s.cpe_id, s.access, s.direction), _PathConditions()
             )
@@ -110,6 +117,14 @@ class ControlLoop:
             lost: frozenset[str] = frozenset()
             reason = f"override by {override.requested_by}"
         else:
+            silent = self._not_heard_from(cpe, direction, now_s)
+            if silent:
+                return StepOutcome(
+                    cpe.cpe_id,
+                    direction,
+                    None,
+                    f"waiting for {', '.join(silent)} to report (warm-up); unchanged",
+                )
             proposal = self._policy.propose(
                 self._policy_input(cpe, direction, now_s, rule, current)
             )
@@ -157,6 +172,17 @@ class ControlLoop:
         self._last_rule[key] = rule
         self._last_override[key] = override_revision
         return StepOutcome(cpe.cpe_id, direction, weight_set, weight_set.reason)
+
+    def _not_heard_from(self, cpe: Cpe, direction: Direction, now_s: float) -> list[str]:
+        """Accesses without any estimate yet, while the CPE is still warming up."""
+        first = self._first_report_s.get((cpe.cpe_id, direction))
+        if first is None or now_s - first >= self._warmup_s:
+            return []
+        return [
+            a
+            for a in cpe.access_names
+            if self._estimator.estimate(cpe.cpe_id, a, direction, now_s) is None
+        ]
 
     def _rule_for(self, cpe_id: str, override: Override | None) -> SteeringRule:
         if override is not None and override.rule is not None:
