@@ -17,11 +17,13 @@ everything is torn down by `down`.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address
+from pathlib import Path
 
 ACCESSES = ("nr", "wifi", "lifi")
 
@@ -310,6 +312,32 @@ class Testbed:
 
     def in_proxy(self, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.proxy_ns, *argv]
+
+    def backup_flags(self) -> dict[str, bool]:
+        """Access → whether the CPE's MPTCP endpoint on it is a backup (as the kernel says)."""
+        shown = subprocess.run(
+            self.in_cpe(["ip", "-j", "mptcp", "endpoint", "show"]), capture_output=True, text=True
+        )
+        try:
+            endpoints = json.loads(shown.stdout or "[]")
+        except json.JSONDecodeError as error:
+            raise TestbedError(f"ip -j mptcp endpoint show: not JSON: {error}") from error
+        by_address = {e.get("address"): bool(e.get("backup")) for e in endpoints}
+        return {a: by_address.get(str(self.cpe_address(a)), False) for a in ACCESSES}
+
+    def cpe_agent_config(self, state_file: Path, **extra: object) -> dict[str, object]:
+        """An `atsss agent run` configuration for the CPE namespace (mainline backend)."""
+        accesses = {
+            a: {"interface": self.interface(a, "cpe"), "address": str(self.cpe_address(a))}
+            for a in ACCESSES
+        }
+        return {
+            "role": "cpe",
+            "accesses": accesses,
+            "backend": "mainline",
+            "state_file": str(state_file),
+            **extra,
+        }
 
     @staticmethod
     def in_ns(ns: str, argv: Sequence[str]) -> list[str]:

@@ -87,14 +87,8 @@ def test_probes_measure_the_shaped_rates(testbed: Testbed) -> None:
 
 
 def cpe_agent_config(testbed: Testbed, tmp_path: Path, extra: dict[str, object]) -> Path:
-    """A CPE agent configuration for the testbed's CPE namespace (mainline backend)."""
     config = tmp_path / "cpe.yaml"
-    accesses = {
-        a: {"interface": testbed.interface(a, "cpe"), "address": str(testbed.cpe_address(a))}
-        for a in ACCESSES
-    }
-    base = {"role": "cpe", "accesses": accesses, "state_file": str(tmp_path / "state.json")}
-    config.write_text(yaml.safe_dump({**base, "backend": "mainline", **extra}))
+    config.write_text(yaml.safe_dump(testbed.cpe_agent_config(tmp_path / "state.json", **extra)))
     return config
 
 
@@ -122,17 +116,6 @@ def mptcp_uplink_mbps(testbed: Testbed, seconds: int = 4) -> float:
     report = json.loads(done.stdout)
     assert "error" not in report, report.get("error")
     return float(report["end"]["sum_received"]["bits_per_second"]) / 1e6
-
-
-def backup_flags(testbed: Testbed) -> dict[str, bool]:
-    shown = subprocess.run(
-        testbed.in_cpe(["ip", "-j", "mptcp", "endpoint", "show"]),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    by_address = {e["address"]: bool(e.get("backup")) for e in json.loads(shown.stdout)}
-    return {access: by_address[str(testbed.cpe_address(access))] for access in ACCESSES}
 
 
 def test_mainline_weight_zero_puts_the_slow_path_on_backup_and_the_aggregate_rises(
@@ -165,10 +148,10 @@ def test_mainline_weight_zero_puts_the_slow_path_on_backup_and_the_aggregate_ris
         assert done.returncode == 0, done.stderr
 
     apply("nr=30,wifi=100,lifi=1")
-    assert backup_flags(testbed) == {"nr": False, "wifi": False, "lifi": False}
+    assert testbed.backup_flags() == {"nr": False, "wifi": False, "lifi": False}
     all_active = mptcp_uplink_mbps(testbed)
     apply("nr=30,wifi=100,lifi=0")
-    assert backup_flags(testbed) == {"nr": False, "wifi": False, "lifi": True}
+    assert testbed.backup_flags() == {"nr": False, "wifi": False, "lifi": True}
     slow_on_backup = mptcp_uplink_mbps(testbed)
     assert slow_on_backup > 2 * all_active, (all_active, slow_on_backup)
     assert slow_on_backup > 0.7 * (RATES["nr"] + RATES["wifi"])

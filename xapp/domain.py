@@ -136,6 +136,16 @@ class CapacityEstimate:
     # (what the weights let it carry), so it bounds the capacity from below only.
     lower_bound: bool = False
 
+    def shows_path_usable_since(self, time_s: float) -> bool:
+        """A direct measurement (not a lower bound) of a usable path, taken after ``time_s``:
+        what ends a silence or an outage."""
+        return (
+            self.available
+            and not self.lower_bound
+            and self.capacity_mbps > 0
+            and self.measured_at_s > time_s
+        )
+
     def __post_init__(self) -> None:
         if not math.isfinite(self.capacity_mbps) or self.capacity_mbps < 0:
             raise ValueError(f"capacity_mbps must be finite and ≥ 0, got {self.capacity_mbps}")

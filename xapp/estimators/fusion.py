@@ -110,11 +110,7 @@ class FusedEstimator:
         # Only a direct measurement of headroom (KPIs or a probe) newer than the silence says
         # the path is back; a lower bound of 0 says nothing.
         silent = silent_since is not None and not any(
-            e.available
-            and not e.lower_bound
-            and e.capacity_mbps > 0
-            and e.measured_at_s > silent_since
-            for e in found
+            e.shows_path_usable_since(silent_since) for e in found
         )
         if not newest.available or silent:
             return CapacityEstimate(

@@ -225,17 +225,10 @@ class ProbeEstimator:
         silent_since_s: float,
         now_s: float,
     ) -> bool:
-        for advisor in advisors:
-            e = advisor.estimate(*path, now_s)
-            if (
-                e is not None
-                and e.available
-                and not e.lower_bound
-                and e.capacity_mbps > 0
-                and e.measured_at_s > silent_since_s
-            ):
-                return True
-        return False
+        return any(
+            e is not None and e.shows_path_usable_since(silent_since_s)
+            for e in (advisor.estimate(*path, now_s) for advisor in advisors)
+        )
 
     def _reason(
         self, path: Path, advisors: Sequence[CapacityEstimator], now_s: float

@@ -363,7 +363,7 @@ def _follow_clock(
             if (access not in rates) != (access in down):
                 bed.set_outage(access, access not in rates)
                 down.symmetric_difference_update({access})
-        result.backup.append(_backup_flags(bed))
+        result.backup.append(bed.backup_flags())
         second += 1
         stop.wait(max(0.0, clock_start + second - time.monotonic()))
 
@@ -380,18 +380,6 @@ def _simulator_clock(truth: Path, timeout_s: float) -> float:
             return time.monotonic() - (time.time() - unix_start)
         time.sleep(0.05)
     raise TestbedBenchError(f"the simulator reported nothing within {timeout_s:.0f} s")
-
-
-def _backup_flags(bed: Testbed) -> dict[str, bool]:
-    shown = subprocess.run(
-        bed.in_cpe(["ip", "-j", "mptcp", "endpoint", "show"]), capture_output=True, text=True
-    )
-    try:
-        endpoints = json.loads(shown.stdout or "[]")
-    except json.JSONDecodeError:
-        return {}
-    by_address = {e.get("address"): bool(e.get("backup")) for e in endpoints}
-    return {a: by_address.get(str(bed.cpe_address(a)), False) for a in ACCESSES}
 
 
 def _xapp_argv(
@@ -412,18 +400,11 @@ def _xapp_argv(
 
 
 def _agent_config(bed: Testbed, workdir: Path) -> Path:
-    accesses = {
-        a: {"interface": bed.interface(a, "cpe"), "address": str(bed.cpe_address(a))}
-        for a in ACCESSES
-    }
-    config = {
-        "role": "cpe",
-        "accesses": accesses,
-        "backend": "mainline",
-        "listen": f"{bed.management_address}:{AGENT_PORT}",
-        "probe_server": str(bed.server),
-        "state_file": str(workdir / "agent-state.json"),
-    }
+    config = bed.cpe_agent_config(
+        workdir / "agent-state.json",
+        listen=f"{bed.management_address}:{AGENT_PORT}",
+        probe_server=str(bed.server),
+    )
     path = workdir / "agent.yaml"
     path.write_text(yaml.safe_dump(config))
     return path
