@@ -78,8 +78,25 @@ def test_an_access_that_disappears_gets_weight_zero_within_one_reporting_period(
     assert checked >= 3
 
 
-def test_fused_probes_little_and_probe_only_pays_for_its_probes() -> None:
-    scenario = load_scenario("lifi-blockage").cut(60.0)
+def test_a_report_carries_the_period_it_covers_not_the_tick_it_is_sent_at() -> None:
+    """LiFi goes down at 5.0 s, exactly when a report is sent. That report covers [4, 5), in
+    which LiFi was up; only the next one (6.0 s) can say it is down."""
+    scenario = load_scenario("paper-interruption").cut(8.0)
+    settings = LoopSettings(
+        estimators=("oracle-noise",), estimator_noise=0.0, contenders=("optimal",)
+    )
+    report = evaluate(scenario, settings)
+    lifi = report.trace.accesses.index("lifi")
+    times = report.trace.times_s
+    weights = report.trace.weights["optimal"][:, lifi]
+    assert report.trace.capacity_mbps[times >= 5.0, lifi].max() == 0.0
+    assert (weights[(times > 5.1) & (times < 6.0)] > 0).all()
+    assert (weights[times > 6.1] == 0).all()
+
+
+@pytest.mark.parametrize("scenario_name", ["lifi-blockage", "paper-interruption"])
+def test_fused_probes_little_and_probe_only_pays_for_its_probes(scenario_name: str) -> None:
+    scenario = load_scenario(scenario_name).cut(60.0)
     settings = LoopSettings(estimators=("fused", "probe-only"), contenders=("optimal",))
     report = evaluate(scenario, settings)
     fused = report.result("optimal/fused")

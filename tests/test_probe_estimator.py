@@ -149,6 +149,37 @@ def test_link_state_down_is_never_probed_and_its_return_is() -> None:
     assert [(r.access, r.reason) for _, r in prober.started] == [("lifi", "recovered")]
 
 
+def test_a_silent_path_is_down_checked_only_when_its_node_never_reported_headroom() -> None:
+    # Wi-Fi dies at t = 3 (weighted, silent while NR carries). Its node had reported Wi-Fi's
+    # headroom before, so its return will show in the KPIs: no probe. A path whose node never
+    # reported headroom (only throughput) is down-checked every second instead.
+    for headroom_before in (True, False):
+        prober = ScriptedProber({"nr": 340.0, "wifi": None})
+        kpi = Fixed("kpi", {})
+        estimator = ProbeEstimator(prober, ProbeSettings(), advisors=[kpi])
+        for t in range(1, 9):
+            now = float(t)
+            wifi_up = t < 3
+            answers = {"nr": CapacityEstimate("cpe-1", "nr", DL, 340.0, 34.0, "kpi", now)}
+            answers["wifi"] = CapacityEstimate(
+                "cpe-1",
+                "wifi",
+                DL,
+                1190.0 if wifi_up else 0.0,
+                119.0,
+                "kpi",
+                now,
+                lower_bound=not (wifi_up and headroom_before),
+            )
+            kpi.answers = answers
+            estimator.update(period(now, nr=300.0, wifi=900.0 if wifi_up else 0.0), now)
+        reasons = [r.reason for t, r in prober.started if r.access == "wifi" and t >= 3]
+        if headroom_before:
+            assert reasons == []
+        else:
+            assert reasons == ["down-check"] * 6  # t = 3 … 8
+
+
 def test_every_result_is_kept_with_the_kpis_that_led_to_it() -> None:
     prober = ScriptedProber({"wifi": 1190.0})
     store = MemoryStateStore()

@@ -5,7 +5,10 @@ resort, not the routine. A path is probed when (in this order of priority):
 
 - ``recovered``: it came back after an outage (what it carries now is no guide yet);
 - ``down-check``: it went silent (outage.py) and nothing else can tell when it is back, as a
-  path on weight 0 carries nothing; every ``down_check_s`` (cheap: a dead path takes no data);
+  path on weight 0 carries nothing; every ``down_check_s`` (cheap: a dead path takes no data).
+  A path whose node has reported its headroom before is not down-checked: that node will show
+  its return in the next period, and a down-check that happened to overlap the return would
+  only cost the capacity the data is about to use;
 - ``no-estimate``: no other estimator has a fresh estimate of it (in probe-only mode: always);
 - ``disagree``: the other estimators disagree beyond their uncertainty, e.g. a throughput-fed
   model saying "what it carries" and the headroom KPIs saying "much more" on an under-weighted
@@ -109,6 +112,9 @@ class ProbeEstimator:
         self._in_flight: dict[Path, float] = {}
         self._last_start: dict[Path, float] = {}
         self._first_seen: dict[Path, float] = {}
+        # Paths whose headroom some advisor has measured (not only a lower bound): their
+        # return from an outage shows in the KPIs, so they need no down-check.
+        self._headroom_known: set[Path] = set()
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for sample in samples:
@@ -194,12 +200,14 @@ class ProbeEstimator:
             advisors = self.advisors_for(path[0], path[2])
             if advisors is None:
                 continue
+            if self._headroom_measured(path, advisors, now_s):
+                self._headroom_known.add(path)
             silent_since = self._silence.silent_since(path)
-            # No down-check for a path the KPIs already see back (its node reports headroom
-            # again): probing it would only cost the capacity the data is about to use.
             silent = silent_since is not None and not self._seen_back(
                 path, advisors, silent_since, now_s
             )
+            if silent and path in self._headroom_known:
+                continue  # its node will show its return: nothing for a probe to add yet
             if silent:
                 gap = self.settings.down_check_s
             elif advisors:
@@ -217,6 +225,11 @@ class ProbeEstimator:
                 continue
             per_cpe[path[0]] += 1
             self._start(path, reason, now_s)
+
+    def _headroom_measured(
+        self, path: Path, advisors: Sequence[CapacityEstimator], now_s: float
+    ) -> bool:
+        return self._seen_back(path, advisors, -math.inf, now_s)
 
     def _seen_back(
         self,

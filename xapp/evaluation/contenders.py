@@ -194,7 +194,9 @@ class ControlledContender:
     def weights(self, tick: int, time_s: float) -> IntArray:
         if time_s + _EPS >= self._next_report_s:
             self._now_s = time_s
-            self._last_tick = tick
+            # The report covers the period that ended now: its last tick is the one before,
+            # not this one (what changes at this very tick is the next report's news).
+            self._last_tick = max(tick - 1, 0)
             self.loop.step(time_s)
             self._next_report_s += self._period_s
         return self._weights.apply_due(time_s)
