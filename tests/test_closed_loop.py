@@ -20,8 +20,16 @@ def static_report():  # type: ignore[no-untyped-def]
 
 def test_static_oracle_round_robin_and_baselines(static_report) -> None:  # type: ignore[no-untyped-def]
     by_name = {r.name: r for r in static_report.results}
-    assert set(by_name) == {"optimal", "proportional", "rr", "paper-probe", "oracle"}
+    assert set(by_name) == {
+        "optimal",
+        "proportional",
+        "rr",
+        "paper-probe",
+        "report-oracle",
+        "oracle",
+    }
     assert by_name["oracle"].efficiency >= 0.98
+    assert 0.97 <= by_name["report-oracle"].efficiency <= by_name["oracle"].efficiency
     assert by_name["rr"].efficiency == pytest.approx(36.3 / 1544.1, abs=0.001)
     assert by_name["optimal"].efficiency >= 0.95
     assert by_name["proportional"].efficiency >= 0.95
@@ -29,6 +37,28 @@ def test_static_oracle_round_robin_and_baselines(static_report) -> None:  # type
     assert 0.4 < by_name["paper-probe"].efficiency < 0.6
     assert by_name["paper-probe"].probe_traffic_fraction is not None
     assert by_name["rr"].weight_pushes == 0
+
+
+def test_the_report_oracle_knows_each_change_only_at_the_next_report() -> None:
+    """On paper-interruption a link goes and another comes back every 5 s. The instant oracle
+    loses only MPTCP's reconnection; a loop fed by reports also loses the period until the
+    report, and the more so the longer the period."""
+    scenario = load_scenario("paper-interruption").cut(30.0)
+    efficiency = {}
+    for period_s in (0.2, 1.0):
+        report = evaluate(
+            scenario,
+            LoopSettings(reporting_period_s=period_s, contenders=("report-oracle", "oracle")),
+        )
+        efficiency[period_s] = report.result("report-oracle").efficiency
+        oracle = report.result("oracle").efficiency
+        assert efficiency[period_s] < oracle - 0.01
+    assert efficiency[1.0] < efficiency[0.2] - 0.03
+    trace = report.trace
+    wifi = trace.accesses.index("wifi")
+    back = (trace.times_s >= 5.0) & (trace.times_s <= 6.0)  # Wi-Fi is back from 5 s
+    assert (trace.weights["report-oracle"][back, wifi] == 0).all()
+    assert trace.weights["report-oracle"][trace.times_s >= 6.1][0, wifi] > 0
 
 
 def test_the_loop_beats_the_proportional_rule_when_capacities_move() -> None:

@@ -126,7 +126,8 @@ def bench_loop(
 ) -> None:
     """Closed-loop evaluation in simulated time: efficiency, weight pushes, re-convergence time
     and probe traffic of this xApp (per estimator) against round robin, the proportional rule,
-    the paper's probe method and an oracle.
+    the paper's probe method, the ceiling of a loop fed by the reports (report-oracle) and an
+    instant oracle.
 
     The estimators read simulated E2SM-KPM KPIs of what the weights let each path carry, and
     probe through simulated agents (`probe-only`, `fused`)."""
@@ -137,7 +138,7 @@ def bench_loop(
     if policy:
         contenders = tuple(policy)
     elif len(estimators) > 1:
-        contenders = ("optimal", "rr", "paper-probe", "oracle")
+        contenders = ("optimal", "rr", "paper-probe", "report-oracle", "oracle")
     else:
         contenders = CONTENDERS
     if plot is not None and len(names) > 1:

@@ -27,6 +27,7 @@ from xapp.evaluation.contenders import (
     OracleContender,
     PaperProbeContender,
     ProbeMethodSettings,
+    ReportOracleContender,
     StaticContender,
     kernel_default_weights,
 )
@@ -39,7 +40,7 @@ from xapp.scenario.truth import Truth, sample_truth
 
 FloatArray = npt.NDArray[np.float64]
 
-CONTENDERS = ("optimal", "proportional", "rr", "paper-probe", "oracle")
+CONTENDERS = ("optimal", "proportional", "rr", "paper-probe", "report-oracle", "oracle")
 CONTROLLED = ("optimal", "proportional")  # the contenders that run the control loop
 ESTIMATORS = ("oracle-noise", *MODES)
 
@@ -252,6 +253,10 @@ def _make_contender(
 ) -> Contender:
     if name == "oracle":
         return OracleContender(truth, in_round, settings.policy.max_weight)
+    if name == "report-oracle":
+        return ReportOracleContender(
+            truth, settings.reporting_period_s, settings.control_delay_s, settings.policy.max_weight
+        )
     if name == "rr":
         return StaticContender("rr", kernel_default_weights(truth))
     if name == "paper-probe":

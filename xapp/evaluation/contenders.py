@@ -6,6 +6,10 @@ capacity is left to the data, and is told what the data then carried:
 - ``ControlledContender``: the real ``ControlLoop`` with an estimator and a policy, fed simulated
   KPIs every reporting period; its pushes take effect after the control delay.
 - ``OracleContender``: the optimal weights for the true capacities, instantly.
+- ``ReportOracleContender``: the same, but only as a report-driven loop could: at each report
+  it knows the true capacities of the period's last tick, and its weights land after the
+  control delay. No estimator fed by those reports can know more, so this is the ceiling the
+  controlled contenders are measured against (the instant oracle also sees between reports).
 - ``StaticContender``: fixed weights (round robin 1-1-1, the kernel's default).
 - ``PaperProbeContender``: the method of Navarro-Ortiz et al. (Sensors 2024): iperf3 probes on
   every path (10 TCP flows, 5 s of every 10 s) that take their share from the data while they
@@ -93,6 +97,38 @@ class OracleContender:
             self._weights = new
             self._last_capacity = capacity
         return self._weights
+
+    def data_share(self, tick: int) -> float:
+        return 1.0
+
+    def observe(self, tick: int, carried_mbps: FloatArray) -> None:
+        pass
+
+
+class ReportOracleContender:
+    def __init__(
+        self, truth: Truth, reporting_period_s: float, control_delay_s: float, max_weight: int
+    ) -> None:
+        self.name = "report-oracle"
+        self.pushes = 0
+        self._truth = truth
+        self._period_s = reporting_period_s
+        self._next_report_s = reporting_period_s
+        self._max_weight = max_weight
+        self._weights = _DelayedWeights(kernel_default_weights(truth), control_delay_s)
+        self._decided = self._weights.current.copy()
+
+    def weights(self, tick: int, time_s: float) -> IntArray:
+        if time_s + _EPS >= self._next_report_s:
+            self._next_report_s += self._period_s
+            # The report covers the period that ended now; its last tick is the one before.
+            capacity = self._truth.usable_mbps[max(tick - 1, 0)]
+            new = optimal_weights_batch(capacity, self._max_weight)
+            for c in np.flatnonzero(np.any(new != self._decided, axis=1)):
+                self.pushes += 1
+                self._weights.schedule(time_s, int(c), new[c])
+            self._decided = new
+        return self._weights.apply_due(time_s)
 
     def data_share(self, tick: int) -> float:
         return 1.0

@@ -12,6 +12,8 @@ DESCRIPTIONS = {
     "proportional": "the paper's proportional rule on the same estimator",
     "rr": "round robin 1-1-1 (the kernel's default weight)",
     "paper-probe": "the paper's method: iperf3 probes 5 s of every 10 s, weights every 12 s",
+    "report-oracle": "optimal weights for the true capacities at each report, after the "
+    "control delay: the most any estimator fed by the reports can reach",
     "oracle": "optimal weights for the true capacities, instantly",
 }
 
@@ -51,7 +53,7 @@ def loop_table(report: LoopReport, paper: dict[str, str] | None = None) -> Table
             str(r.weight_pushes),
             reconv_text,
             "-".join(str(w) for w in r.final_weights.values()),
-            "-" if probe is None else f"{probe:.0%}",
+            "-" if probe is None else f"{probe:.1%}",
         ]
         if paper is not None:
             row.append(paper.get(r.name, ""))
