@@ -68,7 +68,7 @@ def test_newest_report_of_an_outage_wins() -> None:
 
 
 def test_silence_while_others_carry_traffic_is_an_outage_until_traffic_returns() -> None:
-    source = Fixed("kpi", est(100.0, 5.0, 10.0))
+    source = Fixed("kpi", est(100.0, 5.0, 9.0))  # the headroom last measured before the silence
     fused = FusedEstimator([source])
 
     def period(t: float, wifi: float) -> list[KpiSample]:
@@ -82,6 +82,34 @@ def test_silence_while_others_carry_traffic_is_an_outage_until_traffic_returns()
     fused.update(period(11.0, 500.0), 11.0)
     assert fused.estimate("cpe-1", "wifi", DL, 11.0).available  # type: ignore[union-attr]
     assert len(source.seen) == 4
+
+
+def test_headroom_measured_in_the_silent_period_itself_is_not_an_outage() -> None:
+    """A path that just came back is given weight, but MPTCP re-establishes its subflow for
+    ~0.45 s, so it may carry nothing in a short period while its node already measures the
+    station's headroom (a dead station's node has no radio measurements of it)."""
+    kpi = Fixed("kpi", est(1190.0, 119.0, 10.25))
+    fused = FusedEstimator([kpi])
+    fused.update(
+        [
+            KpiSample("cpe-1", "wifi", DL, 10.25, 0.25, throughput_mbps=0.0),
+            KpiSample("cpe-1", "nr", DL, 10.25, 0.25, throughput_mbps=300.0),
+        ],
+        10.25,
+    )
+    reconnecting = fused.estimate("cpe-1", "wifi", DL, 10.25)
+    assert reconnecting is not None
+    assert reconnecting.available
+    assert reconnecting.capacity_mbps == pytest.approx(1190.0)
+    kpi.answer = est(0.0, 0.0, 10.5, lower_bound=True)  # next period: no radio measurements
+    fused.update(
+        [
+            KpiSample("cpe-1", "wifi", DL, 10.5, 0.25, throughput_mbps=0.0),
+            KpiSample("cpe-1", "nr", DL, 10.5, 0.25, throughput_mbps=300.0),
+        ],
+        10.5,
+    )
+    assert not fused.estimate("cpe-1", "wifi", DL, 10.5).available  # type: ignore[union-attr]
 
 
 def test_a_lower_bound_only_raises_the_fused_value() -> None:

@@ -137,13 +137,16 @@ class CapacityEstimate:
     lower_bound: bool = False
 
     def shows_path_usable_since(self, time_s: float) -> bool:
-        """A direct measurement (not a lower bound) of a usable path, taken after ``time_s``:
-        what ends a silence or an outage."""
+        """A direct measurement (not a lower bound) of a usable path, of the period ending at
+        ``time_s`` or later: what ends a silence or an outage. The same period counts: a node
+        that measured the station's headroom saw it associated, so a weighted path that carried
+        nothing then was being re-established by MPTCP, not dead (a dead station's node reports
+        no radio measurements of it)."""
         return (
             self.available
             and not self.lower_bound
             and self.capacity_mbps > 0
-            and self.measured_at_s > time_s
+            and self.measured_at_s >= time_s
         )
 
     def __post_init__(self) -> None:
