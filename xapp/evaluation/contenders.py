@@ -6,10 +6,12 @@ capacity is left to the data, and is told what the data then carried:
 - ``ControlledContender``: the real ``ControlLoop`` with an estimator and a policy, fed simulated
   KPIs every reporting period; its pushes take effect after the control delay.
 - ``OracleContender``: the optimal weights for the true capacities, instantly.
-- ``ReportOracleContender``: the same, but only as a report-driven loop could: at each report
-  it knows the true capacities of the period's last tick, and its weights land after the
-  control delay. No estimator fed by those reports can know more, so this is the ceiling the
-  controlled contenders are measured against (the instant oracle also sees between reports).
+- ``ReportOracleContender``: the same, but only as a loop fed by periodic reports could: at
+  each report it knows the true capacities of the period's last tick, and its weights land
+  after the control delay. Perfect knowledge without foresight: where capacities only step
+  (links going and coming back) no loop fed by the reports does better without predicting the
+  steps; where they jitter, hedging against the next period (the robust policy) beats its
+  exact optimum.
 - ``StaticContender``: fixed weights (round robin 1-1-1, the kernel's default).
 - ``PaperProbeContender``: the method of Navarro-Ortiz et al. (Sensors 2024): iperf3 probes on
   every path (10 TCP flows, 5 s of every 10 s) that take their share from the data while they

@@ -12,8 +12,8 @@ DESCRIPTIONS = {
     "proportional": "the paper's proportional rule on the same estimator",
     "rr": "round robin 1-1-1 (the kernel's default weight)",
     "paper-probe": "the paper's method: iperf3 probes 5 s of every 10 s, weights every 12 s",
-    "report-oracle": "optimal weights for the true capacities at each report, after the "
-    "control delay: the most any estimator fed by the reports can reach",
+    "report-oracle": "optimal weights for the true capacities as of each report, after the "
+    "control delay: perfect knowledge, no foresight, no hedging",
     "oracle": "optimal weights for the true capacities, instantly",
 }
 
