@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from e2sim.identities import e2_cpes
@@ -38,6 +39,10 @@ def test_bad_agent_options_and_unreachable_agents_are_clear_errors() -> None:
     assert unreachable.returncode == 2
     assert "agent at http://127.0.0.1:1" in unreachable.stderr
     assert "Traceback" not in unreachable.stderr
+    waited = run("--agent", "cpe-1=http://127.0.0.1:1", "--agent-wait", "1", "--duration", "1")
+    assert waited.returncode == 2
+    assert "retrying for up to" in waited.stderr
+    assert waited.stderr.rstrip().endswith("Connection refused")
 
 
 def test_prepare_reads_the_lever_and_continues_the_agents_sequence(tmp_path: Path) -> None:
@@ -61,3 +66,33 @@ def test_prepare_reads_the_lever_and_continues_the_agents_sequence(tmp_path: Pat
     assert held.weights == {"nr": 3, "wifi": 10, "lifi": 1}
     # A weights lever keeps the policy's own floor; only active-backup raises it.
     assert control.policy_config.min_share_of_largest == 0.01
+
+
+def test_prepare_waits_for_an_agent_that_comes_up_later(tmp_path: Path) -> None:
+    config, port = write_config(tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    control = LiveControl(
+        e2_cpes(load_scenario("paper-static")),
+        LiveSettings(cpe_agents={}, proxy_agent=AgentEndpoint(url, TOKEN)),
+    )
+    waits: list[str] = []
+    result: dict[str, object] = {}
+
+    def prepare() -> None:
+        try:
+            result["levers"] = control.prepare(wait_s=60.0, on_wait=waits.append)
+        except Exception as error:  # reported below, not lost in the thread
+            result["error"] = error
+
+    thread = threading.Thread(target=prepare)
+    thread.start()
+    try:
+        while not waits and thread.is_alive():  # it has tried and found nobody
+            thread.join(timeout=0.1)
+        with agent(config, port):
+            thread.join(timeout=60)
+    finally:
+        control.stop()
+    assert result.get("levers") == {url: "weights"}, result
+    assert f"agent at {url}" in waits[0]
+    assert "retrying for up to" in waits[0]

@@ -476,6 +476,14 @@ def xapp_run(
     token_file: Annotated[
         Path | None, typer.Option(help="File holding the agents' bearer token.")
     ] = None,
+    agent_wait: Annotated[
+        float,
+        typer.Option(
+            help="Seconds to keep retrying an agent that does not answer at start (agents "
+            "may come up after the xApp); 0: fail at once.",
+            min=0,
+        ),
+    ] = 0.0,
 ) -> None:
     """Standalone mode: accept E2 nodes (e.g. `atsss e2sim run`), subscribe, decode their KPIs,
     and with `--agent` run the control loop that keeps the agents' weights right."""
@@ -506,7 +514,7 @@ def xapp_run(
     )
     if control is not None:
         try:
-            levers = control.prepare()
+            levers = control.prepare(agent_wait, on_wait=lambda m: typer.echo(m, err=True))
         except LiveSetupError as error:
             fail(str(error))
         typer.echo(

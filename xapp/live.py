@@ -45,6 +45,15 @@ class LiveSetupError(RuntimeError):
     """The live loop cannot start as configured (an agent unreachable or refusing)."""
 
 
+class AgentUnreachableError(LiveSetupError):
+    """No answer from an agent (it may still be starting: worth waiting for)."""
+
+
+# Waiting for an agent: the first retry after this, doubling up to the cap.
+FIRST_RETRY_S = 0.5
+MAX_RETRY_S = 5.0
+
+
 @dataclass(frozen=True)
 class LiveSettings:
     cpe_agents: Mapping[str, AgentEndpoint]
@@ -92,9 +101,17 @@ class LiveControl:
         """Called by the E2 transport's threads."""
         self.source.add(samples)
 
-    def prepare(self) -> dict[str, str]:
-        """Ask every agent for its lever and for the weights it holds; returns agent → lever."""
-        levers = {url: _lever(agent) for url, agent in self._agents().items()}
+    def prepare(
+        self, wait_s: float = 0.0, on_wait: Callable[[str], None] = lambda message: None
+    ) -> dict[str, str]:
+        """Ask every agent for its lever and for the weights it holds; returns agent → lever.
+
+        An agent that does not answer is retried for up to ``wait_s`` (in a RIC the agents
+        may come up after the xApp); one that answers with a refusal fails at once."""
+        deadline = time.monotonic() + wait_s
+        levers = {
+            url: _lever_when_up(agent, deadline, on_wait) for url, agent in self._agents().items()
+        }
         if "active-backup" in levers.values():
             self.policy_config = replace(
                 self.policy_config,
@@ -175,12 +192,26 @@ class LiveControl:
         return agents
 
 
+def _lever_when_up(agent: AgentEndpoint, deadline: float, on_wait: Callable[[str], None]) -> str:
+    retry_s = FIRST_RETRY_S
+    while True:
+        try:
+            return _lever(agent)
+        except AgentUnreachableError as error:
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                raise
+            on_wait(f"{error}; retrying for up to {left_s:.0f} s more")
+            time.sleep(min(retry_s, left_s))
+            retry_s = min(2 * retry_s, MAX_RETRY_S)
+
+
 def _lever(agent: AgentEndpoint) -> str:
     try:
         with agent.client(5.0) as client:
             response = client.get("/v1/health")
     except httpx.HTTPError as error:
-        raise LiveSetupError(f"agent at {agent.base_url}: {error}") from error
+        raise AgentUnreachableError(f"agent at {agent.base_url}: {error}") from error
     if response.status_code != 200:
         raise LiveSetupError(refusal(agent, response))
     lever = response.json().get("lever", "weights")
