@@ -37,10 +37,48 @@ FloatArray = npt.NDArray[np.floating[Any]]
 
 @dataclass(frozen=True)
 class NodeReport:
-    """One period's values per station (arrays aligned with the node's station list)."""
+    """One period's values per station (arrays aligned with the node's station list).
+
+    ``values`` hold what the models compute for every station (the training datasets use them
+    all); ``unmeasured`` marks the stations whose link is down, for which a real node has no
+    radio measurement at all: over E2 their ``radio_names`` go out as noValue, and only what
+    they carried (nothing), cell counters and a link state remain."""
 
     values: dict[str, FloatArray]
     labels: dict[str, npt.NDArray[np.int64]]  # distBinX per station for distribution names
+    unmeasured: npt.NDArray[np.bool_] | None = None
+    radio_names: frozenset[str] = frozenset()
+
+    def measured(self, name: str, station: int) -> bool:
+        return not (
+            name in self.radio_names
+            and self.unmeasured is not None
+            and bool(self.unmeasured[station])
+        )
+
+
+# Per-station radio measurements: a node has none of them for a station whose link is down.
+NR_RADIO_NAMES = frozenset(
+    {
+        "CARR.AverageLayersDl",
+        "CARR.WBCQIDist",
+        "CARR.PDSCHMCSDist",
+        "DRB.RlcSduDelayDl",
+        "L1M.SS-SINR",
+        "L1M.SS-RSRP",
+    }
+)
+WIFI_RADIO_NAMES = frozenset(
+    {
+        "WLAN.StaRssi",
+        "WLAN.StaSnr",
+        "WLAN.StaMcsDl",
+        "WLAN.StaNssDl",
+        "WLAN.StaPhyRateDl",
+        "WLAN.StaPhyRateUl",
+        "WLAN.StaRetryRate",
+    }
+)
 
 
 Utilisation = float | FloatArray
@@ -133,7 +171,10 @@ def nr_report(
     mcs = np.array([nr.mcs_for_cqi(int(c)) for c in cqi], dtype=np.int64)
     # distBinX is 1-based: bin k holds CQI (or MCS) k - 1.
     return NodeReport(
-        values, {"CARR.WBCQIDist": cqi.astype(np.int64) + 1, "CARR.PDSCHMCSDist": mcs + 1}
+        values,
+        {"CARR.WBCQIDist": cqi.astype(np.int64) + 1, "CARR.PDSCHMCSDist": mcs + 1},
+        unmeasured=~available,
+        radio_names=NR_RADIO_NAMES,
     )
 
 
@@ -188,7 +229,7 @@ def wifi_report(
         "WLAN.StaThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
         "WLAN.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
     }
-    return NodeReport(values, {})
+    return NodeReport(values, {}, unmeasured=~available, radio_names=WIFI_RADIO_NAMES)
 
 
 def lifi_report(

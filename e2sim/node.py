@@ -82,9 +82,11 @@ class SimulatedNode:
         labelled = {n: report.labels[n] for n in names if n in report.labels}
         reports = []
         for i, ueid in enumerate(self._ueids):
-            body = builders.message_format1_body(
-                names, [[_record(column[i]) for column in columns]], period_ms
-            )
+            record = [
+                _record(column[i]) if report.measured(name, i) else None
+                for name, column in zip(names, columns, strict=True)
+            ]
+            body = builders.message_format1_body(names, [record], period_ms)
             if labelled:
                 for j, name in enumerate(names):
                     if name in labelled:

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.servers import free_port
+from xapp.domain import Direction, KpiSample
+from xapp.estimators.kpi import estimate_from_sample
 
 SCENARIO = """\
 version: 1
@@ -24,7 +26,11 @@ cpes:
     count: 3
     accesses:
       nr: {downlink_mbps: 342, uplink_mbps: 56, scale: [0.5, 1.0]}
-      wifi: {downlink_mbps: 1190, uplink_mbps: 900, scale: [0.2, 1.0]}
+      wifi:
+        downlink_mbps: 1190
+        uplink_mbps: 900
+        scale: [0.2, 1.0]
+        availability: {outages: [[5, 7]]}
       lifi:
         downlink_mbps: 12.1
         uplink_mbps: 6
@@ -117,3 +123,21 @@ def test_simulator_and_standalone_xapp(tmp_path: Path, version: str) -> None:
         assert measured == pytest.approx(expected, rel=0.1, abs=0.01), key
     lifi_states = [s["available"] for s in got[("cpe-0", "lifi")]]
     assert lifi_states == [True, True, True, False, False, True, True, True]
+    # A Wi-Fi station whose link is down has no radio measurements (noValue over E2), so the
+    # KPI estimator cannot mistake the lowest PHY rate for headroom on a dead path.
+    for i in range(3):
+        for sample, row in zip(got[(f"cpe-{i}", "wifi")], truth[(f"cpe-{i}", "wifi")], strict=True):
+            assert ("WLAN.StaPhyRateDl" in sample["measurements"]) == row["available"]
+            estimate = estimate_from_sample(
+                KpiSample(
+                    sample["cpe_id"],
+                    "wifi",
+                    Direction.DOWNLINK,
+                    sample["time_s"],
+                    sample["period_s"],
+                    throughput_mbps=sample["throughput_mbps"],
+                    measurements=sample["measurements"],
+                )
+            )
+            assert estimate is not None
+            assert estimate.lower_bound == (not row["available"])

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
+import os
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
@@ -51,6 +53,19 @@ app.add_typer(testbed_app, name="testbed")
 app.add_typer(train_app, name="train")
 xapp_app = typer.Typer(help="Run the xApp.", no_args_is_help=True)
 app.add_typer(xapp_app, name="xapp")
+
+LOG_LEVEL_VARIABLE = "ATSSS_LOG_LEVEL"
+
+
+@app.callback()
+def configure_logging() -> None:
+    """Log to stderr at the level in ATSSS_LOG_LEVEL (default WARNING; INFO shows every weight
+    push and probe with its reason)."""
+    level = os.environ.get(LOG_LEVEL_VARIABLE, "WARNING").upper()
+    if level not in logging.getLevelNamesMapping():
+        fail(f"{LOG_LEVEL_VARIABLE} must be one of DEBUG, INFO, WARNING, ERROR; got {level!r}")
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
 
 # Tables are wider than 80 columns; pipes and CI logs get 110 rather than rich's default 80.
 out = Console(width=max(110, Console().size.width))

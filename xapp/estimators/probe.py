@@ -158,6 +158,13 @@ class ProbeEstimator:
             return  # given up on already; a late answer is not trusted with a stale start
         self.stats.probe_mbit += outcome.probe_mbit
         if outcome.path_down:
+            result = "path down"
+        elif outcome.capacity_mbps is not None:
+            result = f"{outcome.capacity_mbps:.1f} Mbit/s"
+        else:
+            result = outcome.error or "no result"
+        log.info("probe of %s %s %s (%s): %s", *path, r.reason, result)
+        if outcome.path_down:
             self.stats.path_down += 1
             self._latest[path] = CapacityEstimate(
                 *path, 0.0, 0.0, self.name, outcome.finished_at_s, available=False
