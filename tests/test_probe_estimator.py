@@ -227,3 +227,19 @@ def test_operator_override_switches_the_estimator_of_one_cpe() -> None:
 
 def replace_time(sample: KpiSample, t: float) -> KpiSample:
     return KpiSample(**{**sample.__dict__, "time_s": t})
+
+
+def test_only_the_controlled_directions_are_probed() -> None:
+    """Uplink and downlink KPIs both arrive, but with only downlink weights controlled a probe
+    of an uplink path would cost capacity for an estimate nobody uses."""
+    prober = ScriptedProber({"nr": 340.0})
+    selection = EstimatorSelection(prober, probe_directions=(DL,))
+    for t in (1.0, 2.0):
+        selection.update(
+            [
+                KpiSample("cpe-1", "nr", Direction.UPLINK, t, 1.0, throughput_mbps=50.0),
+                KpiSample("cpe-1", "nr", DL, t, 1.0, throughput_mbps=300.0),
+            ],
+            t,
+        )
+    assert [(r.access, r.direction) for _, r in prober.started] == [("nr", DL)]

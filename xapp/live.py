@@ -86,7 +86,11 @@ class LiveControl:
         )
         self.prober = AgentProber(settings.cpe_agents)
         self.estimator = EstimatorSelection(
-            self.prober, settings.estimator, records=self.store, weights=self._weights_in_force
+            self.prober,
+            settings.estimator,
+            records=self.store,
+            weights=self._weights_in_force,
+            probe_directions=settings.directions,
         )
         self.policy_config = settings.policy
         self.on_push = on_push

@@ -10,7 +10,7 @@ estimators in fused mode; in the kpi-only and model-only modes it does not probe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from xapp.domain import CapacityEstimate, Direction, KpiSample
@@ -55,10 +55,14 @@ class EstimatorSelection:
         records: ProbeRecordStore | None = None,
         choice: ModeChoice = lambda cpe_id, direction: None,
         weights: WeightLookup | None = None,
+        probe_directions: Collection[Direction] = tuple(Direction),
     ) -> None:
         """``weights``: the weights in force per CPE and direction (the state store), so that
-        silence on a path given no weight is not taken for an outage."""
+        silence on a path given no weight is not taken for an outage. ``probe_directions``:
+        the directions whose weights are controlled; a probe of another would cost capacity
+        for an estimate nobody uses."""
         self.settings = settings or EstimatorSettings()
+        self.probe_directions = frozenset(probe_directions)
         self.choice = choice
         self.kpi = KpiEstimator()
         self.model = model if model is not None else ModelEstimator()
@@ -99,6 +103,8 @@ class EstimatorSelection:
     def _advisors_for(
         self, cpe_id: str, direction: Direction
     ) -> Sequence[CapacityEstimator] | None:
+        if direction not in self.probe_directions:
+            return None
         mode = self.mode_for(cpe_id, direction)
         if mode == "fused":
             return (self.kpi, self.model)
