@@ -92,35 +92,17 @@ def test_estimates_follow_the_true_capacity() -> None:
 
 def test_link_down_is_reported_unavailable() -> None:
     estimator = ModelEstimator()
-    base = {"LIFI.StaSnr": 2.0, "LIFI.StaPhyRateDl": 12.0}
-    estimator.update(
-        [
-            KpiSample(
-                "cpe-1",
-                "lifi",
-                Direction.DOWNLINK,
-                float(t),
-                1.0,
-                throughput_mbps=12.0,
-                available=True,
-                measurements={**base, "LIFI.LinkState": 1.0},
-            )
-            for t in range(5)
-        ]
-        + [
-            KpiSample(
-                "cpe-1",
-                "lifi",
-                Direction.DOWNLINK,
-                5.0,
-                1.0,
-                throughput_mbps=0.0,
-                available=False,
-                measurements={**base, "LIFI.LinkState": 0.0},
-            )
-        ],
+    down = KpiSample(
+        "cpe-1",
+        "lifi",
+        Direction.DOWNLINK,
         5.0,
+        1.0,
+        throughput_mbps=0.0,
+        available=False,
+        measurements={"LIFI.StaSnr": 2.0, "LIFI.StaPhyRateDl": 12.0, "LIFI.LinkState": 0.0},
     )
+    estimator.update([*lifi_history(), down], 5.0)
     estimate = estimator.estimate("cpe-1", "lifi", Direction.DOWNLINK, 6.0)
     assert estimate is not None
     assert not estimate.available
