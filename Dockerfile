@@ -14,12 +14,15 @@ RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY pyproject.toml README.md ./
-COPY xapp ./xapp
+COPY atsss ./atsss
+COPY core ./core
 COPY kpm ./kpm
 COPY e2sim ./e2sim
 COPY agent ./agent
 COPY models ./models
-RUN pip wheel --wheel-dir /wheels .
+COPY xapp ./xapp
+COPY bench ./bench
+RUN pip wheel --wheel-dir /wheels '.[xapp]'
 
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1

@@ -1,1 +1,1 @@
-"""The CPE and MPTCP proxy agent that writes weights to the kernel (issue 5; not built yet)."""
+"""The CPE and MPTCP proxy agent that writes weights to the kernel."""

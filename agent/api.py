@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from agent.probes import ProbeError, iperf3_probe
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
-from xapp.domain import Direction
+from core.domain import Direction
 
 log = logging.getLogger(__name__)
 

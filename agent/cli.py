@@ -15,7 +15,7 @@ from agent.config import AgentConfig, AgentConfigError, load_config
 from agent.host import local_addresses
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
 from agent.testbed import ACCESSES, Testbed, TestbedError
-from xapp.domain import Direction
+from core.domain import Direction
 
 agent_app = typer.Typer(
     help="The CPE / MPTCP proxy agent that writes weights to the kernel.", no_args_is_help=True
@@ -230,8 +230,8 @@ def _weights_float(text: str) -> dict[str, float]:
 
 
 def _scenario_rates(name: str, at_s: float) -> tuple[dict[str, float], dict[str, float]]:
-    from xapp.scenario.load import ScenarioError, load_scenario
-    from xapp.scenario.truth import sample_truth
+    from core.scenario.load import ScenarioError, load_scenario
+    from core.scenario.truth import sample_truth
 
     try:
         loaded = load_scenario(name)

@@ -9,7 +9,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from xapp.domain import Direction
+from core.domain import Direction
 
 
 class AgentConfigError(ValueError):

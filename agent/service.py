@@ -18,7 +18,7 @@ from ipaddress import IPv4Address
 
 from agent.backends.base import Backend, BackendError, PathWeight
 from agent.config import AgentConfig
-from xapp.domain import Direction
+from core.domain import Direction
 
 log = logging.getLogger(__name__)
 

@@ -1,1 +1,1 @@
-"""KPM simulator of 5G NR, Wi-Fi and LiFi access nodes (issue 4; not built yet)."""
+"""KPM simulator of 5G NR, Wi-Fi and LiFi access nodes."""

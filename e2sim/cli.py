@@ -11,13 +11,13 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from core.scenario.load import ScenarioError, load_scenario
+from core.scenario.model import Scenario
+from core.standards.nr import PATTERNS
 from e2sim.dataset import write_dataset
-from e2sim.radio.nr import PATTERNS
 from e2sim.runner import RunStats, SimRunner
 from e2sim.world import SimWorld
 from kpm.versions import parse_version
-from xapp.scenario.load import ScenarioError, load_scenario
-from xapp.scenario.model import Scenario
 
 e2sim_app = typer.Typer(
     help="KPM simulator of 5G NR, Wi-Fi and LiFi access nodes.", no_args_is_help=True

@@ -1,4 +1,4 @@
-"""Offline datasets: every period's KPIs with the true capacity, for training (issue 6).
+"""Offline datasets: every period's KPIs with the true capacity, for training.
 
 One row per period, CPE and access: time, ids, the true capacities and availability (the
 labels), and the KPIs that access's node would report (other accesses' columns stay empty).
@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from e2sim.identities import OFFERED
+from core.scenario.e2_identities import OFFERED
 from e2sim.world import SimWorld
 
 BASE_COLUMNS = ("time_s", "cpe_id", "access", "available", "capacity_dl_mbps", "capacity_ul_mbps")

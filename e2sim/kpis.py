@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from core.standards import nr as nr_standard
 from e2sim.radio import lifi, nr, wifi
 
 FloatArray = npt.NDArray[np.floating[Any]]
@@ -107,14 +108,14 @@ def _noisy(values: FloatArray, relative: float, rng: np.random.Generator) -> Flo
 class NrTables:
     """Per-CQI rate at the full carrier, for inverting capacity → CQI and PRB share."""
 
-    def __init__(self, carrier: nr.NrCarrier) -> None:
+    def __init__(self, carrier: nr_standard.NrCarrier) -> None:
         self.carrier = carrier
-        cqis = range(1, len(nr.CQI_TABLE_256QAM))
+        cqis = range(1, len(nr_standard.CQI_TABLE_256QAM))
         self.sinr_min_db = np.array([nr.sinr_for_cqi(c) for c in cqis])
         self.layers = np.array(
             [nr.layers_for_sinr(s, carrier.max_layers_dl) for s in self.sinr_min_db]
         )
-        efficiency = np.array([nr.CQI_TABLE_256QAM[c][2] for c in cqis])
+        efficiency = np.array([nr_standard.CQI_TABLE_256QAM[c][2] for c in cqis])
         self.full_dl_mbps = np.array(
             [
                 carrier.rate_mbps(e, int(n), True)
@@ -186,7 +187,7 @@ class WifiTables:
         configs = [
             (link.phy_rate_mbps(m, s), m, s, max(wifi.HE_MCS_MIN_SNR_DB[m], 12.0 if s > 1 else 0.0))
             for s in (1, min(link.ap_streams, link.client_streams))
-            for m in range(len(wifi.HE_MCS))
+            for m in range(len(wifi.HE_MCS_MIN_SNR_DB))
         ]
         configs.sort()
         self.phy_mbps = np.array([c[0] for c in configs])

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from e2sim.identities import GNB_IDS, OFFERED
+from core.scenario.e2_identities import GNB_IDS, OFFERED
 from e2sim.kpis import NodeReport
 from e2sim.node_client import ActiveSubscription, E2NodeClient
 from kpm import builders
@@ -118,6 +118,6 @@ class SimulatedNode:
 
 
 def _mac(position: int) -> str:
-    from e2sim.identities import station_mac
+    from core.scenario.e2_identities import station_mac
 
     return station_mac(position)

@@ -3,7 +3,7 @@
 A node announces one KPM RAN function (with the OID of its E2SM-KPM version and a RAN function
 description listing the measurements it offers), admits subscriptions whose measurements it
 offers, refuses the others with an E2AP cause, and sends whatever indications its owner
-builds. The KPM simulator (issue 4) drives it; tests use it directly.
+builds. The KPM simulator drives it; tests use it directly.
 """
 
 from __future__ import annotations
@@ -16,11 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.e2_framing import recv_frame, send_frame
+from core.e2_naming import e2_node_name
 from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
 from kpm.versions import OID_BY_VERSION, KpmVersion
-from xapp.e2.stream import recv_frame, send_frame
 
 REFUSED_MEASUREMENT: e2ap.Cause = ("ricRequest", "action-not-supported")
 
@@ -66,7 +67,7 @@ class E2NodeClient:
 
     @property
     def node_name(self) -> str:
-        return e2ap.e2_node_name(self.plmn, self.gnb_id)
+        return e2_node_name(self.plmn, self.gnb_id)
 
     def connect(self) -> None:
         self._sock = socket.create_connection(self.address, timeout=10)

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from core.domain import Direction
+from core.scenario.load import ScenarioError
+from core.scenario.model import Scenario
+from core.scenario.truth import Truth, sample_series, sample_truth
+from core.standards import nr as nr_standard
 from e2sim.kpis import NodeReport, NrTables, WifiTables, lifi_report, nr_report, wifi_report
 from e2sim.radio import lifi, nr, wifi
 from e2sim.radio.nr import RadioStateError
-from xapp.domain import Direction
-from xapp.scenario.load import ScenarioError
-from xapp.scenario.model import Scenario
-from xapp.scenario.truth import Truth, sample_series, sample_truth
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -60,7 +61,7 @@ class SimWorld:
         self.scenario = scenario
         self.period_s = period_s
         self.utilisation = utilisation
-        self.nr_tables = NrTables(nr.NrCarrier(tdd=nr.PATTERNS[nr_pattern]))
+        self.nr_tables = NrTables(nr_standard.NrCarrier(tdd=nr_standard.PATTERNS[nr_pattern]))
         self.wifi_tables = WifiTables(wifi.WifiLink())
         self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
         self.uplink_mbps = self._uplink()
@@ -145,7 +146,7 @@ class SimWorld:
     def _radio_capacity(
         self, access: str, radio: object, times: FloatArray, key: tuple[object, ...]
     ) -> FloatArray:
-        from xapp.scenario.schema import RadioSpec
+        from core.scenario.schema import RadioSpec
 
         assert isinstance(radio, RadioSpec)
         load = (

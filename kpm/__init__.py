@@ -1,1 +1,1 @@
-"""E2SM-KPM and E2AP codecs and the KPI catalogue (issue 3; not built yet)."""
+"""E2SM-KPM and E2AP codecs and the KPI catalogue."""

@@ -11,6 +11,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.e2_naming import e2_node_name
 from kpm.errors import CodecError
 
 _LOCK = threading.Lock()
@@ -148,10 +149,6 @@ E2apMessage = (
     | SubscriptionDeleteResponse
     | Indication
 )
-
-
-def e2_node_name(plmn: bytes, gnb_id: int) -> str:
-    return f"gnb_{plmn.hex()}_{gnb_id:08x}"
 
 
 def _ie(ie_id: int, criticality: str, type_name: str, value: Any) -> dict[str, Any]:

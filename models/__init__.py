@@ -1,1 +1,1 @@
-"""Offline training pipeline and the shipped capacity models (issue 6; not built yet)."""
+"""Offline training pipeline and the shipped capacity models."""

@@ -1,6 +1,6 @@
 """Small builders shared by the tests."""
 
-from xapp.domain import CapacityEstimate, Direction
+from core.domain import CapacityEstimate, Direction
 from xapp.policy.weight_policy import PathView
 
 DL = Direction.DOWNLINK

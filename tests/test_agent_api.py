@@ -49,7 +49,7 @@ def write_config(tmp_path: Path, role: str = "proxy", **extra: object) -> tuple[
 @contextlib.contextmanager
 def agent(config: Path, port: int) -> Iterator[httpx.Client]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)],
+        [sys.executable, "-m", "atsss", "agent", "run", "--config", str(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -189,7 +189,7 @@ def test_bad_configuration_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "agent.yaml"
     path.write_text(yaml.safe_dump({"role": "router", "accesses": {}}))
     result = subprocess.run(
-        [sys.executable, "-m", "xapp", "agent", "show", "--config", str(path)],
+        [sys.executable, "-m", "atsss", "agent", "show", "--config", str(path)],
         capture_output=True,
         text=True,
         timeout=60,
@@ -200,7 +200,7 @@ def test_bad_configuration_is_one_line(tmp_path: Path) -> None:
 
 def agent_command(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "xapp", "agent", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "atsss", "agent", *args], capture_output=True, text=True, timeout=60
     )
 
 
@@ -268,7 +268,7 @@ def test_tls_when_configured(tmp_path: Path) -> None:
         tmp_path, tls_certificate=str(tmp_path / "cert.pem"), tls_key=str(tmp_path / "key.pem")
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)],
+        [sys.executable, "-m", "atsss", "agent", "run", "--config", str(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -9,10 +9,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from core.domain import Direction, ProbeOutcome, ProbeRequest
 from tests.test_agent_api import TOKEN, agent, write_config
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.agent_prober import AgentProber
-from xapp.domain import Direction, ProbeOutcome, ProbeRequest
 
 
 def wait(prober: AgentProber, count: int) -> list[ProbeOutcome]:

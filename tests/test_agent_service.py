@@ -13,7 +13,7 @@ from agent.backends.dry_run import DryRunBackend
 from agent.backends.mainline import MainlineBackend
 from agent.config import AgentConfig
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
-from xapp.domain import Direction
+from core.domain import Direction
 
 UP = Direction.UPLINK
 

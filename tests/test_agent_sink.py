@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from agent.backends.wrr import WEIGHTS
+from core.domain import Direction, SteeringMode, WeightSet
 from tests.test_agent_api import TOKEN, agent, write_config
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.agent_sink import AgentWeightSink
-from xapp.domain import Direction, SteeringMode, WeightSet
 from xapp.ports import WeightPushError
 
 

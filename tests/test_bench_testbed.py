@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not _netns_usable(), reason="needs root and netw
 def bench(*args: str) -> dict[str, object]:
     prefix = f"b{os.getpid() % 10000}"
     done = subprocess.run(
-        [sys.executable, "-m", "xapp", "bench", "testbed", "--prefix", prefix, "--json", *args],
+        [sys.executable, "-m", "atsss", "bench", "testbed", "--prefix", prefix, "--json", *args],
         capture_output=True,
         text=True,
         timeout=400,

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xapp.evaluation.closed_loop import LoopSettings, evaluate
-from xapp.scenario.load import load_scenario
+from bench.closed_loop import LoopSettings, evaluate
+from core.scenario.load import load_scenario
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_many_cpes_run_through_the_same_loop() -> None:
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "xapp", *args], capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "atsss", *args], capture_output=True, text=True, timeout=300
     )
 
 

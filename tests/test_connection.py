@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from xapp.domain import Direction
-from xapp.evaluation.connection import carried_mbps, subflows_in_round
-from xapp.scenario.load import parse_scenario
-from xapp.scenario.truth import Truth, sample_truth
+from bench.connection import carried_mbps, subflows_in_round
+from core.domain import Direction
+from core.scenario.load import parse_scenario
+from core.scenario.truth import Truth, sample_truth
 
 
 def truth_with_outage() -> Truth:

@@ -4,9 +4,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from xapp.adapters.memory_store import MemoryStateStore
-from xapp.control_loop import ControlLoop
-from xapp.domain import (
+from core.domain import (
     AccessIdentity,
     CapacityEstimate,
     Cpe,
@@ -17,6 +15,8 @@ from xapp.domain import (
     SteeringRule,
     WeightSet,
 )
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.control_loop import ControlLoop
 from xapp.policy.weight_policy import make_policy
 from xapp.ports import WeightPushError
 

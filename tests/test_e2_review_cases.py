@@ -9,12 +9,12 @@ from typing import Any
 
 import asn1tools
 
+from core.domain import AccessIdentity, Cpe
 from kpm import builders, e2ap
 from kpm.codec import ASN1_DIR, KpmPdu, codec_for
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.domain import AccessIdentity, Cpe
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.stream import StandaloneE2Termination
@@ -157,7 +157,7 @@ def test_shutdown_while_the_post_is_in_flight_deletes_what_it_returns() -> None:
 
 
 def test_recover_keeps_records_it_could_not_delete() -> None:
-    from xapp.domain import SubscriptionRecord
+    from core.domain import SubscriptionRecord
     from xapp.e2.subscriptions import SubmgrUnavailableError
 
     class Down(ScriptedClient):

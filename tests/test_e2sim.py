@@ -13,15 +13,15 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from e2sim.identities import e2_cpes, node_name
+from core.domain import Direction, KpiSample
+from core.scenario.e2_identities import e2_cpes, node_name
+from core.scenario.load import ScenarioError, load_scenario
 from e2sim.node import SimulatedNode
 from e2sim.world import SimWorld
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.domain import Direction, KpiSample
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.stream import StandaloneE2Termination
-from xapp.scenario.load import ScenarioError, load_scenario
 
 RADIO = """\
 version: 1
@@ -127,7 +127,7 @@ def test_dataset_command(tmp_path: Path, suffix: str) -> None:
         [
             sys.executable,
             "-m",
-            "xapp",
+            "atsss",
             "e2sim",
             "dataset",
             "--scenario",
@@ -181,7 +181,7 @@ def test_e2sim_bad_input_is_one_line() -> None:
         (("e2sim", "dataset", "--scenario", "paper-static", "--out", "x.txt"), ".csv or .parquet"),
     ]:
         result = subprocess.run(
-            [sys.executable, "-m", "xapp", *args], capture_output=True, text=True, timeout=120
+            [sys.executable, "-m", "atsss", *args], capture_output=True, text=True, timeout=120
         )
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("error: "), result.stderr
@@ -189,8 +189,8 @@ def test_e2sim_bad_input_is_one_line() -> None:
 
 
 def test_runner_honours_the_subscribed_period_and_the_reporting_delay() -> None:
-    from e2sim.identities import e2_node_configs
     from e2sim.runner import SimRunner
+    from xapp.standalone import e2_node_configs
 
     scenario = load_scenario("paper-static")
     settings = E2Settings(nodes=e2_node_configs(("nr", "wifi", "lifi"), report_period_ms=2000))

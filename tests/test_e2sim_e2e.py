@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from core.domain import Direction, KpiSample
 from tests.servers import free_port
-from xapp.domain import Direction, KpiSample
 from xapp.estimators.kpi import estimate_from_sample
 
 SCENARIO = """\
@@ -39,7 +39,7 @@ cpes:
 
 
 def atsss(*args: str) -> list[str]:
-    return [sys.executable, "-m", "xapp", *args]
+    return [sys.executable, "-m", "atsss", *args]
 
 
 @pytest.mark.parametrize("version", ["v3.00", "v2.03"])

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from xapp.domain import Direction
-from xapp.evaluation.closed_loop import LoopSettings, evaluate
-from xapp.scenario.load import load_scenario
-from xapp.scenario.truth import sample_truth
+from bench.closed_loop import LoopSettings, evaluate
+from core.domain import Direction
+from core.scenario.load import load_scenario
+from core.scenario.truth import sample_truth
 
 TRUE_RATIO = 342.0 / 1190.0  # nr : wifi in paper-static
 

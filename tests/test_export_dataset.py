@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bench.simulated import SimulatedKpis, SimulatedProber
+from core.domain import Direction
+from core.scenario.load import load_scenario
+from core.scenario.truth import sample_truth
 from models.data import TARGET, load
 from models.features import build_features
 from xapp.adapters.sdl_store import SdlStateStore
-from xapp.domain import Direction
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
-from xapp.evaluation.simulated import SimulatedKpis, SimulatedProber
-from xapp.scenario.load import load_scenario
-from xapp.scenario.truth import sample_truth
 
 DL = Direction.DOWNLINK
 
@@ -49,7 +49,7 @@ def test_probe_records_round_trip_through_sdl_and_export_for_training(
 
     out = tmp_path / "field.csv"
     done = subprocess.run(
-        [sys.executable, "-m", "xapp", "xapp", "export-dataset", "--out", str(out)],
+        [sys.executable, "-m", "atsss", "xapp", "export-dataset", "--out", str(out)],
         capture_output=True,
         text=True,
         env=os.environ.copy(),
@@ -77,7 +77,7 @@ def test_export_without_records_says_so(redis_port: int, tmp_path: Path) -> None
         [
             sys.executable,
             "-m",
-            "xapp",
+            "atsss",
             "xapp",
             "export-dataset",
             "--out",

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from xapp.domain import CapacityEstimate, Direction, KpiSample
+from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.fusion import FusedEstimator
 
 DL = Direction.DOWNLINK

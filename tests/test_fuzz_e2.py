@@ -11,13 +11,13 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.domain import AccessIdentity, Cpe
 from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
 from kpm.reports import decode_header, decode_message
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
-from xapp.domain import AccessIdentity, Cpe
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 

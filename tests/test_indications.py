@@ -6,11 +6,11 @@ import logging
 
 import pytest
 
+from core.domain import AccessIdentity, Cpe, Direction, KpiSample
 from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
-from xapp.domain import AccessIdentity, Cpe, Direction, KpiSample
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 

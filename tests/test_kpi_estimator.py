@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from e2sim.radio import nr
-from xapp.domain import Direction, KpiSample
+from core.domain import Direction, KpiSample
+from core.standards import nr as nr_standard
 from xapp.estimators.kpi import KpiEstimator, estimate_from_sample, utilisation
 
 DL = Direction.DOWNLINK
@@ -94,7 +94,7 @@ def test_nr_path_carrying_nothing_is_estimated_from_its_cqi() -> None:
     estimate = estimate_from_sample(idle)
     assert estimate is not None
     assert not estimate.lower_bound
-    full = nr.NrCarrier().rate_mbps(nr.CQI_TABLE_256QAM[15][2], 2, True)
+    full = nr_standard.NrCarrier().rate_mbps(nr_standard.CQI_TABLE_256QAM[15][2], 2, True)
     assert estimate.capacity_mbps == pytest.approx(full * 0.6, rel=0.01)
     assert full == pytest.approx(342, rel=0.05)  # the carrier the testbed calibrated
 

@@ -16,7 +16,7 @@ V2, V3 = KpmVersion.V2_03, KpmVersion.V3_00
 
 def atsss(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "xapp", *args], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "atsss", *args], capture_output=True, text=True, timeout=120
     )
 
 

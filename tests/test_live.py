@@ -7,17 +7,17 @@ import sys
 import threading
 from pathlib import Path
 
-from e2sim.identities import e2_cpes
+from core.domain import Direction
+from core.scenario.e2_identities import e2_cpes
+from core.scenario.load import load_scenario
 from tests.test_agent_api import TOKEN, agent, put, write_config
 from xapp.adapters.agent_http import AgentEndpoint
-from xapp.domain import Direction
 from xapp.live import LiveControl, LiveSettings
-from xapp.scenario.load import load_scenario
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "xapp", "xapp", "run", "--scenario", "paper-static", *args],
+        [sys.executable, "-m", "atsss", "xapp", "run", "--scenario", "paper-static", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -11,7 +11,9 @@ import numpy as np
 import onnx
 import pytest
 
-from e2sim.identities import e2_cpes, node_name
+from core.domain import Direction, KpiSample
+from core.scenario.e2_identities import e2_cpes, node_name
+from core.scenario.load import load_scenario
 from e2sim.node import SimulatedNode
 from e2sim.world import SimWorld
 from kpm import builders, e2ap
@@ -19,13 +21,11 @@ from kpm.codec import KpmPdu, codec_for
 from kpm.versions import KpmVersion
 from models import runtime
 from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
-from xapp.domain import Direction, KpiSample
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
-from xapp.scenario.load import load_scenario
 
 V3 = KpmVersion.V3_00
 SUBSCRIBED = {

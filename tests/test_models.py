@@ -112,7 +112,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [
             sys.executable,
             "-m",
-            "xapp",
+            "atsss",
             "train",
             "--access",
             "nr",
@@ -150,7 +150,7 @@ def test_eval_command_and_report(trained: Path, tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "xapp",
+            "atsss",
             "train",
             "eval",
             "--model",

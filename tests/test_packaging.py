@@ -30,7 +30,10 @@ def _project_version() -> str:
 
 def test_top_level_layout_is_the_agreed_one() -> None:
     for name in (
+        "atsss",
+        "core",
         "xapp",
+        "bench",
         "kpm",
         "e2sim",
         "agent",
@@ -41,3 +44,15 @@ def test_top_level_layout_is_the_agreed_one() -> None:
         "pyproject.toml",
     ):
         assert (ROOT / name).exists(), name
+
+
+def test_every_path_the_dockerfile_copies_from_the_checkout_exists() -> None:
+    copied = [
+        line.split()[1:-1]
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("COPY ") and "--from=" not in line
+    ]
+    assert copied, "the Dockerfile copies nothing from the checkout"
+    for sources in copied:
+        for source in sources:
+            assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"

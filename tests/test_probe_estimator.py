@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import pytest
 
-from xapp.adapters.memory_store import MemoryStateStore
-from xapp.domain import (
+from core.domain import (
     CapacityEstimate,
     Direction,
     KpiSample,
     ProbeOutcome,
     ProbeRequest,
 )
+from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
 from xapp.estimators.selection import EstimatorSelection
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from core.standards import nr as nr_standard
 from e2sim.radio import lifi, nr, wifi
 from e2sim.radio.nr import RadioStateError
 
 
 @pytest.mark.parametrize(("pattern", "expected_mbps"), [("5ms", 342.0), ("1ms", 116.0)])
 def test_nr_paper_configurations(pattern: str, expected_mbps: float) -> None:
-    carrier = nr.NrCarrier(tdd=nr.PATTERNS[pattern])
+    carrier = nr_standard.NrCarrier(tdd=nr_standard.PATTERNS[pattern])
     state = nr.ue_state(carrier, sinr_db=30.0, other_load=0.0, active_ues=1)
     assert state.cqi == 15
     assert state.layers_dl == 2
@@ -19,7 +20,7 @@ def test_nr_paper_configurations(pattern: str, expected_mbps: float) -> None:
 
 
 def test_nr_capacity_rises_with_sinr_and_is_shared_by_load() -> None:
-    carrier = nr.NrCarrier()
+    carrier = nr_standard.NrCarrier()
     capacities = [nr.ue_state(carrier, s, 0.0, 1).capacity_dl_mbps for s in range(-9, 31, 3)]
     assert capacities == sorted(capacities)
     assert capacities[0] < 10 < 300 < capacities[-1]
@@ -31,8 +32,8 @@ def test_nr_capacity_rises_with_sinr_and_is_shared_by_load() -> None:
 def test_nr_cqi_thresholds_follow_the_table() -> None:
     for cqi in range(1, 16):
         assert nr.cqi_from_sinr(nr.sinr_for_cqi(cqi) + 1e-6) == cqi
-    sinr = nr.sinr_for_capacity(nr.NrCarrier(), 200.0, 1.0)
-    assert nr.ue_state(nr.NrCarrier(), sinr, 0.0, 1).capacity_dl_mbps >= 200.0
+    sinr = nr.sinr_for_capacity(nr_standard.NrCarrier(), 200.0, 1.0)
+    assert nr.ue_state(nr_standard.NrCarrier(), sinr, 0.0, 1).capacity_dl_mbps >= 200.0
 
 
 def test_wifi_at_one_metre_and_falling_with_distance() -> None:
@@ -69,7 +70,7 @@ def test_lifi_mean_and_spread_match_the_measurements() -> None:
         (lambda: nr.cqi_from_sinr(-30.0), "NR SINR -30 dB is outside"),
         (lambda: wifi.station_state(wifi.WifiLink(), -1.0, 0.0, 1), "Wi-Fi distance -1 m"),
         (lambda: lifi.rate_mbps(-40.0), "LiFi SNR -40 dB is outside"),
-        (lambda: nr.ue_state(nr.NrCarrier(), 10.0, 1.5, 1), "cell load 1.5"),
+        (lambda: nr.ue_state(nr_standard.NrCarrier(), 10.0, 1.5, 1), "cell load 1.5"),
     ],
 )
 def test_impossible_radio_states_are_clear_errors(call: object, message: str) -> None:

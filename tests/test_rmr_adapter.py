@@ -8,11 +8,11 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from core.domain import AccessIdentity, Cpe, KpiSample
 from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
-from xapp.domain import AccessIdentity, Cpe, KpiSample
 from xapp.e2 import rmr_adapter
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import yaml
 
-from xapp.domain import Direction, SteeringMode
-from xapp.scenario.load import ScenarioError, load_scenario, parse_scenario, shipped_scenarios
-from xapp.scenario.truth import sample_truth
+from core.domain import Direction, SteeringMode
+from core.scenario.load import ScenarioError, load_scenario, parse_scenario, shipped_scenarios
+from core.scenario.truth import sample_truth
 
 SHIPPED = sorted(shipped_scenarios())
 
@@ -133,7 +133,7 @@ def test_cli_reports_a_bad_scenario_in_one_line_with_exit_code_2(tmp_path: Path)
     path = write(tmp_path, data)
     for args in (["scenario", "check", str(path)], ["bench", "loop", "--scenario", str(path)]):
         run = subprocess.run(
-            [sys.executable, "-m", "xapp", *args], capture_output=True, text=True, timeout=60
+            [sys.executable, "-m", "atsss", *args], capture_output=True, text=True, timeout=60
         )
         assert run.returncode == 2, run.stderr
         lines = run.stderr.strip().splitlines()

@@ -1,7 +1,6 @@
 """The SDL state store against a real redis-server through ricsdl."""
 
-from xapp.adapters.sdl_store import SdlStateStore
-from xapp.domain import (
+from core.domain import (
     Direction,
     Override,
     SteeringMode,
@@ -10,6 +9,7 @@ from xapp.domain import (
     SubscriptionRecord,
     WeightSet,
 )
+from xapp.adapters.sdl_store import SdlStateStore
 
 DL = Direction.DOWNLINK
 

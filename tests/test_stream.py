@@ -10,22 +10,17 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from core.domain import AccessIdentity, Cpe, Direction, KpiSample
+from core.e2_framing import MAX_FRAME_BYTES, FramingError, recv_frame, send_frame
+from core.e2_naming import e2_node_name
 from e2sim.node_client import E2NodeClient
 from kpm import builders
-from kpm.e2ap import e2_node_name
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.domain import AccessIdentity, Cpe, Direction, KpiSample
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
-from xapp.e2.stream import (
-    MAX_FRAME_BYTES,
-    FramingError,
-    StandaloneE2Termination,
-    recv_frame,
-    send_frame,
-)
+from xapp.e2.stream import StandaloneE2Termination
 
 NODE = e2_node_name(b"\x00\xf1\x10", 1)
 NAMES = ("DRB.UEThpDl", "DRB.UEThpUl")

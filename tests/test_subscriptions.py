@@ -13,13 +13,13 @@ import pytest
 import yaml
 from ricxappframe.subsclient import ApiClient
 
+from core.domain import SubscriptionRecord
 from kpm.codec import KpmPdu, codec_for
 from kpm.versions import KpmVersion
 from tests.fake_submgr import FakeSubmgr
 from tests.servers import free_port, uvicorn_thread
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.adapters.sdl_store import SdlStateStore
-from xapp.domain import SubscriptionRecord
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.rest import create_app
 from xapp.e2.subscriptions import Backoff, SubmgrClient, SubscriptionManager, plan_subscription

@@ -129,7 +129,7 @@ def test_mainline_weight_zero_puts_the_slow_path_on_backup_and_the_aggregate_ris
                 [
                     sys.executable,
                     "-m",
-                    "xapp",
+                    "atsss",
                     "agent",
                     "apply",
                     "--config",
@@ -169,7 +169,7 @@ def test_probe_through_the_agents_http_api(testbed: Testbed, tmp_path: Path) -> 
         },
     )
     agent = subprocess.Popen(
-        testbed.in_cpe([sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)]),
+        testbed.in_cpe([sys.executable, "-m", "atsss", "agent", "run", "--config", str(config)]),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -205,7 +205,7 @@ def test_probe_through_the_agents_http_api(testbed: Testbed, tmp_path: Path) -> 
 
 def test_testbed_commands(testbed: Testbed) -> None:
     prefix = f"c{os.getpid() % 10000}"
-    run = [sys.executable, "-m", "xapp", "testbed"]
+    run = [sys.executable, "-m", "atsss", "testbed"]
     try:
         up = subprocess.run(
             [*run, "up", "--prefix", prefix], capture_output=True, text=True, timeout=60
@@ -248,16 +248,16 @@ def test_agent_prober_measures_a_path_through_a_real_agent(
 ) -> None:
     """The xApp's AgentProber, in the host's namespace, over the management link to the CPE's
     agent, which runs iperf3 over the shaped path and counts the interface's bytes."""
+    from core.domain import Direction, ProbeOutcome, ProbeRequest
     from xapp.adapters.agent_http import AgentEndpoint
     from xapp.adapters.agent_prober import AgentProber
-    from xapp.domain import Direction, ProbeOutcome, ProbeRequest
 
     listen = f"{testbed.management_address}:8712"
     config = cpe_agent_config(
         testbed, tmp_path, {"probe_server": str(testbed.server), "listen": listen}
     )
     agent = subprocess.Popen(
-        testbed.in_cpe([sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)]),
+        testbed.in_cpe([sys.executable, "-m", "atsss", "agent", "run", "--config", str(config)]),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

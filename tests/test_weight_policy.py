@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xapp.domain import SteeringMode, SteeringRule, SteeringThresholds
+from core.domain import SteeringMode, SteeringRule, SteeringThresholds
 from xapp.policy.baselines import proportional_weights
 from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.weight_policy import (

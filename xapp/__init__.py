@@ -1,1 +1,2 @@
-"""The ATSSS weight-control xApp: control loop, estimators, weight policy, evaluation."""
+"""The ATSSS weight-control xApp, what runs in a RIC: control loop, estimators, weight policy,
+E2 adapters and state."""

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from xapp.domain import Cpe, Direction, KpiSample, Override, SteeringRule, WeightSet
+from core.domain import Cpe, Direction, KpiSample, Override, SteeringRule, WeightSet
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PathView, PolicyInput, WeightPolicy
 from xapp.ports import CapacityEstimator, KpiSource, StateStore, WeightPushError, WeightSink

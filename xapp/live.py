@@ -22,12 +22,12 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
+from core.domain import Cpe, Direction, KpiSample, WeightSet
 from xapp.adapters.agent_http import AgentEndpoint, refusal
 from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop, StepOutcome
-from xapp.domain import Cpe, Direction, KpiSample, WeightSet
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.policy.weight_policy import PolicyConfig, make_policy

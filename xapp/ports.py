@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from xapp.domain import (
+from core.domain import (
     CapacityEstimate,
     Direction,
     KpiSample,

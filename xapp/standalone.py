@@ -1,6 +1,7 @@
 """The xApp without a RIC: the standalone E2 termination, fed by the simulator's nodes.
 
-CPE identities and E2 node names follow the simulator's convention (e2sim/identities.py), so a
+CPE identities and E2 node names follow the scenario naming convention
+(core/scenario/e2_identities.py) the simulator uses too, so a
 scenario file is all the configuration both sides need. Received KPI samples are summarised
 while running and can be written as JSON lines.
 """
@@ -16,13 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from e2sim.identities import e2_cpes, e2_node_configs
+from core.domain import KpiSample
+from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
+from core.scenario.model import Scenario
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.domain import KpiSample
-from xapp.e2.config import E2Settings
+from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.stream import StandaloneE2Termination
-from xapp.scenario.model import Scenario
 
 
 @dataclass
@@ -85,6 +86,22 @@ def run_standalone(
         if samples_out is not None:
             samples_out.flush()
     return stats
+
+
+def e2_node_configs(
+    accesses: Sequence[str], report_period_ms: int = 1000, per_ue: bool = True
+) -> tuple[E2NodeConfig, ...]:
+    """What the standalone xApp subscribes to on a scenario's nodes."""
+    return tuple(
+        E2NodeConfig(
+            node=node_name(access),
+            access=access,
+            measurements=DEFAULT_SUBSCRIBED[access],
+            report_period_ms=report_period_ms,
+            report="per-ue" if per_ue else "cell",
+        )
+        for access in accesses
+    )
 
 
 def _sample_json(sample: KpiSample) -> dict[str, object]:

@@ -15,27 +15,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from core.standards.wifi import DATA_SUBCARRIERS, HE_MCS, HE_SYMBOL_S
 from e2sim.radio.nr import RadioStateError
 
-# HE MCS 0..11: (bits per subcarrier symbol, code rate)
-HE_MCS: tuple[tuple[int, float], ...] = (
-    (1, 1 / 2),
-    (2, 1 / 2),
-    (2, 3 / 4),
-    (4, 1 / 2),
-    (4, 3 / 4),
-    (6, 2 / 3),
-    (6, 3 / 4),
-    (6, 5 / 6),
-    (8, 3 / 4),
-    (8, 5 / 6),
-    (10, 3 / 4),
-    (10, 5 / 6),
-)
 # Minimum SNR (dB) per MCS for 10 % PER: receiver-sensitivity steps of 802.11ax, as commonly used.
 HE_MCS_MIN_SNR_DB: tuple[float, ...] = (2, 5, 9, 11, 15, 18, 20, 25, 29, 31, 34, 37)
-DATA_SUBCARRIERS = {20: 234, 40: 468, 80: 980, 160: 1960}
-HE_SYMBOL_S = 13.6e-6  # 12.8 µs + 0.8 µs GI
 MAC_EFFICIENCY = 1190.0 / 2401.96
 NOISE_FIGURE_DB = 7.0
 THERMAL_NOISE_DBM_PER_HZ = -174.0

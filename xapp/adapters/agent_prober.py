@@ -16,8 +16,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import httpx
 
+from core.domain import Direction, ProbeOutcome, ProbeRequest
 from xapp.adapters.agent_http import AgentEndpoint, response_detail
-from xapp.domain import Direction, ProbeOutcome, ProbeRequest
 
 
 class AgentProber:

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 import httpx
 
+from core.domain import Direction, SteeringMode, WeightSet
 from xapp.adapters.agent_http import AgentEndpoint, refusal
-from xapp.domain import Direction, SteeringMode, WeightSet
 from xapp.ports import WeightPushError
 
 

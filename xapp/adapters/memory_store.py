@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xapp.domain import Direction, Override, ProbeRecord, SubscriptionRecord, WeightSet
+from core.domain import Direction, Override, ProbeRecord, SubscriptionRecord, WeightSet
 
 
 class MemoryStateStore:

@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from core.domain import Direction, KpiSample, ProbeOutcome, ProbeRecord, ProbeRequest
 from kpm.catalogue import load_catalogue
-from xapp.domain import Direction, KpiSample, ProbeOutcome, ProbeRecord, ProbeRequest
 
 BASE_COLUMNS = ("time_s", "cpe_id", "access", "available", "capacity_dl_mbps", "capacity_ul_mbps")
 

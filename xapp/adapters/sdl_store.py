@@ -11,8 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from xapp.adapters.probe_records import record_from_json, record_to_json
-from xapp.domain import (
+from core.domain import (
     Direction,
     Override,
     ProbeRecord,
@@ -22,6 +21,7 @@ from xapp.domain import (
     SubscriptionRecord,
     WeightSet,
 )
+from xapp.adapters.probe_records import record_from_json, record_to_json
 
 NAMESPACE = "atsss"
 

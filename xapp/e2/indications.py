@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
 
+from core.domain import Cpe, Direction, KpiSample
 from kpm import e2ap
 from kpm.catalogue import Catalogue, Measurement, MeasurementDirection, Scope, load_catalogue
 from kpm.errors import CodecError, hex_excerpt
 from kpm.reports import MeasurementRecord, decode_header, decode_message
 from kpm.versions import KpmVersion
-from xapp.domain import Cpe, Direction, KpiSample
 from xapp.e2.config import E2NodeConfig
 
 log = logging.getLogger(__name__)

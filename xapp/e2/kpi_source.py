@@ -6,7 +6,7 @@ import threading
 from collections import deque
 from collections.abc import Sequence
 
-from xapp.domain import KpiSample
+from core.domain import KpiSample
 
 
 class E2KpiSource:

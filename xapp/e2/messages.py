@@ -9,9 +9,9 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from core.domain import KpiSample
 from kpm import e2ap
 from kpm.errors import CodecError
-from xapp.domain import KpiSample
 from xapp.e2.indications import IndicationProcessor
 
 log = logging.getLogger(__name__)

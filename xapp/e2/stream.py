@@ -13,16 +13,16 @@ import contextlib
 import logging
 import socket
 import socketserver
-import struct
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
+from core.domain import KpiSample, SubscriptionRecord
+from core.e2_framing import recv_frame, send_frame
 from kpm import e2ap
 from kpm.errors import CodecError
 from kpm.reports import read_ran_function
 from kpm.versions import DEFAULT_VERSION, KpmVersion, version_from_oid
-from xapp.domain import KpiSample, SubscriptionRecord
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.subscriptions import plan_subscription
@@ -30,42 +30,7 @@ from xapp.ports import SubscriptionStore
 
 log = logging.getLogger(__name__)
 
-LENGTH = struct.Struct(">I")
-MAX_FRAME_BYTES = 4 * 1024 * 1024
 REQUESTOR_ID = 1001
-
-
-class FramingError(ConnectionError):
-    """The peer sent a frame that cannot be right (too long); the connection is dropped."""
-
-
-def send_frame(sock: socket.socket, payload: bytes) -> None:
-    sock.sendall(LENGTH.pack(len(payload)) + payload)
-
-
-def recv_frame(sock: socket.socket) -> bytes | None:
-    """One frame's payload, or None when the peer closed the stream cleanly between frames."""
-    header = _recv_exactly(sock, LENGTH.size, allow_eof=True)
-    if header is None:
-        return None
-    (length,) = LENGTH.unpack(header)
-    if length > MAX_FRAME_BYTES:
-        raise FramingError(f"frame of {length} bytes exceeds the {MAX_FRAME_BYTES}-byte limit")
-    payload = _recv_exactly(sock, length, allow_eof=False)
-    assert payload is not None
-    return payload
-
-
-def _recv_exactly(sock: socket.socket, size: int, allow_eof: bool) -> bytes | None:
-    chunks = bytearray()
-    while len(chunks) < size:
-        chunk = sock.recv(size - len(chunks))
-        if not chunk:
-            if allow_eof and not chunks:
-                return None
-            raise ConnectionError(f"stream ended inside a frame ({len(chunks)} of {size} bytes)")
-        chunks += chunk
-    return bytes(chunks)
 
 
 @dataclass

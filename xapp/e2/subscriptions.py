@@ -20,10 +20,10 @@ from typing import Any
 
 import httpx
 
+from core.domain import SubscriptionRecord
 from kpm import builders
 from kpm.codec import KpmPdu, codec_for
 from kpm.versions import DEFAULT_VERSION, KpmVersion
-from xapp.domain import SubscriptionRecord
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.ports import SubscriptionStore
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from xapp.domain import CapacityEstimate, Direction, KpiSample
+from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.ports import CapacityEstimator
 

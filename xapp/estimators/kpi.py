@@ -27,11 +27,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from e2sim.radio import nr
-from xapp.domain import CapacityEstimate, Direction, KpiSample
+from core.domain import CapacityEstimate, Direction, KpiSample
+from core.standards import nr as nr_standard
 
 # The cell's carrier (bandwidth, TDD pattern, measured efficiency): the testbed's by default
-NR_CARRIER = nr.NrCarrier()
+NR_CARRIER = nr_standard.NrCarrier()
 WIFI_MAC_EFFICIENCY = 1190.0 / 2401.96  # TCP goodput over PHY rate, measured (docs/e2sim.md)
 RELATIVE_ERROR = 0.10  # of an estimate built from headroom KPIs
 LOWER_BOUND_ERROR = 0.50  # of a bare throughput, which may be far below capacity
@@ -137,7 +137,7 @@ def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
     if cqi is None or cqi < 1:
         return None
     layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
-    efficiency = nr.CQI_TABLE_256QAM[min(cqi, len(nr.CQI_TABLE_256QAM) - 1)][2]
+    efficiency = nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2]
     return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available
 
 

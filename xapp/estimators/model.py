@@ -5,7 +5,7 @@ trained on (models/features.py), and predicts the capacity of the next period wi
 interval; the interval becomes the estimate's standard deviation, which the uncertainty-aware
 policy reads. All paths that received samples since the last prediction are predicted in one
 batch per access. The shipped models predict downlink capacity; uplink is left to the other
-estimators (issue 7's fusion).
+estimators (fusion).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import GROUP, THROUGHPUT, TIME, build_features
 from models.runtime import ModelError, OnnxCapacityModel
-from xapp.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.kpi import reported_cqi, utilisation
 
 # The models learnt from saturating transfers; below this utilisation in the history they read

@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from xapp.domain import CapacityEstimate, Direction, KpiSample
+from core.domain import CapacityEstimate, Direction, KpiSample
 
 
 class GroundTruth(Protocol):

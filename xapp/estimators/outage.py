@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from xapp.domain import Direction, KpiSample
+from core.domain import Direction, KpiSample
 
 Path = tuple[str, str, Direction]
 # (cpe_id, direction) → the weights in force, or None when none were pushed yet (the kernel

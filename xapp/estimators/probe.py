@@ -32,7 +32,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xapp.domain import (
+from core.domain import (
     CapacityEstimate,
     Direction,
     KpiSample,

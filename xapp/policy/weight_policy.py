@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from xapp.domain import CapacityEstimate, Direction, SteeringMode, SteeringRule
+from core.domain import CapacityEstimate, Direction, SteeringMode, SteeringRule
 from xapp.policy.baselines import proportional_weights, round_robin_weights
 from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.robust import robust_weights, score_mbps

@@ -28,17 +28,17 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from bench.simulated import SimulatedKpis, SimulatedProber
+from core.domain import Direction, KpiSample, WeightSet
+from core.scenario.model import Scenario
+from core.scenario.truth import Truth
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
-from xapp.domain import Direction, KpiSample, WeightSet
-from xapp.evaluation.simulated import SimulatedKpis, SimulatedProber
 from xapp.policy.baselines import proportional_weights
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.optimal import optimal_weights_batch
 from xapp.policy.weight_policy import WeightPolicy
 from xapp.ports import CapacityEstimator
-from xapp.scenario.model import Scenario
-from xapp.scenario.truth import Truth
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]

@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from xapp.evaluation.closed_loop import LoopReport
+from bench.closed_loop import LoopReport
 
 _COLOURS = {"nr": "#1f77b4", "wifi": "#ff7f0e", "lifi": "#2ca02c"}
 

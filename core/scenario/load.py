@@ -13,7 +13,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from xapp.domain import (
+from core.domain import (
     AccessCatalogue,
     AccessIdentity,
     AccessTechnology,
@@ -21,8 +21,8 @@ from xapp.domain import (
     SteeringRule,
     SteeringThresholds,
 )
-from xapp.scenario.model import Scenario, ScenarioCpe
-from xapp.scenario.schema import ScenarioSpec
+from core.scenario.model import Scenario, ScenarioCpe
+from core.scenario.schema import ScenarioSpec
 
 
 class ScenarioError(ValueError):
@@ -31,7 +31,7 @@ class ScenarioError(ValueError):
 
 def shipped_scenarios() -> dict[str, Path]:
     """The scenarios that come with the package, by name (file name without ``.yaml``)."""
-    folder = resources.files("xapp.scenario") / "shipped"
+    folder = resources.files("core.scenario") / "shipped"
     return {
         Path(entry.name).stem: Path(str(entry))
         for entry in folder.iterdir()

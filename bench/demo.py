@@ -10,13 +10,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from xapp.evaluation.closed_loop import LoopSettings, evaluate
-from xapp.evaluation.plot import plot_report
-from xapp.evaluation.report import DESCRIPTIONS, loop_table
+from bench.closed_loop import LoopSettings, evaluate
+from bench.plot import plot_report
+from bench.report import DESCRIPTIONS, loop_table
+from core.scenario.load import load_scenario
 from xapp.policy.baselines import proportional_weights, round_robin_weights
 from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.optimal import optimal_weights
-from xapp.scenario.load import load_scenario
 
 DEMO_SCENARIOS = ("paper-static", "paper-static-lowlatency", "paper-dynamic", "paper-interruption")
 

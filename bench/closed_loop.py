@@ -15,13 +15,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from xapp.adapters.memory_store import MemoryStateStore
-from xapp.domain import Direction
-from xapp.estimators.oracle import OracleNoiseEstimator
-from xapp.estimators.probe import ProbeSettings
-from xapp.estimators.selection import MODES, EstimatorSelection, EstimatorSettings
-from xapp.evaluation.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
-from xapp.evaluation.contenders import (
+from bench.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
+from bench.contenders import (
     Contender,
     ControlledContender,
     OracleContender,
@@ -31,12 +26,17 @@ from xapp.evaluation.contenders import (
     StaticContender,
     kernel_default_weights,
 )
-from xapp.evaluation.simulated import SimulatedKpis, SimulatedProber
+from bench.simulated import SimulatedKpis, SimulatedProber
+from core.domain import Direction
+from core.scenario.model import Scenario
+from core.scenario.truth import Truth, sample_truth
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.estimators.oracle import OracleNoiseEstimator
+from xapp.estimators.probe import ProbeSettings
+from xapp.estimators.selection import MODES, EstimatorSelection, EstimatorSettings
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
 from xapp.ports import CapacityEstimator
-from xapp.scenario.model import Scenario
-from xapp.scenario.truth import Truth, sample_truth
 
 FloatArray = npt.NDArray[np.float64]
 

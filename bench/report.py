@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from xapp.evaluation.closed_loop import LoopReport
+from bench.closed_loop import LoopReport
 
 # What each contender is, in one line, for table captions.
 DESCRIPTIONS = {

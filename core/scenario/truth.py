@@ -14,10 +14,10 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
-from xapp.domain import Direction
-from xapp.scenario.load import ScenarioError
-from xapp.scenario.model import Scenario
-from xapp.scenario.schema import AvailabilitySpec, SeriesSpec
+from core.domain import Direction
+from core.scenario.load import ScenarioError
+from core.scenario.model import Scenario
+from core.scenario.schema import AvailabilitySpec, SeriesSpec
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

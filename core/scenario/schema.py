@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from xapp.domain import SteeringMode
+from core.domain import SteeringMode
 
 
 class _Strict(BaseModel):

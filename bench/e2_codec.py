@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from core.domain import AccessIdentity, Cpe
 from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
-from xapp.domain import AccessIdentity, Cpe
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xapp.domain import CapacityEstimate, Direction
+from core.domain import CapacityEstimate, Direction
 from xapp.policy.optimal import optimal_weights
 from xapp.policy.weight_policy import PathView, PolicyInput, make_policy
 

@@ -38,9 +38,9 @@ import numpy as np
 import yaml
 
 from agent.testbed import ACCESSES, Testbed
+from core.domain import Direction
+from core.scenario.model import Scenario
 from e2sim.world import SimWorld
-from xapp.domain import Direction
-from xapp.scenario.model import Scenario
 
 PROBE_PORT, MPTCP_PORT, AGENT_PORT = 5201, 5202, 8700
 
@@ -169,7 +169,9 @@ def run_testbed_bench(
         config = _agent_config(bed, workdir)
         stack.enter_context(
             _process(
-                bed.in_cpe([sys.executable, "-m", "xapp", "agent", "run", "--config", str(config)]),
+                bed.in_cpe(
+                    [sys.executable, "-m", "atsss", "agent", "run", "--config", str(config)]
+                ),
                 workdir / "agent.log",
             )
         )
@@ -387,13 +389,13 @@ def _xapp_argv(
 ) -> list[list[str]]:
     cpe_id = scenario.cpes[0].cpe.cpe_id
     source = str(scenario.source)
-    xapp = [sys.executable, "-m", "xapp", "xapp", "run", "--scenario", source]
+    xapp = [sys.executable, "-m", "atsss", "xapp", "run", "--scenario", source]
     xapp += ["--listen", f"127.0.0.1:{settings.e2_port}", "--duration", f"{total_s:g}"]
     xapp += ["--agent", f"{cpe_id}={agent_url}", "--direction", settings.direction.value]
     xapp += ["--estimator", settings.estimator]
     if settings.direction == Direction.DOWNLINK:
         xapp.append("--downlink-via-cpe")
-    e2sim = [sys.executable, "-m", "xapp", "e2sim", "run", "--scenario", source]
+    e2sim = [sys.executable, "-m", "atsss", "e2sim", "run", "--scenario", source]
     e2sim += ["--connect", f"127.0.0.1:{settings.e2_port}", "--scale", f"{settings.scale:g}"]
     e2sim += ["--duration", f"{total_s:g}", "--json"]
     return [xapp, e2sim]

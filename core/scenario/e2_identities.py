@@ -1,4 +1,5 @@
-"""How the simulator's E2 nodes and UEs are named, shared with the standalone xApp's config.
+"""How a scenario's E2 nodes and UEs are named: the simulator's convention, shared with the
+standalone xApp.
 
 One E2 node per access (a gNB for nr, an access point for wifi and for lifi), all CPEs attached
 to each. A CPE's UE on every node is ``gnb-du:<n>`` (its position in the scenario, from 1);
@@ -8,12 +9,9 @@ administered, n in the low bytes) in the RAN UE ID.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from kpm.e2ap import e2_node_name
-from xapp.domain import AccessIdentity, Cpe
-from xapp.e2.config import E2NodeConfig
-from xapp.scenario.model import Scenario
+from core.domain import AccessIdentity, Cpe
+from core.e2_naming import e2_node_name
+from core.scenario.model import Scenario
 
 PLMN = b"\x00\xf1\x10"  # MCC 001, MNC 01 (test network)
 GNB_IDS = {"nr": 1, "wifi": 2, "lifi": 3}
@@ -88,18 +86,3 @@ def e2_cpes(scenario: Scenario) -> list[Cpe]:
         }
         cpes.append(Cpe(entry.cpe.cpe_id, accesses))
     return cpes
-
-
-def e2_node_configs(
-    accesses: Sequence[str], report_period_ms: int = 1000, per_ue: bool = True
-) -> tuple[E2NodeConfig, ...]:
-    return tuple(
-        E2NodeConfig(
-            node=node_name(access),
-            access=access,
-            measurements=DEFAULT_SUBSCRIBED[access],
-            report_period_ms=report_period_ms,
-            report="per-ue" if per_ue else "cell",
-        )
-        for access in accesses
-    )

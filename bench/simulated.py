@@ -23,11 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from core.domain import Direction, KpiSample, ProbeOutcome, ProbeRequest
+from core.scenario.truth import Truth
+from core.standards import nr as nr_standard
 from e2sim.kpis import NodeReport, NrTables, WifiTables, lifi_report, nr_report, wifi_report
-from e2sim.radio import nr, wifi
+from e2sim.radio import wifi
 from kpm.catalogue import MeasurementDirection, load_catalogue
-from xapp.domain import Direction, KpiSample, ProbeOutcome, ProbeRequest
-from xapp.scenario.truth import Truth
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -39,7 +40,7 @@ class SimulatedKpis:
         self._truth = truth
         self._direction = direction
         self._rng = np.random.default_rng(seed)
-        self._nr = NrTables(nr.NrCarrier(tdd=nr.PATTERNS["5ms"]))
+        self._nr = NrTables(nr_standard.NrCarrier(tdd=nr_standard.PATTERNS["5ms"]))
         self._wifi = WifiTables(wifi.WifiLink())
         self._catalogue = load_catalogue()
         self._wanted = (

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from xapp.domain import AccessCatalogue, Cpe, SteeringRule
-from xapp.scenario.schema import PathSpec
+from core.domain import AccessCatalogue, Cpe, SteeringRule
+from core.scenario.schema import PathSpec
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""The `atsss` command line: assembles the command lines of the packages it finds installed."""

@@ -1,0 +1,334 @@
+"""`atsss bench …` and `atsss demo`: the evaluation harness's command line."""
+
+from __future__ import annotations
+
+import json
+import zlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from bench.closed_loop import CONTENDERS, ESTIMATORS, LoopSettings, evaluate
+from core.console import err, fail, out
+from core.domain import Direction
+from core.scenario.load import ScenarioError, load_scenario, shipped_scenarios
+from xapp.policy.weight_policy import PolicyConfig
+
+bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
+
+
+def demo(
+    plots: Annotated[
+        Path | None, typer.Option(help="Write one PNG per scenario into this folder.")
+    ] = None,
+    duration: Annotated[
+        float | None, typer.Option(help="Cut every scenario to at most this many seconds.")
+    ] = None,
+) -> None:
+    """Run the control loop on the paper's scenarios (simulated time, no RIC, no root) and
+    print the results next to the paper's figures."""
+    from bench.demo import run_demo
+
+    run_demo(out, plots, duration)
+
+
+@bench_app.command("loop")
+def bench_loop(
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Scenario file or shipped name (repeatable). Default: every shipped scenario."
+        ),
+    ] = None,
+    estimator: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=f"Capacity estimator (repeatable, or `all`): {', '.join(ESTIMATORS)}. "
+            "Default: oracle-noise."
+        ),
+    ] = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option(
+            help=f"Contenders to run (repeatable): {', '.join(CONTENDERS)}. Default: all "
+            "(only optimal among the controlled ones when several estimators run)."
+        ),
+    ] = None,
+    direction: Annotated[Direction, typer.Option(help="Which direction to evaluate.")] = (
+        Direction.DOWNLINK
+    ),
+    duration: Annotated[
+        float | None, typer.Option(help="Cut each scenario to this many seconds.")
+    ] = None,
+    reporting_period_ms: Annotated[int, typer.Option(help="KPI reporting period.")] = 1000,
+    control_delay_ms: Annotated[
+        int, typer.Option(help="From a report to new weights in the kernel.")
+    ] = 100,
+    step_ms: Annotated[int, typer.Option(help="Simulation time step.")] = 100,
+    noise: Annotated[
+        float, typer.Option(help="Relative error (1 sigma) of the oracle-noise estimator.")
+    ] = 0.05,
+    max_weight: Annotated[int, typer.Option(help="Largest WRR weight.")] = 100,
+    min_gain: Annotated[
+        float, typer.Option(help="Predicted relative gain needed to push new weights.")
+    ] = 0.01,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Write a PNG of one CPE's run (like the paper's Fig. 6); one scenario."),
+    ] = None,
+) -> None:
+    """Closed-loop evaluation in simulated time: efficiency, weight pushes, re-convergence time
+    and probe traffic of this xApp (per estimator) against round robin, the proportional rule,
+    the paper's probe method, the ceiling of a loop fed by the reports (report-oracle) and an
+    instant oracle.
+
+    The estimators read simulated E2SM-KPM KPIs of what the weights let each path carry, and
+    probe through simulated agents (`probe-only`, `fused`)."""
+    names = list(scenario or sorted(shipped_scenarios()))
+    estimators = list(estimator or ["oracle-noise"])
+    if "all" in estimators:
+        estimators = [e for e in ESTIMATORS if e != "oracle-noise"]
+    if policy:
+        contenders = tuple(policy)
+    elif len(estimators) > 1:
+        contenders = ("optimal", "rr", "paper-probe", "report-oracle", "oracle")
+    else:
+        contenders = CONTENDERS
+    if plot is not None and len(names) > 1:
+        fail("--plot draws one scenario; give exactly one --scenario")
+    if duration is not None and duration <= 0:
+        fail(f"--duration must be > 0 s, got {duration}")
+    try:
+        settings = LoopSettings(
+            direction=direction,
+            step_s=step_ms / 1000,
+            reporting_period_s=reporting_period_ms / 1000,
+            control_delay_s=control_delay_ms / 1000,
+            estimators=tuple(dict.fromkeys(estimators)),
+            estimator_noise=noise,
+            min_gain=min_gain,
+            policy=PolicyConfig(max_weight=max_weight),
+            contenders=contenders,
+        )
+        loaded = [load_scenario(name) for name in names]
+    except (ScenarioError, ValueError) as error:
+        fail(str(error))
+    reports = []
+    for each in loaded:
+        if duration is not None:
+            each = each.cut(duration)
+        try:
+            with err.status(f"evaluating {each.name} ({len(each.cpes)} CPEs) …") as status:
+                report = evaluate(each, settings, lambda text: status.update(text))
+        except ScenarioError as error:
+            fail(str(error))
+        reports.append(report)
+        if not as_json:
+            from bench.report import loop_table
+
+            out.print(loop_table(report))
+            out.print(f"wall time {report.wall_s:.2f} s")
+    if as_json:
+        dumped = [r.as_dict() for r in reports]
+        print(json.dumps(dumped[0] if len(dumped) == 1 else dumped, indent=2))
+    if plot is not None:
+        from bench.plot import plot_report
+
+        plot_report(reports[0], plot)
+        err.print(f"plot written to {plot}")
+
+
+@bench_app.command("testbed")
+def bench_testbed(
+    scenario: Annotated[
+        str, typer.Option(help="Scenario file or shipped name (one CPE).")
+    ] = "paper-static",
+    scale: Annotated[
+        float, typer.Option(help="Multiply the scenario's capacities to suit this machine.")
+    ] = 0.1,
+    duration: Annotated[float, typer.Option(help="Seconds of transfer per phase.")] = 30.0,
+    step: Annotated[float, typer.Option(help="Report a row per this many seconds.")] = 10.0,
+    direction: Annotated[str, typer.Option(help="downlink or uplink.")] = "downlink",
+    estimator: Annotated[
+        str, typer.Option(help="fused, kpi-only, model-only or probe-only.")
+    ] = "fused",
+    prefix: Annotated[str, typer.Option(help="Namespace name prefix.")] = "atb",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Run the whole system for real (root): the netns testbed shaped to the scenario, the KPM
+    simulator, the xApp and the CPE agent (mainline MPTCP); a long MPTCP iperf3 transfer with
+    all paths active, then with the xApp in the loop, against the sum of the shaped capacities."""
+    from bench.testbed_bench import (
+        TestbedBenchError,
+        TestbedBenchSettings,
+        run_testbed_bench,
+    )
+    from xapp.estimators.selection import MODES
+
+    try:
+        loaded = load_scenario(scenario)
+        chosen = Direction(direction)
+    except ScenarioError as error:
+        fail(str(error))
+    except ValueError:
+        fail(f"--direction is downlink or uplink, got {direction!r}")
+    if estimator not in MODES:
+        fail(f"--estimator: {estimator!r} is not one of {', '.join(MODES)}")
+    if not 0 < scale <= 100 or duration < 2 or step < 1:
+        fail("--scale must be in (0, 100], --duration ≥ 2 s and --step ≥ 1 s")
+    if len(prefix) > 9 or not prefix.isalnum():
+        fail("--prefix is at most 9 letters or digits (interface names are short)")
+    # Its own addresses per prefix: two benches (or a bench and the tests) never share a subnet.
+    subnet = 100 + zlib.crc32(prefix.encode()) % 100
+    settings = TestbedBenchSettings(
+        loaded, scale, chosen, duration, step, estimator, prefix=prefix, subnet=subnet
+    )
+    try:
+        result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))
+    except TestbedBenchError as error:
+        fail(str(error))
+    if as_json:
+        typer.echo(json.dumps(result.as_dict()))
+        return
+    names = [p.name for p in result.phases]
+    table = Table(
+        "from s",
+        "shaped Mbit/s",
+        *(f"{n} Mbit/s" for n in names),
+        *(f"{n} / shaped" for n in names),
+        title=f"{loaded.name} ×{scale:g}, {chosen.value}, {estimator}",
+    )
+    for start, shaped, carried in result.steps():
+        table.add_row(
+            f"{start:.0f}",
+            f"{shaped:.1f}",
+            *(f"{carried[n]:.1f}" for n in names),
+            *(f"{carried[n] / shaped:.3f}" for n in names),
+        )
+    shaped, carried = result.totals()
+    table.add_row(
+        "all",
+        f"{shaped:.1f}",
+        *(f"{carried[n]:.1f}" for n in names),
+        *(f"{carried[n] / shaped:.3f}" for n in names),
+    )
+    out.print(table)
+    for phase in result.phases:
+        on_backup = sorted({a for flags in phase.backup for a, b in flags.items() if b})
+        out.print(f"{phase.name}: on backup at some point: {', '.join(on_backup) or 'none'}")
+
+
+@bench_app.command("e2")
+def bench_e2(
+    ues: Annotated[int, typer.Option(help="UEs in one per-UE (Format 3) indication.")] = 1000,
+    repeats: Annotated[int, typer.Option(help="Runs; the best one is reported.")] = 3,
+) -> None:
+    """Time encoding one RIC indication and decoding it into KPI samples."""
+    from bench.e2_codec import run_e2_bench
+
+    if ues < 1 or repeats < 1:
+        fail("--ues and --repeats must be ≥ 1")
+    table = Table("UEs", "bytes", "encode ms", "decode → samples ms", "samples", "UE reports/s")
+    for count in sorted({1, 10, 100, ues}):
+        r = run_e2_bench(count, repeats)
+        table.add_row(
+            str(r.ues),
+            f"{r.indication_bytes:,}",
+            f"{r.encode_ms:.2f}",
+            f"{r.process_ms:.2f}",
+            str(r.samples),
+            f"{r.ue_reports_per_second:,.0f}",
+        )
+    out.print(table)
+
+
+@bench_app.command("e2sim")
+def bench_e2sim(
+    scenario: Annotated[str, typer.Option(help="Scenario file or shipped name.")] = "many-cpes",
+    duration: Annotated[
+        float, typer.Option(help="Seconds of scenario to run in real time.")
+    ] = 20.0,
+    kpm_version: Annotated[str, typer.Option(help="v3.00 or v2.03.")] = "v3.00",
+) -> None:
+    """The simulator in real time against a standalone xApp process: can it keep up?"""
+    import subprocess
+    import sys
+
+    from core.scenario.load import ScenarioError, load_scenario
+    from e2sim.runner import SimRunner
+    from e2sim.world import SimWorld
+    from kpm.versions import parse_version
+
+    try:
+        loaded = load_scenario(scenario)
+        version = parse_version(kpm_version)
+    except (ScenarioError, ValueError) as error:
+        fail(str(error))
+    loaded = loaded.cut(duration)
+    world = SimWorld(loaded)
+    xapp = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "atsss",
+            "xapp",
+            "run",
+            "--scenario",
+            scenario,
+            "--listen",
+            "127.0.0.1:0",
+            "--duration",
+            str(duration + 30),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert xapp.stderr is not None
+        line = xapp.stderr.readline()
+        if "listening for E2 nodes on" not in line:
+            fail(f"the xApp did not start: {line.strip()}")
+        host, _, port = line.strip().rsplit(" ", 1)[-1].rpartition(":")
+        stats = SimRunner(world, (host, int(port)), version).run()
+    finally:
+        xapp.terminate()
+        xapp_output, _ = xapp.communicate(timeout=60)
+    lines = xapp_output.strip().splitlines()
+    received = json.loads(lines[-1]) if lines else {}
+    summary = stats.as_dict()
+    table = Table("what", "value")
+    table.add_row("CPEs × accesses", f"{len(loaded.cpes)} × {len(world.accesses)}")
+    table.add_row("periods (1 s)", str(stats.ticks))
+    table.add_row("indications/s", f"{stats.indications_per_second:.2f}")
+    table.add_row("UE reports/s", f"{stats.indications_per_second * len(loaded.cpes):,.0f}")
+    table.add_row("lag mean / max", f"{summary['mean_lag_ms']} / {summary['max_lag_ms']} ms")
+    table.add_row("simulator busy", f"{summary['busy_share']:.0%} of one core's time")
+    table.add_row("xApp received samples", f"{received.get('samples', 0):,}")
+    table.add_row("subscribed", ", ".join(a for a, ok in stats.subscribed.items() if ok))
+    out.print(table)
+
+
+@bench_app.command("policy")
+def bench_policy(
+    cpes: Annotated[int, typer.Option(help="How many CPE decisions to time.")] = 1000,
+    noise: Annotated[float, typer.Option(help="Relative uncertainty of the estimates.")] = 0.05,
+) -> None:
+    """Weight decisions per second on one core, for CPEs with nr, wifi and lifi."""
+    from bench.policy_bench import run_policy_bench
+
+    if cpes < 1:
+        fail(f"--cpes must be ≥ 1, got {cpes}")
+    table = Table("what", "decisions", "seconds", "per second", "µs each")
+    for r in run_policy_bench(cpes, noise):
+        table.add_row(
+            r.name,
+            str(r.decisions),
+            f"{r.seconds:.3f}",
+            f"{r.per_second:,.0f}",
+            f"{r.microseconds_each:,.0f}",
+        )
+    out.print(table)

@@ -1,0 +1,18 @@
+"""Console output shared by the command lines: tables on stdout, one-line errors on stderr."""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+# Tables are wider than 80 columns; pipes and CI logs get 110 rather than rich's default 80.
+out = Console(width=max(110, Console().size.width))
+err = Console(stderr=True)
+
+
+def fail(message: str) -> NoReturn:
+    """A mistake the user can fix: one line on stderr, exit code 2, no traceback."""
+    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)

@@ -1,0 +1,146 @@
+"""The agent installs alone: a fresh virtualenv with `pip install 'atsss-xapp[agent]'` runs it.
+
+The wheel is built from this checkout, installed with the agent extra only, and the `atsss`
+it installs applies weights, serves the agent's API, and says what to install for the parts it
+does not have. Packages come from the package index (or pip's cache).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+import time
+import venv
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from agent.backends.wrr import WEIGHTS
+from tests.test_agent_api import GOLDEN, TOKEN, write_config
+
+ROOT = Path(__file__).resolve().parents[1]
+NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
+HEAVY = ("sklearn", "onnxruntime", "pycrate", "asn1tools", "ricxappframe", "ricsdl", "pandas")
+
+pytestmark = pytest.mark.slow
+
+
+def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def agent_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A virtualenv holding the project's wheel with the agent extra and nothing more."""
+    work = tmp_path_factory.mktemp("agent-env")
+    # A copy, since setuptools builds in the source tree and keeps what it built there.
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work), str(source)]
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = work.glob("atsss_xapp-*.whl")
+    env = work / "venv"
+    venv.create(env, with_pip=True)
+    installed = run([str(env / "bin" / "pip"), "install", "-q", f"{wheel}[agent]"])
+    assert installed.returncode == 0, installed.stderr
+    return env
+
+
+def test_the_agent_environment_has_none_of_the_xapp_dependencies(agent_env: Path) -> None:
+    for name in HEAVY:
+        probe = run([str(agent_env / "bin" / "python"), "-c", f"import {name}"])
+        assert probe.returncode != 0, f"{name} is installed with the agent extra"
+
+
+def test_agent_apply_with_only_the_agent_installed(agent_env: Path, tmp_path: Path) -> None:
+    config, _ = write_config(tmp_path)
+    applied = run(
+        [
+            str(agent_env / "bin" / "atsss"),
+            "agent",
+            "apply",
+            "--config",
+            str(config),
+            "--direction",
+            "down",
+            "--cpe",
+            "cpe-1",
+            "--weights",
+            "nr=28,wifi=99,lifi=1",
+        ]
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert (tmp_path / "proc" / WEIGHTS).read_text() == GOLDEN
+    dry = run(
+        [
+            str(agent_env / "bin" / "atsss"),
+            "agent",
+            "apply",
+            "--config",
+            str(config),
+            "--backend",
+            "dry-run",
+            "--direction",
+            "down",
+            "--cpe",
+            "cpe-1",
+            "--weights",
+            "nr=5,wifi=5,lifi=1",
+        ]
+    )
+    assert dry.returncode == 0, dry.stderr
+    assert (tmp_path / "proc" / WEIGHTS).read_text() == GOLDEN, "dry-run wrote to the kernel"
+
+
+@contextlib.contextmanager
+def running_agent(atsss: Path, config: Path, port: int) -> Iterator[httpx.Client]:
+    process = subprocess.Popen(
+        [str(atsss), "agent", "run", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    client = httpx.Client(
+        base_url=f"http://127.0.0.1:{port}",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=10,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if client.get("/v1/health").status_code == 200:
+                    break
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            assert time.monotonic() < deadline, "agent did not start"
+            time.sleep(0.1)
+        yield client
+    finally:
+        client.close()
+        process.terminate()
+        process.communicate(timeout=30)
+
+
+def test_agent_run_with_only_the_agent_installed(agent_env: Path, tmp_path: Path) -> None:
+    config, port = write_config(tmp_path)
+    with running_agent(agent_env / "bin" / "atsss", config, port) as client:
+        pushed = client.put(
+            "/v1/weights/downlink",
+            json={"cpe_id": "cpe-1", "sequence": 1, "weights": {"nr": 28, "wifi": 99, "lifi": 1}},
+        )
+        assert pushed.status_code == 200, pushed.text
+    assert (tmp_path / "proc" / WEIGHTS).read_text() == GOLDEN
+
+
+def test_a_part_that_is_not_installed_says_what_to_install(agent_env: Path) -> None:
+    result = run([str(agent_env / "bin" / "atsss"), "kpm", "catalogue"])
+    assert result.returncode == 2
+    assert "not installed here" in result.stderr
+    assert "atsss-xapp[xapp]" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,1 +1,0 @@
-"""Closed-loop evaluation in simulated time: contenders, the connection model, reports, plots."""
