@@ -11,6 +11,8 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from core.deployment import DeploymentError, dump_deployment, load_deployment
+from core.scenario.e2_identities import scenario_deployment
 from core.scenario.load import ScenarioError, load_scenario
 from core.scenario.model import Scenario
 from core.standards.nr import PATTERNS
@@ -93,13 +95,23 @@ def run(
         float,
         typer.Option(help="Multiply every capacity (0.1: a testbed shaped to a tenth)."),
     ] = 1.0,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="The xApp's configuration (`atsss e2sim config` writes one): checked to name "
+            "the nodes and CPEs as the simulator does, so both sides agree."
+        ),
+    ] = None,
 ) -> None:
     """Connect one E2 node per access to the xApp and report every period."""
     try:
         version = parse_version(kpm_version)
     except ValueError as error:
         _fail(str(error))
-    world = _world(_scenario(scenario, duration), period_ms, utilisation, nr_pattern, scale)
+    loaded = _scenario(scenario, duration)
+    if config is not None:
+        _check_config(config, loaded)
+    world = _world(loaded, period_ms, utilisation, nr_pattern, scale)
     with contextlib.ExitStack() as stack:
         truth_out = stack.enter_context(truth.open("w")) if truth is not None else None
         progress = stack.enter_context(Progress(console=err, transient=True, disable=as_json))
@@ -137,6 +149,80 @@ def run(
         f"busy {summary['busy_share']:.0%} of the time"
         + (f"; not subscribed: {', '.join(refused)}" if refused else "")
     )
+
+
+def _check_config(path: Path, scenario: Scenario) -> None:
+    """The configuration must know the simulator's nodes and CPEs by their simulated names."""
+    try:
+        given = load_deployment(path)
+    except DeploymentError as error:
+        _fail(str(error))
+    expected = scenario_deployment(scenario)
+    nodes = {n.access: n.name for n in given.e2.nodes}
+    for node in expected.e2.nodes:
+        if nodes.get(node.access) != node.name:
+            _fail(
+                f"{path}: e2.nodes: the simulated {node.access} node is {node.name}, "
+                f"the configuration has {nodes.get(node.access) or 'none'}"
+            )
+    configured = {c.id: c for c in given.cpes}
+    for cpe in expected.cpes:
+        mine = configured.get(cpe.id)
+        for access, identity in cpe.accesses.items():
+            theirs = None if mine is None else mine.accesses.get(access)
+            if theirs is None or (theirs.ue_id, theirs.station_mac) != (
+                identity.ue_id,
+                identity.station_mac,
+            ):
+                _fail(
+                    f"{path}: cpes: {cpe.id} on {access} is ue_id {identity.ue_id}"
+                    + (f", station_mac {identity.station_mac}" if identity.station_mac else "")
+                    + " in the simulator"
+                )
+
+
+@e2sim_app.command("config")
+def config(
+    scenario: Annotated[str, typer.Option(help="Scenario file, or the name of a shipped one.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Write it here (JSON). Default: standard output.")
+    ] = None,
+    period_ms: Annotated[int, typer.Option(help="Reporting period to subscribe with.")] = 1000,
+    agent: Annotated[
+        list[str] | None, typer.Option(help="CPE=URL of a CPE's agent (repeatable).")
+    ] = None,
+    proxy_agent: Annotated[str | None, typer.Option(help="URL of the MPTCP proxy's agent.")] = None,
+    descriptor: Annotated[
+        bool,
+        typer.Option(help="Write a whole xApp descriptor with the configuration as its controls."),
+    ] = False,
+) -> None:
+    """Write the xApp configuration that matches a simulated scenario: its E2 nodes, and each
+    CPE with the identities the simulated nodes report, for `atsss xapp serve --config`."""
+    loaded = _scenario(scenario, None)
+    agents = {}
+    for item in agent or []:
+        cpe_id, sep, url = item.partition("=")
+        if not sep:
+            _fail(f"--agent is CPE=URL, got {item!r}")
+        agents[cpe_id] = url
+    try:
+        deployment = scenario_deployment(loaded, period_ms, agents, proxy_agent)
+    except (DeploymentError, ValueError) as error:
+        _fail(str(error))
+    text = dump_deployment(deployment)
+    if descriptor:
+        text = (
+            json.dumps(
+                {"name": "atsss-xapp", "version": "0.1.0", "controls": json.loads(text)}, indent=2
+            )
+            + "\n"
+        )
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        err.print(f"wrote {out}", highlight=False)
 
 
 @e2sim_app.command("dataset")

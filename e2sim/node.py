@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,6 +16,8 @@ from kpm.catalogue import Scope, load_catalogue
 from kpm.codec import KpmPdu
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
+
+RECONNECT_S = 1.0  # between attempts to set a dropped association up again
 
 UINT32_MAX = 2**32 - 1
 
@@ -35,7 +38,10 @@ class SimulatedNode:
         version: KpmVersion = KpmVersion.V3_00,
     ) -> None:
         self.access = access
-        self.client = E2NodeClient(address, GNB_IDS[access], OFFERED[access], version=version)
+        self._address, self._version = address, version
+        self.client = self._new_client()
+        self._last_attempt_s = 0.0
+        self.reconnects = 0
         with_mac = access != "nr"
         self._ueids = [gnb_du_ueid(p, _mac(p) if with_mac else None) for p in positions]
         catalogue = load_catalogue()
@@ -43,8 +49,27 @@ class SimulatedNode:
         self.sequence = 0
         self.bytes_sent = 0
 
+    def _new_client(self) -> E2NodeClient:
+        return E2NodeClient(
+            self._address, GNB_IDS[self.access], OFFERED[self.access], version=self._version
+        )
+
     def connect(self) -> None:
+        self._last_attempt_s = time.monotonic()
         self.client.connect()
+
+    def keep_connected(self) -> None:
+        """A real E2 node sets its association up again when it drops (the xApp or the E2
+        termination restarted): once a second, with a fresh E2 setup."""
+        if self.client.connected or time.monotonic() - self._last_attempt_s < RECONNECT_S:
+            return
+        self.client.close()
+        self.client = self._new_client()
+        try:
+            self.connect()
+        except OSError:
+            return
+        self.reconnects += 1
 
     def close(self) -> None:
         self.client.close()
@@ -67,7 +92,10 @@ class SimulatedNode:
         codec = self.client.codec
         header_bytes = codec.encode(KpmPdu.HEADER, header)
         message_bytes = codec.encode(KpmPdu.MESSAGE, message)
-        self.client.send_encoded_indication(header_bytes, message_bytes, self.sequence % 65536)
+        try:
+            self.client.send_encoded_indication(header_bytes, message_bytes, self.sequence % 65536)
+        except (OSError, RuntimeError):  # the association ended under us; reconnect later
+            return False
         self.sequence += 1
         self.bytes_sent += len(header_bytes) + len(message_bytes)
         return True

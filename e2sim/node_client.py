@@ -88,6 +88,11 @@ class E2NodeClient:
         )
         self._thread.start()
 
+    @property
+    def connected(self) -> bool:
+        """Connected and reading: the association has not ended."""
+        return self._thread is not None and self._thread.is_alive()
+
     def wait_subscribed(self, timeout_s: float = 10.0) -> ActiveSubscription | None:
         with self._changed:
             self._changed.wait_for(

@@ -135,6 +135,7 @@ class SimRunner:
             began = time.monotonic()
             collect_start = unix_start + float(world.downlink.times_s[tick]) / (self.speed or 1.0)
             for node in self.nodes:
+                node.keep_connected()
                 truth = world.truth(tick, node.access)
                 report = world.report(truth, tick)
                 if self.truth_out is not None:

@@ -8,6 +8,7 @@ bytes, BIT STRING → (bytes, bits)); JSON uses the ASN.1 JSON encoding rules (J
 from __future__ import annotations
 
 import functools
+import threading
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,16 @@ class KpmCodec:
             ) from error
 
 
-@functools.cache
+# Compiling a version takes about a second: E2 connections that start together must not all
+# compile it at once (functools.cache alone lets each of them do so).
+_COMPILING = threading.Lock()
+
+
 def codec_for(version: KpmVersion) -> KpmCodec:
+    with _COMPILING:
+        return _codec(version)
+
+
+@functools.cache
+def _codec(version: KpmVersion) -> KpmCodec:
     return KpmCodec(version)

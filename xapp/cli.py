@@ -264,3 +264,75 @@ def xapp_export_dataset(
         f"{len(records)} probe records → {labelled} labelled rows in {out_file}",
         highlight=False,
     )
+
+
+@xapp_app.command("serve")
+def xapp_serve(
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            help="Descriptor or controls file (JSON or YAML). Default: CONFIG_FILE, else "
+            "XAPP_DESCRIPTOR_PATH."
+        ),
+    ] = None,
+    e2: Annotated[
+        str,
+        typer.Option(
+            help="ric (RMR and the submgr), standalone (E2 nodes connect over TCP), or auto: "
+            "ric where the RMR library is installed."
+        ),
+    ] = "auto",
+    listen: Annotated[
+        str, typer.Option(help="Standalone: E2 address to listen on, HOST:PORT (port 0: any).")
+    ] = "127.0.0.1:36421",
+    http: Annotated[
+        str | None,
+        typer.Option(help="HTTP address, HOST:PORT. Default: 0.0.0.0 and e2.http_port."),
+    ] = None,
+) -> None:
+    """Run the xApp until SIGTERM: E2 in, weights out to the agents, health and metrics over
+    HTTP. SIGHUP or an edit of the configuration file reloads it without a restart."""
+    import logging
+    import os
+
+    from core.deployment import DeploymentError
+    from xapp.config import config_path, load_xapp_config
+    from xapp.service import ServeOptions, ServiceError, XappService, rmr_available
+
+    if "ATSSS_LOG_LEVEL" not in os.environ:  # a service logs what it does
+        logging.getLogger().setLevel(logging.INFO)
+        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise
+    try:
+        path = config_path(config)
+        deployment = load_xapp_config(path)
+    except DeploymentError as error:
+        fail(str(error))
+    if e2 not in ("auto", "ric", "standalone"):
+        fail(f"--e2 is auto, ric or standalone, got {e2!r}")
+    mode = e2 if e2 != "auto" else ("ric" if rmr_available() else "standalone")
+    if e2 == "auto":
+        err.print(f"E2 mode: {mode}", highlight=False)
+    e2_host, e2_port = _host_port("--listen", listen)
+    http_host, http_port = _host_port("--http", http) if http else ("0.0.0.0", None)
+    options = ServeOptions(path, mode, (e2_host, e2_port), http_host, http_port)  # type: ignore[arg-type]
+    try:
+        service = XappService(options, deployment)
+        service.start()
+    except ServiceError as error:
+        fail(str(error))
+    service.run_until_signalled()
+
+
+def _host_port(option: str, text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        fail(f"{option} is HOST:PORT, got {text!r}")
+    return host, int(port)
+
+
+@xapp_app.command("schema")
+def xapp_schema() -> None:
+    """Print the JSON schema of the configuration (the descriptor's `controls`)."""
+    from xapp.config import controls_schema_text
+
+    typer.echo(controls_schema_text(), nl=False)

@@ -83,6 +83,19 @@ class ControlLoop:
             for direction in self._directions
         ]
 
+    def set_cpes(self, cpes: Sequence[Cpe]) -> None:
+        """A reloaded configuration: CPEs kept keep their history, removed ones are forgotten."""
+        self._cpes = list(cpes)
+        kept = {c.cpe_id for c in self._cpes}
+        for history in (
+            self._last_rule,
+            self._last_override,
+            self._last_usable,
+            self._first_report_s,
+        ):
+            for key in [k for k in history if k[0] not in kept]:
+                del history[key]
+
     def set_rule(self, cpe_id: str, rule: SteeringRule) -> None:
         self._rules[cpe_id] = rule
 

@@ -30,8 +30,9 @@ from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
+from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
-from xapp.ports import WeightPushError
+from xapp.ports import WeightPushError, XappStore
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class LiveSettings:
     period_s: float = 1.0
     estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
+    min_gain: float = Hysteresis.min_gain
 
 
 class LiveControl:
@@ -70,7 +72,7 @@ class LiveControl:
         self,
         cpes: Sequence[Cpe],
         settings: LiveSettings,
-        store: MemoryStateStore | None = None,
+        store: XappStore | None = None,
         on_push: Callable[[WeightSet], None] = lambda weight_set: None,
     ) -> None:
         if settings.period_s <= 0:
@@ -100,10 +102,30 @@ class LiveControl:
         self._loop: ControlLoop | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Start-up: when each CPE's accesses were first heard of, and how long after the last
+        # of them its first weights went out (seconds, wall clock).
+        self._first_heard_s: dict[tuple[str, str], float] = {}
+        self.first_push_delay_s: dict[str, float] = {}
 
     def add_samples(self, samples: Sequence[KpiSample]) -> None:
         """Called by the E2 transport's threads."""
+        now = time.time()
+        for sample in samples:
+            self._first_heard_s.setdefault((sample.cpe_id, sample.access), now)
         self.source.add(samples)
+
+    def reconfigure(self, cpes: Sequence[Cpe], settings: LiveSettings) -> None:
+        """A reloaded configuration: CPEs added or removed, agents changed. What the loop knows
+        of the CPEs it keeps (estimates, weights in force, sequence numbers) stays."""
+        added = [c for c in cpes if c.cpe_id not in {k.cpe_id for k in self.cpes}]
+        self.settings = replace(settings, period_s=self.settings.period_s)
+        self.sink.set_agents(settings.cpe_agents, settings.proxy_agent)
+        self.prober.set_agents(settings.cpe_agents)
+        for cpe in added:
+            self._load_held_weights(cpe)
+        self.cpes = list(cpes)
+        if self._loop is not None:
+            self._loop.set_cpes(self.cpes)
 
     def prepare(
         self, wait_s: float = 0.0, on_wait: Callable[[str], None] = lambda message: None
@@ -124,15 +146,7 @@ class LiveControl:
                 ),
             )
         for cpe in self.cpes:
-            for direction in self.settings.directions:
-                if self.sink.endpoint(cpe.cpe_id, direction) is None:
-                    continue
-                try:
-                    held = self.sink.in_force(cpe.cpe_id, direction)
-                except WeightPushError as error:
-                    raise LiveSetupError(str(error)) from error
-                if held is not None:
-                    self.store.save_weights(held)
+            self._load_held_weights(cpe)
         self._loop = ControlLoop(
             cpes=self.cpes,
             directions=self.settings.directions,
@@ -141,8 +155,21 @@ class LiveControl:
             policy=make_policy("optimal", self.policy_config),
             sink=self.sink,
             store=self.store,
+            hysteresis=Hysteresis(self.settings.min_gain),
         )
         return levers
+
+    def _load_held_weights(self, cpe: Cpe) -> None:
+        """What the agents hold for ``cpe``: a restarted xApp continues their sequence numbers."""
+        for direction in self.settings.directions:
+            if self.sink.endpoint(cpe.cpe_id, direction) is None:
+                continue
+            try:
+                held = self.sink.in_force(cpe.cpe_id, direction)
+            except WeightPushError as error:
+                raise LiveSetupError(str(error)) from error
+            if held is not None:
+                self.store.save_weights(held)
 
     def step(self, now_s: float) -> list[StepOutcome]:
         if self._loop is None:
@@ -159,10 +186,27 @@ class LiveControl:
                     dict(outcome.pushed.weights),
                     outcome.reason,
                 )
+                self._note_first_push(outcome.cpe_id)
                 self.on_push(outcome.pushed)
             elif outcome.reason.startswith("push failed"):
                 self.push_failures += 1
         return outcomes
+
+    def _note_first_push(self, cpe_id: str) -> None:
+        if cpe_id in self.first_push_delay_s:
+            return
+        heard = {a: s for (c, a), s in self._first_heard_s.items() if c == cpe_id}
+        if not heard:
+            return
+        last_access = max(heard, key=lambda a: heard[a])
+        delay = max(0.0, time.time() - heard[last_access])
+        self.first_push_delay_s[cpe_id] = delay
+        log.info(
+            "first weights for %s %.2f s after the first report of its last access (%s)",
+            cpe_id,
+            delay,
+            last_access,
+        )
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="control-loop", daemon=True)

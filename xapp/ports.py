@@ -92,3 +92,7 @@ class SubscriptionStore(Protocol):
     def load_subscriptions(self) -> Sequence[SubscriptionRecord]: ...
 
     def delete_subscription(self, node: str) -> None: ...
+
+
+class XappStore(StateStore, SubscriptionStore, ProbeRecordStore, Protocol):
+    """Everything the running xApp keeps: SDL in a RIC, memory when there is none."""

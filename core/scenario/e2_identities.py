@@ -9,6 +9,9 @@ administered, n in the low bytes) in the RAN UE ID.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from core.deployment import Deployment, parse_deployment
 from core.domain import AccessIdentity, Cpe
 from core.e2_naming import e2_node_name
 from core.scenario.model import Scenario
@@ -86,3 +89,45 @@ def e2_cpes(scenario: Scenario) -> list[Cpe]:
         }
         cpes.append(Cpe(entry.cpe.cpe_id, accesses))
     return cpes
+
+
+def scenario_deployment(
+    scenario: Scenario,
+    report_period_ms: int = 1000,
+    cpe_agents: Mapping[str, str] | None = None,
+    proxy_agent: str | None = None,
+    per_ue: bool = True,
+) -> Deployment:
+    """The deployment configuration that matches a simulated scenario: one node per access, each
+    CPE known by the identities the simulator's nodes report, agents where given."""
+    agents = dict(cpe_agents or {})
+    unknown = sorted(set(agents) - set(scenario.cpe_ids))
+    if unknown:
+        raise ValueError(f"agents for CPEs the scenario does not have: {', '.join(unknown)}")
+    document = {
+        "e2": {
+            "nodes": [
+                {
+                    "name": node_name(access),
+                    "access": access,
+                    "measurements": list(DEFAULT_SUBSCRIBED[access]),
+                    "report_period_ms": report_period_ms,
+                    "report": "per-ue" if per_ue else "cell",
+                }
+                for access in scenario.access_names
+            ]
+        },
+        "cpes": [
+            {
+                "id": cpe.cpe_id,
+                "accesses": {
+                    name: {"ue_id": identity.ue_id, "station_mac": identity.station_mac}
+                    for name, identity in cpe.accesses.items()
+                },
+                **({"agent": {"url": agents[cpe.cpe_id]}} if cpe.cpe_id in agents else {}),
+            }
+            for cpe in e2_cpes(scenario)
+        ],
+        **({"agents": {"proxy": {"url": proxy_agent}}} if proxy_agent else {}),
+    }
+    return parse_deployment(document, f"scenario {scenario.name}")

@@ -33,6 +33,10 @@ class AgentProber:
         self._lock = threading.Lock()
         self._futures: list[Future[ProbeOutcome]] = []
 
+    def set_agents(self, agents: Mapping[str, AgentEndpoint]) -> None:
+        """A reloaded configuration's CPE agents."""
+        self._agents = dict(agents)
+
     def start(self, request: ProbeRequest, now_s: float) -> None:
         future = self._pool.submit(self._probe, request, now_s, time.monotonic())
         with self._lock:

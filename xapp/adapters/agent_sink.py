@@ -36,6 +36,12 @@ class AgentWeightSink:
         self._requested_by = requested_by
         self._downlink_via_cpe = downlink_via_cpe
 
+    def set_agents(
+        self, cpe_agents: Mapping[str, AgentEndpoint], proxy_agent: AgentEndpoint | None
+    ) -> None:
+        """A reloaded configuration's agents."""
+        self._cpe_agents, self._proxy = dict(cpe_agents), proxy_agent
+
     def endpoint(self, cpe_id: str, direction: Direction) -> AgentEndpoint | None:
         if direction == Direction.UPLINK or self._downlink_via_cpe:
             return self._cpe_agents.get(cpe_id)

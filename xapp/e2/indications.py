@@ -45,13 +45,7 @@ class IndicationProcessor:
         self._nodes: dict[str, NodeContext] = {}
         self._cpe_by_key: dict[tuple[str, str], str] = {}
         self._cpes_by_node: dict[str, list[str]] = defaultdict(list)
-        for cpe in cpes:
-            for access in cpe.accesses.values():
-                if access.e2_node_id is None:
-                    continue
-                self._cpes_by_node[access.e2_node_id].append(cpe.cpe_id)
-                for key in _identity_keys(access.ue_id, access.station_mac):
-                    self._cpe_by_key[(access.e2_node_id, key)] = cpe.cpe_id
+        self.set_cpes(cpes)
         self.registry = registry or CollectorRegistry()
         self.rejected = Counter(
             "atsss_e2_rejected",
@@ -63,6 +57,20 @@ class IndicationProcessor:
             "atsss_e2_indications", "RIC indications decoded", ["version"], registry=self.registry
         )
         self._logged_causes: set[str] = set()
+
+    def set_cpes(self, cpes: Sequence[Cpe]) -> None:
+        """Which CPE each (node, UE identity) is; replaces the previous set (config reload)."""
+        by_key: dict[tuple[str, str], str] = {}
+        by_node: dict[str, list[str]] = defaultdict(list)
+        for cpe in cpes:
+            for access in cpe.accesses.values():
+                if access.e2_node_id is None:
+                    continue
+                by_node[access.e2_node_id].append(cpe.cpe_id)
+                for key in _identity_keys(access.ue_id, access.station_mac):
+                    by_key[(access.e2_node_id, key)] = cpe.cpe_id
+        # Swapped whole: a transport thread reading them sees the old or the new set.
+        self._cpe_by_key, self._cpes_by_node = by_key, by_node
 
     def set_node(self, config: E2NodeConfig, version: KpmVersion | None) -> None:
         self._nodes[config.node] = NodeContext(config, version or config.kpm_version)

@@ -14,14 +14,17 @@ NOTIFICATION_PATH = "/ric/v1/subscriptions/response"
 
 
 def create_app(
-    manager: SubscriptionManager,
+    manager: SubscriptionManager | None,
     registry: CollectorRegistry | None = None,
     ready: Callable[[], bool] = lambda: True,
 ) -> FastAPI:
+    """``manager`` is None in standalone mode (no submgr sends notifications)."""
     app = FastAPI(title="atsss xApp", version="0.1.0")
 
     @app.post(NOTIFICATION_PATH)
     async def subscription_notification(request: Request) -> dict[str, Any]:
+        if manager is None:
+            raise HTTPException(404, "no submgr subscriptions: the xApp runs standalone")
         try:
             body = await request.json()
         except ValueError as error:

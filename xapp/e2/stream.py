@@ -33,10 +33,11 @@ log = logging.getLogger(__name__)
 REQUESTOR_ID = 1001
 
 
-@dataclass
+@dataclass(eq=False)  # hashable by identity: one per TCP connection
 class _Connection:
     sock: socket.socket
     node: str | None = None
+    setup: e2ap.E2SetupRequest | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -59,6 +60,7 @@ class StandaloneE2Termination:
         self._lock = threading.Lock()
         self._connections: dict[str, _Connection] = {}
         self._records: dict[str, SubscriptionRecord] = {}
+        self._unconfigured: set[_Connection] = set()  # set up, but not (yet) in the config
         self._instance = 0
         self._changed = threading.Condition(self._lock)
         termination = self
@@ -147,6 +149,8 @@ class StandaloneE2Termination:
         except (ConnectionError, OSError) as error:
             log.info("E2 stream from %s closed: %s", connection.node or "an unknown node", error)
         finally:
+            with self._lock:
+                self._unconfigured.discard(connection)
             if connection.node is not None:
                 with self._changed:
                     if self._connections.get(connection.node) is connection:
@@ -180,13 +184,46 @@ class StandaloneE2Termination:
                 node, "unexpected-message", f"{type(message).__name__} from a node"
             )
 
+    def set_settings(self, settings: E2Settings) -> None:
+        """A reloaded configuration: nodes no longer configured are unsubscribed; connected
+        nodes that have just been configured are subscribed now, the others when they connect."""
+        with self._lock:
+            previous, self._settings = self._settings, settings
+            connections = dict(self._connections)
+            records = dict(self._records)
+            unknown = list(self._unconfigured)
+        for name, record in records.items():
+            connection = connections.get(name)
+            if settings.node(name) is None and connection is not None:
+                if record.status == "active":
+                    removed = previous.node(name)
+                    request = e2ap.SubscriptionDeleteRequest(
+                        e2ap.RicRequestId(REQUESTOR_ID, record.xapp_event_instance_id),
+                        removed.ran_function_id if removed is not None else 0,
+                    )
+                    with contextlib.suppress(OSError):
+                        self._send(connection, e2ap.encode(request))
+                log.info("E2 node %s is no longer configured: unsubscribed", name)
+        for connection in unknown:
+            if connection.setup is not None and settings.node(connection.setup.node_name):
+                with self._lock:
+                    self._unconfigured.discard(connection)
+                self._subscribe(connection, connection.setup)
+
     def _setup(self, connection: _Connection, request: e2ap.E2SetupRequest) -> None:
         name = request.node_name
-        config = self._settings.node(name)
         connection.node = name
+        connection.setup = request
         accepted = tuple(f.function_id for f in request.ran_functions)
         self._send(connection, e2ap.encode(e2ap.E2SetupResponse(request.transaction_id, accepted)))
+        self._subscribe(connection, request)
+
+    def _subscribe(self, connection: _Connection, request: e2ap.E2SetupRequest) -> None:
+        name = request.node_name
+        config = self._settings.node(name)
         if config is None:
+            with self._lock:
+                self._unconfigured.add(connection)
             self._processor.reject(
                 name, "unknown-node", "E2 setup from a node that is not configured"
             )

@@ -179,6 +179,17 @@ class SubscriptionManager:
         with self._lock:
             return dict(self._records)
 
+    def reconfigure(self, settings: E2Settings) -> list[str]:
+        """A reloaded configuration: unsubscribe the nodes no longer in it; returns the nodes
+        that are new, for the caller to subscribe."""
+        with self._lock:
+            old = {n.node for n in self._settings.nodes}
+            self._settings = settings
+        new = {n.node for n in settings.nodes}
+        for name in old - new:
+            self._forget(name)
+        return sorted(new - old)
+
     def set_version(self, node: str, version: KpmVersion) -> None:
         self._versions[node] = version
 

@@ -1,0 +1,223 @@
+"""The live system as real processes on loopback, for tests: dry-run agents (uvicorn), the xApp
+(`atsss xapp serve`), and the KPM simulator (`atsss e2sim run`)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from tests.servers import free_port
+
+TOKEN = "live-token"
+ACCESSES = {"nr": "10.1.0.", "wifi": "10.2.0.", "lifi": "10.3.0."}
+
+
+def atsss(*args: str) -> list[str]:
+    return [sys.executable, "-m", "atsss", *args]
+
+
+@dataclass
+class Agent:
+    url: str
+    process: subprocess.Popen[str]
+    state_file: Path
+
+    def weights(self, direction: str, cpe_id: str) -> dict[str, Any] | None:
+        """What the agent holds for the CPE (weights, sequence), None before the first push."""
+        response = httpx.get(
+            f"{self.url}/v1/weights/{direction}",
+            params={"cpe_id": cpe_id},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=5,
+        )
+        if response.status_code == 404:
+            return None
+        response.raise_for_status()
+        return dict(response.json())
+
+
+def write_agent_config(workdir: Path, name: str, role: str, cpe_ids: list[str]) -> tuple[Path, int]:
+    port = free_port()
+    token = workdir / "token"
+    token.write_text(TOKEN + "\n")
+    config: dict[str, Any] = {
+        "role": role,
+        # A CPE agent takes only weights for its own addresses: on one host, loopback's.
+        "accesses": {
+            access: {
+                "interface": f"{access}0",
+                "address": "127.0.0.1" if role == "cpe" else prefix + "254",
+            }
+            for access, prefix in ACCESSES.items()
+        },
+        "listen": f"127.0.0.1:{port}",
+        "token_file": str(token),
+        "state_file": str(workdir / f"{name}-state.json"),
+        "backend": "dry-run",
+    }
+    if role == "proxy":
+        config["cpes"] = {
+            cpe_id: {access: prefix + str(n) for access, prefix in ACCESSES.items()}
+            for n, cpe_id in enumerate(cpe_ids, 1)
+        }
+    else:
+        config["cpe_id"] = cpe_ids[0]
+    path = workdir / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path, port
+
+
+@contextlib.contextmanager
+def agent_process(workdir: Path, name: str, role: str, cpe_ids: list[str]) -> Iterator[Agent]:
+    config, port = write_agent_config(workdir, name, role, cpe_ids)
+    log = (workdir / f"{name}.log").open("w")
+    process = subprocess.Popen(
+        atsss("agent", "run", "--config", str(config)),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
+                    break
+            assert process.poll() is None, (workdir / f"{name}.log").read_text()
+            assert time.monotonic() < deadline, f"agent {name} did not start"
+            time.sleep(0.1)
+        yield Agent(url, process, workdir / f"{name}-state.json")
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+
+@dataclass
+class Xapp:
+    process: subprocess.Popen[str]
+    log_path: Path
+    e2_port: int
+    http_url: str
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def ready(self) -> bool:
+        with contextlib.suppress(httpx.HTTPError):
+            return httpx.get(f"{self.http_url}/ric/v1/health/ready", timeout=2).status_code == 200
+        return False
+
+    def terminate_within(self, seconds: float) -> tuple[int, float]:
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=seconds + 30)
+        return code, time.monotonic() - started
+
+
+def start_xapp(
+    workdir: Path,
+    config: Path,
+    env: dict[str, str] | None = None,
+    e2_port: int | None = None,
+    name: str = "xapp",
+    mode: str = "standalone",
+) -> Xapp:
+    e2_port = e2_port or free_port()
+    http_port = free_port()
+    log_path = workdir / f"{name}.log"
+    process = subprocess.Popen(
+        atsss(
+            "xapp",
+            "serve",
+            "--config",
+            str(config),
+            "--e2",
+            mode,
+            "--listen",
+            f"127.0.0.1:{e2_port}",
+            "--http",
+            f"127.0.0.1:{http_port}",
+        ),
+        stdout=log_path.open("a"),
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
+    xapp = Xapp(process, log_path, e2_port, f"http://127.0.0.1:{http_port}")
+    deadline = time.monotonic() + 60
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{xapp.http_url}/ric/v1/health/alive", timeout=1).status_code == 200:
+                break
+        assert process.poll() is None, xapp.log()
+        assert time.monotonic() < deadline, "the xApp did not start:\n" + xapp.log()
+        time.sleep(0.1)
+    return xapp
+
+
+def start_simulator(
+    workdir: Path, scenario: str, e2_port: int, duration_s: float, config: Path | None = None
+) -> subprocess.Popen[str]:
+    args = [
+        "e2sim",
+        "run",
+        "--scenario",
+        scenario,
+        "--connect",
+        f"127.0.0.1:{e2_port}",
+        "--duration",
+        str(duration_s),
+        "--json",
+    ]
+    if config is not None:
+        args += ["--config", str(config)]
+    return subprocess.Popen(
+        atsss(*args),
+        stdout=subprocess.PIPE,
+        stderr=(workdir / "e2sim.log").open("a"),
+        text=True,
+    )
+
+
+def write_xapp_config(
+    workdir: Path, scenario: str, agents: dict[str, str], proxy: str | None, **extra: Any
+) -> Path:
+    path = workdir / "xapp-config.json"
+    args = ["e2sim", "config", "--scenario", scenario, "--out", str(path)]
+    for cpe_id, url in agents.items():
+        args += ["--agent", f"{cpe_id}={url}"]
+    if proxy:
+        args += ["--proxy-agent", proxy]
+    done = subprocess.run(atsss(*args), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(path.read_text())
+    document.setdefault("agents", {})["token_file"] = str(workdir / "token")
+    document["agents"]["wait_s"] = 10
+    document.update(extra)
+    path.write_text(json.dumps(document, indent=2))
+    return path
+
+
+def wait_until(predicate: Any, timeout_s: float, what: str, interval_s: float = 0.2) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(interval_s)
+
+
+FIRST_PUSH = re.compile(r"first weights for (\S+) ([0-9.]+) s after")

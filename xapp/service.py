@@ -1,0 +1,434 @@
+"""`atsss xapp serve`: the xApp as one long-running process, in a RIC or standalone.
+
+It assembles the parts from the deployment configuration:
+
+- **state**: SDL (ricsdl over Redis at DBAAS_SERVICE_HOST/PORT) when the RIC provides it,
+  memory otherwise;
+- **E2**: in a RIC, RMR for the messages (``xapp.e2.rmr_adapter``, the only module that touches
+  librmr) and the submgr's REST API for the subscriptions; standalone, the standalone E2
+  termination on a TCP port;
+- **HTTP** on the configured port: ``/ric/v1/health/alive|ready``, the submgr's notifications,
+  ``/metrics``;
+- **control**: the live control loop pushing to every CPE's agent and the proxy's agent.
+
+Ready means SDL answers (when used) and the E2 side is in place: every node subscribed (RIC) or
+a node connected and subscribed (standalone). SIGTERM stops pushing, deletes the subscriptions,
+and exits; SIGHUP, or a change of the configuration file, reloads it: new CPEs and nodes are
+picked up, removed ones unsubscribed, and what the loop knows of the others is kept.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import uvicorn
+from prometheus_client import CollectorRegistry, Gauge
+
+from core.deployment import AgentConfig, Deployment, DeploymentError
+from kpm.codec import codec_for
+from kpm.versions import KpmVersion
+from xapp.adapters.agent_http import AgentEndpoint
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.config import e2_settings, load_xapp_config, reporting_period_s
+from xapp.e2.config import E2Settings
+from xapp.e2.indications import IndicationProcessor
+from xapp.e2.messages import E2MessageHandler, SubscriptionOutcome
+from xapp.e2.rest import create_app
+from xapp.e2.stream import StandaloneE2Termination
+from xapp.e2.subscriptions import SubmgrClient, SubscriptionManager
+from xapp.estimators.selection import EstimatorSettings
+from xapp.live import LiveControl, LiveSettings, LiveSetupError
+from xapp.policy.weight_policy import PolicyConfig
+from xapp.ports import XappStore
+
+log = logging.getLogger(__name__)
+
+E2Mode = Literal["ric", "standalone"]
+
+
+class ServiceError(RuntimeError):
+    """The service cannot start as configured; the message says why in one line."""
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    config_path: Path
+    e2_mode: E2Mode
+    e2_listen: tuple[str, int] = ("127.0.0.1", 36421)
+    http_host: str = "0.0.0.0"
+    http_port: int | None = None  # None: the configuration's e2.http_port
+    watch_interval_s: float = 1.0  # how often the configuration file is checked for changes
+
+
+def rmr_available() -> bool:
+    """Whether the RMR library can be loaded (it is in the container image, not elsewhere)."""
+    import ctypes.util
+
+    return ctypes.util.find_library("rmr_si") is not None
+
+
+def make_store(namespace: str) -> tuple[XappStore, bool]:
+    """SDL when the RIC names its database (DBAAS_SERVICE_HOST), memory otherwise."""
+    if not os.environ.get("DBAAS_SERVICE_HOST"):
+        return MemoryStateStore(), False
+    from xapp.adapters.sdl_store import SdlStateStore
+
+    return SdlStateStore(namespace=namespace), True
+
+
+def agent_endpoint(agent: AgentConfig, default_token_file: Path | None) -> AgentEndpoint:
+    token_file = agent.token_file or default_token_file
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as error:
+            raise ServiceError(
+                f"agent {agent.url}: token file {token_file}: {error.strerror}"
+            ) from None
+    verify: bool | str = str(agent.ca_file) if agent.ca_file is not None else True
+    return AgentEndpoint(agent.url, token, verify)
+
+
+def live_settings(deployment: Deployment) -> LiveSettings:
+    default_token = deployment.agents.token_file
+    return LiveSettings(
+        cpe_agents={
+            cpe.id: agent_endpoint(cpe.agent, default_token)
+            for cpe in deployment.cpes
+            if cpe.agent is not None
+        },
+        proxy_agent=(
+            agent_endpoint(deployment.agents.proxy, default_token)
+            if deployment.agents.proxy is not None
+            else None
+        ),
+        downlink_via_cpe=deployment.agents.downlink_via_cpe,
+        directions=deployment.directions,
+        period_s=reporting_period_s(deployment),
+        estimator=EstimatorSettings(mode=deployment.estimator),
+        policy=PolicyConfig(max_weight=deployment.policy.max_weight),
+        min_gain=deployment.policy.min_gain,
+    )
+
+
+class XappService:
+    def __init__(self, options: ServeOptions, deployment: Deployment) -> None:
+        self.options = options
+        self.deployment = deployment
+        self.registry = CollectorRegistry()
+        self._ready_gauge = Gauge("atsss_ready", "1 when the xApp is ready", registry=self.registry)
+        self.store, self.uses_sdl = make_store(deployment.sdl_namespace)
+        cpes = deployment.domain_cpes()
+        self.processor = IndicationProcessor(cpes, registry=self.registry)
+        self.control = LiveControl(
+            cpes,
+            live_settings(deployment),
+            store=self.store,
+        )
+        self._stopping = threading.Event()
+        self._prepared = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._termination: StandaloneE2Termination | None = None
+        self._manager: SubscriptionManager | None = None
+        if options.e2_mode == "ric":
+            settings = e2_settings(deployment)
+            self._manager = SubscriptionManager(
+                settings, SubmgrClient(settings.submgr_url), self.store
+            )
+        self._rmr: Any = None
+        self._http: uvicorn.Server | None = None
+        self._config_mtime = _mtime(options.config_path)
+        self._reload_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ start
+    def start(self) -> None:
+        for version in KpmVersion:  # compiled before the first node connects, not during
+            codec_for(version)
+        self._start_http()
+        if self.options.e2_mode == "standalone":
+            self._start_standalone()
+        else:
+            self._start_ric()
+        self._spawn("control-start", self._start_control)
+        self._spawn("config-watch", self._watch_config)
+
+    def _spawn(self, name: str, target: Callable[[], object]) -> None:
+        thread = threading.Thread(target=target, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _start_http(self) -> None:
+        port = self.options.http_port
+        if port is None:
+            port = self.deployment.e2.http_port
+        app = create_app(self._manager, self.registry, self.ready)
+        config = uvicorn.Config(
+            app,
+            host=self.options.http_host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+        )
+        self._http = uvicorn.Server(config)
+        # Run in a thread, uvicorn leaves the process's signal handlers alone: ours stay.
+        # Bind here so that a port in use fails the start with one line.
+        try:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.options.http_host, port))
+        except OSError as error:
+            raise ServiceError(
+                f"cannot serve HTTP on {self.options.http_host}:{port}: {error.strerror}"
+            ) from None
+        server = self._http
+        self._spawn("http", lambda: server.run(sockets=[sock]))
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if time.monotonic() > deadline:
+                raise ServiceError(f"HTTP server on port {port} did not start")
+            time.sleep(0.02)
+        self.http_address = (self.options.http_host, int(sock.getsockname()[1]))
+        log.info("HTTP on %s:%d", *self.http_address)
+
+    def _start_standalone(self) -> None:
+        host, port = self.options.e2_listen
+        try:
+            self._termination = StandaloneE2Termination(
+                e2_settings(self.deployment),
+                self.processor,
+                self.control.add_samples,
+                self.store,
+                host,
+                port,
+            )
+        except OSError as error:
+            raise ServiceError(f"cannot listen for E2 on {host}:{port}: {error.strerror}") from None
+        self._termination.start()
+        self.e2_address = self._termination.address
+        log.info("listening for E2 nodes on %s:%d", *self.e2_address)
+
+    def _start_ric(self) -> None:
+        from xapp.e2.rmr_adapter import RmrE2Adapter
+
+        settings = e2_settings(self.deployment)
+        handler = E2MessageHandler(
+            self.processor, self.control.add_samples, self._on_outcome, healthy=self.alive
+        )
+        self._rmr = RmrE2Adapter(handler, settings.rmr_port)
+        self._rmr.run()
+        manager = self._manager
+        assert manager is not None
+
+        def subscribe() -> None:
+            removed = manager.recover()
+            if removed:
+                log.info("deleted %d subscriptions of a previous run", len(removed))
+            for record in manager.subscribe_all().values():
+                log.info("subscription for %s: %s %s", record.node, record.status, record.cause)
+
+        self._spawn("subscribe", subscribe)
+        self._spawn("register", self._register)
+
+    def _on_outcome(self, outcome: SubscriptionOutcome) -> None:
+        log.info("E2 node %s: %s", outcome.node, outcome.detail)
+
+    def _start_control(self) -> None:
+        """Ask the agents what they hold, then run the loop; agents that are not up yet are
+        waited for (the configuration's agents.wait_s at a time), as long as the service runs."""
+        while not self._stopping.is_set():
+            try:
+                levers = self.control.prepare(
+                    self.deployment.agents.wait_s, on_wait=lambda message: log.info(message)
+                )
+            except LiveSetupError as error:
+                log.error("agents not ready: %s; trying again", error)
+                self._stopping.wait(5.0)
+                continue
+            log.info(
+                "agents: %s", ", ".join(f"{u} ({lever})" for u, lever in sorted(levers.items()))
+            )
+            if not self._stopping.is_set():
+                self.control.start()
+                self._prepared.set()
+            return
+
+    # ------------------------------------------------------------------ platform
+    def _register(self) -> None:
+        """Register with the appmgr as O-RAN SC xApps do (its /register API), retrying."""
+        url = self.deployment.e2.appmgr_url + "/register"
+        body = self._registration()
+        for attempt in range(10):
+            if self._stopping.is_set():
+                return
+            try:
+                response = httpx.post(url, json=body, timeout=5.0)
+            except httpx.HTTPError as error:
+                log.warning("appmgr registration: %s", error)
+            else:
+                if response.status_code in (200, 201, 204):
+                    log.info("registered with the appmgr as %s", body["appInstanceName"])
+                    self.registered = True
+                    return
+                log.warning("appmgr registration: %d %s", response.status_code, response.text)
+            self._stopping.wait(min(30.0, 2.0 * 2**attempt))
+
+    def _registration(self) -> dict[str, str]:
+        import json
+
+        descriptor = _descriptor_document(self.options.config_path)
+        name = str(descriptor.get("name", "atsss-xapp"))
+        e2 = self.deployment.e2
+        return {
+            "appName": os.environ.get("HOSTNAME", name),
+            "appVersion": str(descriptor.get("version", "")),
+            "configPath": "",
+            "appInstanceName": name,
+            "httpEndpoint": f"{e2.client_host}:{e2.http_port}",
+            "rmrEndpoint": f"{os.environ.get('RMR_SRC_ID', e2.client_host)}:{e2.rmr_port}",
+            "config": json.dumps(descriptor),
+        }
+
+    def _deregister(self) -> None:
+        if not getattr(self, "registered", False):
+            return
+        body = self._registration()
+        try:
+            httpx.post(
+                self.deployment.e2.appmgr_url + "/deregister",
+                json={"appName": body["appName"], "appInstanceName": body["appInstanceName"]},
+                timeout=3.0,
+            )
+        except httpx.HTTPError as error:
+            log.warning("appmgr deregistration: %s", error)
+
+    # ------------------------------------------------------------------ health
+    def alive(self) -> bool:
+        return not self._stopping.is_set()
+
+    def ready(self) -> bool:
+        ready = self.alive() and self._sdl_answers() and self._e2_in_place()
+        self._ready_gauge.set(1 if ready else 0)
+        return ready
+
+    def _sdl_answers(self) -> bool:
+        if not self.uses_sdl:
+            return True
+        try:
+            self.store.load_weights("-", self.deployment.directions[0])
+        except Exception:  # ricsdl raises its own types when Redis is unreachable
+            return False
+        return True
+
+    def _e2_in_place(self) -> bool:
+        if self._termination is not None:
+            return any(r.status == "active" for r in self._termination.records().values())
+        if self._manager is not None:
+            records = self._manager.records()
+            return bool(records) and all(r.status == "active" for r in records.values())
+        return False
+
+    # ------------------------------------------------------------------ reload
+    def _watch_config(self) -> None:
+        while not self._stopping.wait(self.options.watch_interval_s):
+            mtime = _mtime(self.options.config_path)
+            if mtime != self._config_mtime:
+                self._config_mtime = mtime
+                self.reload()
+
+    def reload(self) -> bool:
+        """Read the configuration again and apply it; a bad file is logged and changes nothing."""
+        with self._reload_lock:
+            try:
+                deployment = load_xapp_config(self.options.config_path)
+                settings = live_settings(deployment)
+            except (DeploymentError, ServiceError) as error:
+                log.error("configuration not reloaded: %s", error)
+                return False
+            before = {c.id for c in self.deployment.cpes}
+            after = {c.id for c in deployment.cpes}
+            cpes = deployment.domain_cpes()
+            self.processor.set_cpes(cpes)
+            try:
+                self.control.reconfigure(cpes, settings)
+            except LiveSetupError as error:
+                log.error("configuration not fully applied: %s", error)
+            new_settings = e2_settings(deployment)
+            if self._termination is not None:
+                self._termination.set_settings(new_settings)
+            if self._manager is not None:
+                self._reload_subscriptions(new_settings)
+            self.deployment = deployment
+            log.info(
+                "configuration reloaded: %d CPEs (added %s, removed %s)",
+                len(after),
+                ", ".join(sorted(after - before)) or "none",
+                ", ".join(sorted(before - after)) or "none",
+            )
+            return True
+
+    def _reload_subscriptions(self, settings: E2Settings) -> None:
+        manager = self._manager
+        assert manager is not None
+        for name in manager.reconfigure(settings):
+            self._spawn(f"subscribe-{name}", partial(manager.subscribe, name))
+
+    # ------------------------------------------------------------------ stop
+    def stop(self) -> None:
+        """Stop pushing, delete the subscriptions, close the store; within a few seconds."""
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._ready_gauge.set(0)
+        self.control.stop()
+        if self._termination is not None:
+            self._termination.stop()
+        if self._manager is not None:
+            self._manager.shutdown()
+        if self._rmr is not None:
+            self._rmr.stop()
+        self._deregister()
+        if self._http is not None:
+            self._http.should_exit = True
+        close = getattr(self.store, "close", None)
+        if close is not None:
+            close()
+
+    def run_until_signalled(self) -> None:
+        """Block until SIGTERM or SIGINT; SIGHUP reloads the configuration."""
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        signal.signal(signal.SIGHUP, lambda *_: self._spawn("reload", self.reload))
+        while not stop.wait(0.5):
+            pass
+        log.info("stopping")
+        self.stop()
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def _descriptor_document(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        document = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return document if isinstance(document, dict) else {}
