@@ -140,7 +140,24 @@ def start_xapp(
     e2_port = e2_port or free_port()
     http_port = free_port()
     log_path = workdir / f"{name}.log"
-    process = subprocess.Popen(
+    with log_path.open("a") as log:  # the child keeps its own descriptor
+        process = _popen_xapp(log, config, mode, e2_port, http_port, env)
+    xapp = Xapp(process, log_path, e2_port, f"http://127.0.0.1:{http_port}")
+    deadline = time.monotonic() + 60
+    while True:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(f"{xapp.http_url}/ric/v1/health/alive", timeout=1).status_code == 200:
+                break
+        assert process.poll() is None, xapp.log()
+        assert time.monotonic() < deadline, "the xApp did not start:\n" + xapp.log()
+        time.sleep(0.1)
+    return xapp
+
+
+def _popen_xapp(
+    log: Any, config: Path, mode: str, e2_port: int, http_port: int, env: dict[str, str] | None
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(
         atsss(
             "xapp",
             "serve",
@@ -153,21 +170,11 @@ def start_xapp(
             "--http",
             f"127.0.0.1:{http_port}",
         ),
-        stdout=log_path.open("a"),
+        stdout=log,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, **(env or {})},
     )
-    xapp = Xapp(process, log_path, e2_port, f"http://127.0.0.1:{http_port}")
-    deadline = time.monotonic() + 60
-    while True:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{xapp.http_url}/ric/v1/health/alive", timeout=1).status_code == 200:
-                break
-        assert process.poll() is None, xapp.log()
-        assert time.monotonic() < deadline, "the xApp did not start:\n" + xapp.log()
-        time.sleep(0.1)
-    return xapp
 
 
 def start_simulator(
@@ -186,12 +193,8 @@ def start_simulator(
     ]
     if config is not None:
         args += ["--config", str(config)]
-    return subprocess.Popen(
-        atsss(*args),
-        stdout=subprocess.PIPE,
-        stderr=(workdir / "e2sim.log").open("a"),
-        text=True,
-    )
+    with (workdir / "e2sim.log").open("a") as log:
+        return subprocess.Popen(atsss(*args), stdout=subprocess.DEVNULL, stderr=log, text=True)
 
 
 def write_xapp_config(

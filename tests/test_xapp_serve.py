@@ -1,0 +1,200 @@
+"""`atsss xapp serve` standalone, as the live system: the xApp, the KPM simulator and dry-run agents
+as processes on loopback, SDL in a real Redis."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests.live_system import (
+    FIRST_PUSH,
+    Agent,
+    agent_process,
+    start_simulator,
+    start_xapp,
+    wait_until,
+    write_xapp_config,
+)
+from tests.servers import redis_server
+
+pytestmark = pytest.mark.slow
+
+TWO_CPES = """\
+version: 1
+name: two-cpes
+description: Two CPEs with all three accesses, for the reload test.
+duration_s: 60
+seed: 5
+cpes:
+  - id: cpe-{index}
+    count: 2
+    accesses:
+      nr: {downlink_mbps: 342, uplink_mbps: 56}
+      wifi: {downlink_mbps: 1190, uplink_mbps: 900}
+      lifi: {downlink_mbps: 12.1, uplink_mbps: 6}
+"""
+
+
+@pytest.fixture
+def sdl() -> Iterator[tuple[dict[str, str], redis.Redis]]:
+    with redis_server() as port:
+        client = redis.Redis(port=port)
+        yield {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(port)}, client
+        client.close()
+
+
+def subscription_keys(client: redis.Redis) -> list[bytes]:
+    return sorted(k for k in client.keys("*") if b"subscription/" in k)
+
+
+class SequenceWatch:
+    """Polls what an agent holds, to prove its sequence numbers never go backwards."""
+
+    def __init__(self, agent: Agent, direction: str, cpe_id: str) -> None:
+        self.agent, self.direction, self.cpe_id = agent, direction, cpe_id
+        self.sequences: list[int] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            with contextlib.suppress(Exception):
+                held = self.agent.weights(self.direction, self.cpe_id)
+                if held is not None:
+                    self.sequences.append(int(held["applied"]["sequence"]))
+
+    def stop(self) -> list[int]:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        return self.sequences
+
+
+def test_serve_standalone_pushes_to_every_agent_and_stops_cleanly(
+    tmp_path: Path, sdl: tuple[dict[str, str], redis.Redis]
+) -> None:
+    env, client = sdl
+    with (
+        agent_process(tmp_path, "cpe-1", "cpe", ["cpe-1"]) as cpe,
+        agent_process(tmp_path, "proxy", "proxy", ["cpe-1"]) as proxy,
+    ):
+        config = write_xapp_config(tmp_path, "paper-static", {"cpe-1": cpe.url}, proxy.url)
+        xapp = start_xapp(tmp_path, config, env)
+        simulator = start_simulator(tmp_path, "paper-static", xapp.e2_port, 30, config)
+        try:
+            wait_until(xapp.ready, 20, "readiness")
+            wait_until(
+                lambda: (
+                    proxy.weights("downlink", "cpe-1") is not None
+                    and cpe.weights("uplink", "cpe-1") is not None
+                ),
+                10,
+                "weights at both agents:\n" + xapp.log(),
+            )
+            held = proxy.weights("downlink", "cpe-1")
+            assert held is not None
+            assert held["applied"]["weights"]["wifi"] > held["applied"]["weights"]["nr"] > 0
+            assert held["applied"]["requested_by"].startswith("xapp")
+            delay = FIRST_PUSH.search(xapp.log())
+            assert delay is not None, xapp.log()
+            assert float(delay.group(2)) <= 2.0, "more than two reporting periods to first push"
+            assert len(subscription_keys(client)) == 3, "one subscription record per node in SDL"
+            code, seconds = xapp.terminate_within(5)
+            assert code == 0, xapp.log()
+            assert seconds < 5
+            assert subscription_keys(client) == [], "subscriptions left behind in SDL"
+        finally:
+            simulator.kill()
+            simulator.wait()
+            if xapp.process.poll() is None:
+                xapp.process.kill()
+
+
+def test_kill_9_and_restart_resumes_without_409_or_going_backwards(
+    tmp_path: Path, sdl: tuple[dict[str, str], redis.Redis]
+) -> None:
+    env, client = sdl
+    with (
+        agent_process(tmp_path, "cpe-1", "cpe", ["cpe-1"]) as cpe,
+        agent_process(tmp_path, "proxy", "proxy", ["cpe-1"]) as proxy,
+    ):
+        config = write_xapp_config(tmp_path, "paper-interruption", {"cpe-1": cpe.url}, proxy.url)
+        first = start_xapp(tmp_path, config, env, name="xapp-1")
+        simulator = start_simulator(tmp_path, "paper-interruption", first.e2_port, 60)
+        watch = SequenceWatch(proxy, "downlink", "cpe-1")
+        second = None
+        try:
+            # An access goes down every 5 s here, so the xApp pushes every few seconds.
+            wait_until(lambda: len(set(watch.sequences)) >= 2, 25, "two pushes")
+            os.kill(first.process.pid, signal.SIGKILL)
+            first.process.wait(timeout=10)
+            before = max(watch.sequences)
+            second = start_xapp(tmp_path, config, env, e2_port=first.e2_port, name="xapp-2")
+            wait_until(second.ready, 20, "readiness after the restart:\n" + second.log())
+            wait_until(lambda: max(watch.sequences) > before, 20, "a push after the restart")
+            assert len(subscription_keys(client)) == 3, "subscriptions duplicated"
+            code, _ = second.terminate_within(5)
+            assert code == 0
+        finally:
+            sequences = watch.stop()
+            simulator.kill()
+            simulator.wait()
+            for xapp in (first, second):
+                if xapp is not None and xapp.process.poll() is None:
+                    xapp.process.kill()
+    assert sequences == sorted(sequences), f"a sequence number went backwards: {sequences}"
+    for log in (first.log(), second.log() if second else ""):
+        assert "is not after" not in log, log  # the agent's refusal of a stale sequence (409)
+        assert "push failed" not in log, log
+
+
+def test_an_edited_configuration_takes_effect_without_a_restart(tmp_path: Path) -> None:
+    scenario = tmp_path / "two.yaml"
+    scenario.write_text(TWO_CPES)
+    first, second = "cpe-0", "cpe-1"  # the template's ids
+    with agent_process(tmp_path, "proxy", "proxy", [first, second]) as proxy:
+        config = write_xapp_config(tmp_path, str(scenario), {}, proxy.url, directions=["downlink"])
+        full = json.loads(config.read_text())
+        assert [c["id"] for c in full["cpes"]] == [first, second]
+        config.write_text(json.dumps(dict(full, cpes=full["cpes"][:1])))
+        xapp = start_xapp(tmp_path, config)
+        simulator = start_simulator(tmp_path, str(scenario), xapp.e2_port, 40)
+        try:
+            wait_until(lambda: proxy.weights("downlink", first) is not None, 20, first)
+            assert proxy.weights("downlink", second) is None
+            config.write_text(json.dumps(dict(full, cpes=full["cpes"][1:])))
+            wait_until(lambda: proxy.weights("downlink", second) is not None, 15, second)
+            assert f"added {second}, removed {first}" in xapp.log()
+            assert xapp.process.poll() is None
+            config.write_text("{not json")  # a broken edit changes nothing and kills nothing
+            wait_until(lambda: "configuration not reloaded" in xapp.log(), 10, "the refusal")
+            assert xapp.ready()
+            code, _ = xapp.terminate_within(5)
+            assert code == 0
+        finally:
+            simulator.kill()
+            simulator.wait()
+            if xapp.process.poll() is None:
+                xapp.process.kill()
+
+
+def test_serve_reloads_on_sighup(tmp_path: Path) -> None:
+    with agent_process(tmp_path, "proxy", "proxy", ["cpe-1"]) as proxy:
+        config = write_xapp_config(tmp_path, "paper-static", {}, proxy.url)
+        xapp = start_xapp(tmp_path, config)
+        try:
+            time.sleep(1)
+            xapp.process.send_signal(signal.SIGHUP)
+            wait_until(lambda: "configuration reloaded" in xapp.log(), 10, "the reload")
+        finally:
+            code, _ = xapp.terminate_within(5)
+        assert code == 0
