@@ -67,7 +67,8 @@ BAD = [
     ),
     (
         lambda d: d["cpes"][1]["accesses"]["nr"].update(ue_id="gnb-du:1"),
-        "cpes.1.accesses.nr: ue_id gnb-du:1 on gnb_00f110_00000001 is already the identity of cpe-1",
+        "cpes.1.accesses.nr: ue_id gnb-du:1 on gnb_00f110_00000001 is already the identity "
+        "of cpe-1",
     ),
     (
         lambda d: d["cpes"][1]["accesses"]["nr"].pop("ue_id"),
