@@ -26,11 +26,29 @@ def demo(
     duration: Annotated[
         float | None, typer.Option(help="Cut every scenario to at most this many seconds.")
     ] = None,
+    live: Annotated[
+        bool,
+        typer.Option(
+            help="First run the live system (simulator, xApp, agents as processes) in real time."
+        ),
+    ] = True,
+    live_seconds: Annotated[
+        float, typer.Option(help="How long the live system runs.", min=5)
+    ] = 60.0,
 ) -> None:
-    """Run the control loop on the paper's scenarios (simulated time, no RIC, no root) and
-    print the results next to the paper's figures."""
+    """The xApp live against the simulator and two dry-run agents (about a minute, real time),
+    then the control loop on the paper's scenarios in simulated time, next to the paper's
+    figures. No RIC, no root."""
     from bench.demo import run_demo
+    from bench.live_demo import run_live_demo
+    from bench.live_system import LiveSystemError
 
+    if live:
+        try:
+            run_live_demo(out, duration_s=live_seconds)
+        except LiveSystemError as error:
+            fail(f"the live system: {error}")
+        out.print()
     run_demo(out, plots, duration)
 
 

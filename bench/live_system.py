@@ -1,5 +1,6 @@
-"""The live system as real processes on loopback, for tests: dry-run agents (uvicorn), the xApp
-(`atsss xapp serve`), and the KPM simulator (`atsss e2sim run`)."""
+"""The live system as real processes on loopback: dry-run agents (their REST API under uvicorn),
+the xApp (`atsss xapp serve`) and the KPM simulator (`atsss e2sim run`). The live demo and the
+service's tests start it the same way; nothing here needs root or a network."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,18 @@ from typing import Any
 import httpx
 import yaml
 
-from tests.servers import free_port
-
 TOKEN = "live-token"
 ACCESSES = {"nr": "10.1.0.", "wifi": "10.2.0.", "lifi": "10.3.0."}
+
+
+class LiveSystemError(RuntimeError):
+    """A process of the live system did not start or answer; the message says which."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def atsss(*args: str) -> list[str]:
@@ -97,8 +107,12 @@ def agent_process(workdir: Path, name: str, role: str, cpe_ids: list[str]) -> It
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{url}/v1/health", timeout=1).status_code == 200:
                     break
-            assert process.poll() is None, (workdir / f"{name}.log").read_text()
-            assert time.monotonic() < deadline, f"agent {name} did not start"
+            if process.poll() is not None:
+                raise LiveSystemError(
+                    f"agent {name} ended: {(workdir / f'{name}.log').read_text()}"
+                )
+            if time.monotonic() > deadline:
+                raise LiveSystemError(f"agent {name} did not start")
             time.sleep(0.1)
         yield Agent(url, process, workdir / f"{name}-state.json")
     finally:
@@ -148,8 +162,9 @@ def start_xapp(
         with contextlib.suppress(httpx.HTTPError):
             if httpx.get(f"{xapp.http_url}/ric/v1/health/alive", timeout=1).status_code == 200:
                 break
-        assert process.poll() is None, xapp.log()
-        assert time.monotonic() < deadline, "the xApp did not start:\n" + xapp.log()
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise LiveSystemError("the xApp did not start:\n" + xapp.log())
         time.sleep(0.1)
     return xapp
 
@@ -178,7 +193,12 @@ def _popen_xapp(
 
 
 def start_simulator(
-    workdir: Path, scenario: str, e2_port: int, duration_s: float, config: Path | None = None
+    workdir: Path,
+    scenario: str,
+    e2_port: int,
+    duration_s: float,
+    config: Path | None = None,
+    truth: Path | None = None,
 ) -> subprocess.Popen[str]:
     args = [
         "e2sim",
@@ -193,6 +213,8 @@ def start_simulator(
     ]
     if config is not None:
         args += ["--config", str(config)]
+    if truth is not None:
+        args += ["--truth", str(truth)]
     with (workdir / "e2sim.log").open("a") as log:
         return subprocess.Popen(atsss(*args), stdout=subprocess.DEVNULL, stderr=log, text=True)
 
@@ -207,7 +229,8 @@ def write_xapp_config(
     if proxy:
         args += ["--proxy-agent", proxy]
     done = subprocess.run(atsss(*args), capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
+    if done.returncode != 0:
+        raise LiveSystemError(done.stderr.strip())
     document = json.loads(path.read_text())
     document.setdefault("agents", {})["token_file"] = str(workdir / "token")
     document["agents"]["wait_s"] = 10
@@ -216,10 +239,13 @@ def write_xapp_config(
     return path
 
 
-def wait_until(predicate: Any, timeout_s: float, what: str, interval_s: float = 0.2) -> None:
+def wait_until(
+    predicate: Callable[[], object], timeout_s: float, what: str, interval_s: float = 0.2
+) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        if time.monotonic() > deadline:
+            raise LiveSystemError(f"timed out waiting for {what}")
         time.sleep(interval_s)
 
 
