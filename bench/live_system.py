@@ -150,9 +150,10 @@ def start_xapp(
     e2_port: int | None = None,
     name: str = "xapp",
     mode: str = "standalone",
+    http_port: int | None = None,
 ) -> Xapp:
     e2_port = e2_port or free_port()
-    http_port = free_port()
+    http_port = http_port or free_port()
     log_path = workdir / f"{name}.log"
     with log_path.open("a") as log:  # the child keeps its own descriptor
         process = _popen_xapp(log, config, mode, e2_port, http_port, env)

@@ -119,6 +119,7 @@ def test_serve_standalone_pushes_to_every_agent_and_stops_cleanly(
             simulator.wait()
             if xapp.process.poll() is None:
                 xapp.process.kill()
+            xapp.process.wait()
 
 
 def test_kill_9_and_restart_resumes_without_409_or_going_backwards(
@@ -153,6 +154,7 @@ def test_kill_9_and_restart_resumes_without_409_or_going_backwards(
             for xapp in (first, second):
                 if xapp is not None and xapp.process.poll() is None:
                     xapp.process.kill()
+                    xapp.process.wait()
     assert sequences == sorted(sequences), f"a sequence number went backwards: {sequences}"
     for log in (first.log(), second.log() if second else ""):
         assert "is not after" not in log, log  # the agent's refusal of a stale sequence (409)
@@ -187,6 +189,7 @@ def test_an_edited_configuration_takes_effect_without_a_restart(tmp_path: Path) 
             simulator.wait()
             if xapp.process.poll() is None:
                 xapp.process.kill()
+            xapp.process.wait()
 
 
 def test_serve_reloads_on_sighup(tmp_path: Path) -> None:

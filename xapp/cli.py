@@ -297,7 +297,8 @@ def xapp_serve(
 
     from core.deployment import DeploymentError
     from xapp.config import config_path, load_xapp_config
-    from xapp.service import ServeOptions, ServiceError, XappService, rmr_available
+    from xapp.e2.rmr_adapter import rmr_library_available
+    from xapp.service import ServeOptions, ServiceError, XappService
 
     if "ATSSS_LOG_LEVEL" not in os.environ:  # a service logs what it does
         logging.getLogger().setLevel(logging.INFO)
@@ -309,7 +310,7 @@ def xapp_serve(
         fail(str(error))
     if e2 not in ("auto", "ric", "standalone"):
         fail(f"--e2 is auto, ric or standalone, got {e2!r}")
-    mode = e2 if e2 != "auto" else ("ric" if rmr_available() else "standalone")
+    mode = e2 if e2 != "auto" else ("ric" if rmr_library_available() else "standalone")
     if e2 == "auto":
         err.print(f"E2 mode: {mode}", highlight=False)
     e2_host, e2_port = _host_port("--listen", listen)

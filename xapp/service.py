@@ -71,13 +71,6 @@ class ServeOptions:
     watch_interval_s: float = 1.0  # how often the configuration file is checked for changes
 
 
-def rmr_available() -> bool:
-    """Whether the RMR library can be loaded (it is in the container image, not elsewhere)."""
-    import ctypes.util
-
-    return ctypes.util.find_library("rmr_si") is not None
-
-
 def make_store(namespace: str) -> tuple[XappStore, bool]:
     """SDL when the RIC names its database (DBAAS_SERVICE_HOST), memory otherwise."""
     if not os.environ.get("DBAAS_SERVICE_HOST"):
@@ -223,6 +216,9 @@ class XappService:
         from xapp.e2.rmr_adapter import RmrE2Adapter
 
         settings = e2_settings(self.deployment)
+        # No E2 setup reaches an xApp in a RIC: what each node is comes from the configuration.
+        for node in settings.nodes:
+            self.processor.set_node(node, node.kpm_version)
         handler = E2MessageHandler(
             self.processor, self.control.add_samples, self._on_outcome, healthy=self.alive
         )
@@ -368,6 +364,8 @@ class XappService:
             if self._termination is not None:
                 self._termination.set_settings(new_settings)
             if self._manager is not None:
+                for node in new_settings.nodes:
+                    self.processor.set_node(node, node.kpm_version)
                 self._reload_subscriptions(new_settings)
             self.deployment = deployment
             log.info(

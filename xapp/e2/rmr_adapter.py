@@ -3,12 +3,22 @@
 ``ricxappframe.xapp_frame`` loads librmr_si.so when imported, which exists only in the
 container image, so the import happens in ``run``. Everything this adapter does besides
 moving bytes lives in E2MessageHandler, which is tested without RMR.
+
+Where librmr cannot exist (tests, development machines), ``ATSSS_RMR_XAPP=module:Class`` names
+a stand-in with RMRXapp's API (constructor, register_callback, run, stop, rmr_rts, rmr_free)
+that delivers message summaries as ricxappframe builds them; nothing else changes.
+
+The service registers with the appmgr itself (``xapp.service``), so the framework's own
+registration, which it starts when CONFIG_FILE names a file, is kept from running twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import logging
-from collections.abc import Mapping
+import os
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from xapp.e2.messages import (
@@ -39,6 +49,37 @@ def read_summary(summary: Mapping[str, Any]) -> tuple[int, str, bytes | None]:
     return int(summary[SUMMARY_MESSAGE_TYPE]), node, payload
 
 
+RMR_XAPP_VARIABLE = "ATSSS_RMR_XAPP"
+
+
+def rmr_xapp_class() -> Any:
+    """ricxappframe's RMRXapp (loading librmr_si.so), or the stand-in ATSSS_RMR_XAPP names."""
+    named = os.environ.get(RMR_XAPP_VARIABLE)
+    if named:
+        module, _, name = named.partition(":")
+        return getattr(importlib.import_module(module), name)
+    from ricxappframe.xapp_frame import RMRXapp
+
+    return RMRXapp
+
+
+@contextlib.contextmanager
+def _config_file_hidden() -> Iterator[None]:
+    saved = os.environ.pop("CONFIG_FILE", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["CONFIG_FILE"] = saved
+
+
+def rmr_library_available() -> bool:
+    """Whether RIC mode can run here: librmr_si.so is installed, or a stand-in is named."""
+    import ctypes.util
+
+    return bool(os.environ.get(RMR_XAPP_VARIABLE)) or ctypes.util.find_library("rmr_si") is not None
+
+
 class RmrE2Adapter:
     def __init__(self, handler: E2MessageHandler, rmr_port: int = 4560) -> None:
         self._handler = handler
@@ -58,10 +99,10 @@ class RmrE2Adapter:
             xapp.rmr_free(sbuf)
 
     def run(self) -> None:
-        from ricxappframe.xapp_frame import RMRXapp  # loads librmr_si.so
-
+        rmr_xapp = rmr_xapp_class()
         # The framework answers RIC_HEALTH_CHECK_REQ itself; everything else comes here.
-        self._xapp = RMRXapp(self.on_rmr_message, rmr_port=self._rmr_port, use_fake_sdl=False)
+        with _config_file_hidden():
+            self._xapp = rmr_xapp(self.on_rmr_message, rmr_port=self._rmr_port, use_fake_sdl=False)
         for message_type in HANDLED_TYPES:
             self._xapp.register_callback(self.on_rmr_message, message_type)
         log.info("RMR adapter listening on port %d", self._rmr_port)
