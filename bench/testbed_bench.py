@@ -38,6 +38,7 @@ import numpy as np
 import yaml
 
 from agent.testbed import ACCESSES, Testbed
+from bench.live_system import FIRST_PUSH
 from core.domain import Direction
 from core.scenario.model import Scenario
 from e2sim.world import SimWorld
@@ -186,6 +187,12 @@ def run_testbed_bench(
             f"the xApp's first push came {with_xapp.start_s - settings.settle_s:.1f} s after "
             "the simulator started"
         )
+        first_push = FIRST_PUSH.search((workdir / "xapp-xapp.log").read_text())
+        if first_push is not None:
+            progress(
+                f"first weights {first_push.group(2)} s after the first report of the CPE's "
+                "last access"
+            )
         progress("phase 2: all paths active (the kernel's own scheduler), same clock")
         held = _sequence(agent_url, settings.direction)
         _put_weights(agent_url, settings.direction, every_path, held + 1)
@@ -389,7 +396,9 @@ def _xapp_argv(
 ) -> list[list[str]]:
     cpe_id = scenario.cpes[0].cpe.cpe_id
     source = str(scenario.source)
-    xapp = [sys.executable, "-m", "atsss", "xapp", "run", "--scenario", source]
+    # INFO: the xApp logs when its first weights went out (read back for the report).
+    xapp = ["env", "ATSSS_LOG_LEVEL=INFO", sys.executable, "-m", "atsss", "xapp", "run"]
+    xapp += ["--scenario", source]
     xapp += ["--listen", f"127.0.0.1:{settings.e2_port}", "--duration", f"{total_s:g}"]
     xapp += ["--agent", f"{cpe_id}={agent_url}", "--direction", settings.direction.value]
     xapp += ["--estimator", settings.estimator]

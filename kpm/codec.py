@@ -112,6 +112,12 @@ def codec_for(version: KpmVersion) -> KpmCodec:
         return _codec(version)
 
 
+def compile_all() -> None:
+    """Compile every version now: a service does it before its first E2 node connects."""
+    for version in KpmVersion:
+        codec_for(version)
+
+
 @functools.cache
 def _codec(version: KpmVersion) -> KpmCodec:
     return KpmCodec(version)

@@ -56,3 +56,22 @@ def test_every_path_the_dockerfile_copies_from_the_checkout_exists() -> None:
     for sources in copied:
         for source in sources:
             assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
+
+
+def test_the_xapp_loads_the_descriptor_and_its_controls_follow_the_shipped_schema() -> None:
+    from xapp.config import SCHEMA_PATH, load_xapp_config
+
+    descriptor = json.loads((ROOT / "xapp-descriptor.json").read_text())
+    jsonschema.validate(descriptor["controls"], json.loads(SCHEMA_PATH.read_text()))
+    deployment = load_xapp_config(ROOT / "xapp-descriptor.json")
+    assert deployment.e2.rmr_port == 4560
+    assert {n.access for n in deployment.e2.nodes} == {"nr", "wifi", "lifi"}
+
+
+def test_the_example_configurations_load() -> None:
+    from xapp.config import load_xapp_config
+
+    examples = sorted((ROOT / "examples").glob("*"))
+    assert examples
+    for path in examples:
+        assert load_xapp_config(path).cpes, path

@@ -36,8 +36,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry, Gauge
 
 from core.deployment import AgentConfig, Deployment, DeploymentError
-from kpm.codec import codec_for
-from kpm.versions import KpmVersion
+from kpm.codec import compile_all
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.config import e2_settings, load_xapp_config, reporting_period_s
@@ -147,8 +146,7 @@ class XappService:
 
     # ------------------------------------------------------------------ start
     def start(self) -> None:
-        for version in KpmVersion:  # compiled before the first node connects, not during
-            codec_for(version)
+        compile_all()  # before the first node connects, not while its reports queue up
         self._start_http()
         if self.options.e2_mode == "standalone":
             self._start_standalone()

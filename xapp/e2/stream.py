@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from core.domain import KpiSample, SubscriptionRecord
 from core.e2_framing import recv_frame, send_frame
 from kpm import e2ap
+from kpm.codec import compile_all
 from kpm.errors import CodecError
 from kpm.reports import read_ran_function
 from kpm.versions import DEFAULT_VERSION, KpmVersion, version_from_oid
@@ -85,6 +86,7 @@ class StandaloneE2Termination:
         return str(host), int(port)
 
     def start(self) -> None:
+        compile_all()  # before the first node connects, not while its reports queue up
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="e2-stream", daemon=True
         )
