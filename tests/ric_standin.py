@@ -58,6 +58,7 @@ class RicStandIn:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._rmr: RmrPeer | None = None
+        self._forward_lock = threading.Lock()
         self._rmr_port: int | None = None
 
     # ------------------------------------------------------------- E2 termination
@@ -108,17 +109,19 @@ class RicStandIn:
                     del self.nodes[node]
 
     def _forward(self, node: str, payload: bytes, instance: int) -> None:
-        if self._rmr is None:
-            assert self._rmr_port is not None
+        with self._forward_lock:  # one RMR stream, shared by the nodes' threads
+            if self._rmr is None:
+                assert self._rmr_port is not None
+                try:
+                    self._rmr = RmrPeer(self._rmr_port)
+                except OSError:
+                    return  # the xApp's RMR is not up (yet): dropped, as RMR would
             try:
-                self._rmr = RmrPeer(self._rmr_port)
+                self._rmr.send(RIC_INDICATION, node, payload, instance)
+                self.forwarded += 1
             except OSError:
-                return  # the xApp's RMR is not up (yet): the E2 termination drops it, as RMR would
-        try:
-            self._rmr.send(RIC_INDICATION, node, payload, instance)
-            self.forwarded += 1
-        except OSError:
-            self._rmr = None
+                self._rmr.close()
+                self._rmr = None
 
     def _answered(self, message: e2ap.SubscriptionResponse | e2ap.SubscriptionFailure) -> None:
         with self._lock:

@@ -120,7 +120,7 @@ def test_bench_loop_rejects_bad_options() -> None:
 
 
 def test_demo_prints_the_table_next_to_the_papers_figures(tmp_path: Path) -> None:
-    run = run_cli("demo", "--duration", "20", "--plots", str(tmp_path))
+    run = run_cli("demo", "--no-live", "--duration", "20", "--plots", str(tmp_path))
     assert run.returncode == 0, run.stderr
     for expected in ("1493.4", "1360", "41.1", "paper-static", "paper-dynamic", "oracle"):
         assert expected in run.stdout
