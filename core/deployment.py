@@ -136,6 +136,14 @@ class E2Config(_Strict):
     )
 
 
+class OperatorApiConfig(_Strict):
+    tokens_file: Path | None = Field(
+        default=None,
+        description="bearer tokens and roles (viewer, operator); without it reads are open "
+        "and writes refused",
+    )
+
+
 class PolicySettings(_Strict):
     max_weight: int = Field(default=100, ge=1, le=255)
     min_gain: float = Field(
@@ -154,6 +162,7 @@ class Deployment(_Strict):
     )
     estimator: Literal["fused", "kpi-only", "model-only", "probe-only"] = "fused"
     policy: PolicySettings = PolicySettings()
+    operator_api: OperatorApiConfig = OperatorApiConfig()
     sdl_namespace: str = Field(default="atsss", min_length=1, max_length=64)
 
     @model_validator(mode="after")

@@ -263,18 +263,23 @@ class WeightSet:
 
 @dataclass(frozen=True)
 class Override:
-    """An operator's instruction for one CPE and direction: fixed weights or a steering rule."""
+    """What operators impose on one CPE and direction, as the control loop reads it: fixed
+    weights, or any of a steering rule, accesses to leave out, and a freeze of updates."""
 
     cpe_id: str
     direction: Direction
     weights: Mapping[str, int] | None = None
     rule: SteeringRule | None = None
+    excluded: frozenset[str] = frozenset()
+    frozen: bool = False
     revision: int = 0
     requested_by: str = "operator"
 
     def __post_init__(self) -> None:
-        if (self.weights is None) == (self.rule is None):
-            raise ValueError("an override sets exactly one of weights or rule")
+        if self.weights is not None and (self.rule is not None or self.excluded or self.frozen):
+            raise ValueError("fixed weights leave no room for a rule, exclusions or a freeze")
+        if self.weights is None and self.rule is None and not self.excluded and not self.frozen:
+            raise ValueError("an override sets weights, a rule, excluded accesses or a freeze")
 
 
 @dataclass(frozen=True)

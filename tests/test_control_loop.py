@@ -174,9 +174,11 @@ def test_a_mode_override_changes_the_mode() -> None:
     assert dict(sink.pushed[-1].weights) == {"nr": 1, "wifi": 0, "lifi": 0}
 
 
-def test_an_override_needs_weights_or_a_rule_not_both() -> None:
-    with pytest.raises(ValueError, match="exactly one"):
+def test_an_override_needs_something_and_fixed_weights_stand_alone() -> None:
+    with pytest.raises(ValueError, match="sets weights, a rule, excluded accesses or a freeze"):
         Override("cpe-1", DL)
+    with pytest.raises(ValueError, match="fixed weights leave no room"):
+        Override("cpe-1", DL, weights={"nr": 1}, frozen=True)
 
 
 def test_a_cpe_whose_accesses_report_one_by_one_is_not_decided_before_they_have() -> None:

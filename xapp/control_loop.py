@@ -10,7 +10,7 @@ the xApp and in simulated time in the evaluator.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from core.domain import Cpe, Direction, KpiSample, Override, SteeringRule, WeightSet
@@ -123,6 +123,10 @@ class ControlLoop:
         rule = self._rule_for(cpe.cpe_id, override)
         mode_changed = key in self._last_rule and self._last_rule[key] != rule
 
+        if override is not None and override.frozen and override.weights is None:
+            # Frozen: the weights in force stay; when the freeze ends, the changed override
+            # revision makes the next decision push whatever is best then.
+            return StepOutcome(cpe.cpe_id, direction, None, f"frozen by {override.requested_by}")
         if override is not None and override.weights is not None:
             weights = {a: override.weights.get(a, 0) for a in cpe.access_names}
             predicted_mbps, current_predicted_mbps = 0.0, None
@@ -139,7 +143,9 @@ class ControlLoop:
                     f"waiting for {', '.join(silent)} to report (warm-up); unchanged",
                 )
             proposal = self._policy.propose(
-                self._policy_input(cpe, direction, now_s, rule, current)
+                self._policy_input(
+                    cpe, direction, now_s, rule, current, override.excluded if override else ()
+                )
             )
             if proposal is None:
                 return StepOutcome(cpe.cpe_id, direction, None, "no usable estimate; unchanged")
@@ -209,7 +215,9 @@ class ControlLoop:
         now_s: float,
         rule: SteeringRule,
         current: WeightSet | None,
+        excluded: Collection[str] = (),
     ) -> PolicyInput:
+        """``excluded``: accesses the operator took out; they get no estimate, so weight 0."""
         paths = []
         demand_mbps = 0.0
         demand_known = False
@@ -218,7 +226,9 @@ class ControlLoop:
             paths.append(
                 PathView(
                     access=access,
-                    estimate=self._estimator.estimate(cpe.cpe_id, access, direction, now_s),
+                    estimate=None
+                    if access in excluded
+                    else self._estimator.estimate(cpe.cpe_id, access, direction, now_s),
                     rtt_ms=conditions.rtt_ms,
                     loss_rate_permille=conditions.loss_rate_permille,
                 )

@@ -106,6 +106,9 @@ class LiveControl:
         # of them its first weights went out (seconds, wall clock).
         self._first_heard_s: dict[tuple[str, str], float] = {}
         self.first_push_delay_s: dict[str, float] = {}
+        # The outcome of the latest decision per CPE and direction that did something.
+        self.last_push: dict[tuple[str, Direction], dict[str, object]] = {}
+        self.levers: dict[str, str] = {}
 
     def add_samples(self, samples: Sequence[KpiSample]) -> None:
         """Called by the E2 transport's threads."""
@@ -138,6 +141,7 @@ class LiveControl:
         levers = {
             url: _lever_when_up(agent, deadline, on_wait) for url, agent in self._agents().items()
         }
+        self.levers = dict(levers)
         if "active-backup" in levers.values():
             self.policy_config = replace(
                 self.policy_config,
@@ -177,6 +181,7 @@ class LiveControl:
         outcomes = self._loop.step(now_s)
         self.steps += 1
         for outcome in outcomes:
+            self._remember(outcome, now_s)
             if outcome.pushed is not None:
                 self.pushes += 1
                 log.info(
@@ -191,6 +196,19 @@ class LiveControl:
             elif outcome.reason.startswith("push failed"):
                 self.push_failures += 1
         return outcomes
+
+    def _remember(self, outcome: StepOutcome, now_s: float) -> None:
+        key = (outcome.cpe_id, outcome.direction)
+        if outcome.pushed is not None:
+            self.last_push[key] = {
+                "time_s": now_s,
+                "result": "applied",
+                "sequence": outcome.pushed.sequence,
+                "weights": dict(outcome.pushed.weights),
+                "reason": outcome.reason,
+            }
+        elif outcome.reason.startswith("push failed"):
+            self.last_push[key] = {"time_s": now_s, "result": "failed", "reason": outcome.reason}
 
     def _note_first_push(self, cpe_id: str) -> None:
         if cpe_id in self.first_push_delay_s:

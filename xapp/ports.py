@@ -7,8 +7,8 @@ swappable without the control loop knowing which one it has.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 from core.domain import (
     CapacityEstimate,
@@ -94,5 +94,15 @@ class SubscriptionStore(Protocol):
     def delete_subscription(self, node: str) -> None: ...
 
 
-class XappStore(StateStore, SubscriptionStore, ProbeRecordStore, Protocol):
+class DocumentStore(Protocol):
+    """JSON documents under keys (the operator's overrides and audit log)."""
+
+    def put_document(self, key: str, document: Mapping[str, Any]) -> None: ...
+
+    def find_documents(self, prefix: str) -> dict[str, dict[str, Any]]: ...
+
+    def delete_document(self, key: str) -> None: ...
+
+
+class XappStore(StateStore, SubscriptionStore, ProbeRecordStore, DocumentStore, Protocol):
     """Everything the running xApp keeps: SDL in a RIC, memory when there is none."""

@@ -25,8 +25,8 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +36,7 @@ import uvicorn
 from prometheus_client import CollectorRegistry, Gauge
 
 from core.deployment import AgentConfig, Deployment, DeploymentError
+from core.domain import CapacityEstimate, Cpe, Direction, SteeringRule, WeightSet
 from kpm.codec import compile_all
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.memory_store import MemoryStateStore
@@ -48,6 +49,9 @@ from xapp.e2.stream import StandaloneE2Termination
 from xapp.e2.subscriptions import SubmgrClient, SubscriptionManager
 from xapp.estimators.selection import EstimatorSettings
 from xapp.live import LiveControl, LiveSettings, LiveSetupError
+from xapp.operator.api import create_router, install_error_format
+from xapp.operator.auth import TokensError, load_tokens
+from xapp.operator.state import OperatorState
 from xapp.policy.weight_policy import PolicyConfig
 from xapp.ports import XappStore
 
@@ -129,6 +133,12 @@ class XappService:
             live_settings(deployment),
             store=self.store,
         )
+        try:
+            self.tokens = load_tokens(deployment.operator_api.tokens_file)
+        except TokensError as error:
+            raise ServiceError(str(error)) from None
+        self.operator = OperatorState(self.store, self.store, lambda: self.control.cpes)
+        self.control.estimator.choice = self.operator.estimator_choice
         self._stopping = threading.Event()
         self._prepared = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -147,6 +157,10 @@ class XappService:
     # ------------------------------------------------------------------ start
     def start(self) -> None:
         compile_all()  # before the first node connects, not while its reports queue up
+        try:
+            self.operator.load()
+        except Exception as error:  # SDL down at start: the API refuses writes until it answers
+            log.error("operator overrides not loaded from SDL: %s", error)
         self._start_http()
         if self.options.e2_mode == "standalone":
             self._start_standalone()
@@ -154,6 +168,7 @@ class XappService:
             self._start_ric()
         self._spawn("control-start", self._start_control)
         self._spawn("config-watch", self._watch_config)
+        self._spawn("override-expiry", self._expire_overrides)
 
     def _spawn(self, name: str, target: Callable[[], object]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -164,7 +179,13 @@ class XappService:
         port = self.options.http_port
         if port is None:
             port = self.deployment.e2.http_port
-        app = create_app(self._manager, self.registry, self.ready)
+        app = create_app(
+            self._manager,
+            self.registry,
+            self.ready,
+            routers=[create_router(self, self.operator, self.tokens)],
+        )
+        install_error_format(app)
         config = uvicorn.Config(
             app,
             host=self.options.http_host,
@@ -257,6 +278,62 @@ class XappService:
                 self.control.start()
                 self._prepared.set()
             return
+
+    def _expire_overrides(self) -> None:
+        while not self._stopping.wait(1.0):
+            for override in self.operator.expire():
+                log.info("override %s on %s expired", override.override_id, override.cpe_id)
+
+    # ------------------------------------------------------------------ what the API reads
+    def cpes(self) -> Sequence[Cpe]:
+        return list(self.control.cpes)
+
+    def estimate(self, cpe_id: str, access: str, direction: Direction) -> CapacityEstimate | None:
+        return self.control.estimator.estimate(cpe_id, access, direction, time.time())
+
+    def weights_in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        try:
+            return self.store.load_weights(cpe_id, direction)
+        except Exception:  # SDL down: the loop's own record is not at hand either
+            return None
+
+    def last_push(self, cpe_id: str, direction: Direction) -> dict[str, Any] | None:
+        return self.control.last_push.get((cpe_id, direction))
+
+    def estimator_mode(self, cpe_id: str, direction: Direction) -> str:
+        return self.control.estimator.mode_for(cpe_id, direction)
+
+    def steering(self, cpe_id: str, direction: Direction) -> SteeringRule:
+        control = self.operator.in_force(cpe_id, direction).control
+        return control.rule if control is not None and control.rule is not None else SteeringRule()
+
+    def nodes(self) -> list[dict[str, Any]]:
+        if self._termination is not None:
+            records = self._termination.records()
+        elif self._manager is not None:
+            records = self._manager.records()
+        else:
+            records = {}
+        return [
+            {
+                "node": node.name,
+                "access": node.access,
+                "subscription": None if node.name not in records else asdict(records[node.name]),
+            }
+            for node in self.deployment.e2.nodes
+        ]
+
+    def agents(self) -> list[dict[str, Any]]:
+        settings = live_settings(self.deployment)
+        found: list[dict[str, Any]] = [
+            {"role": "cpe", "cpe_id": cpe_id, "url": endpoint.base_url}
+            for cpe_id, endpoint in settings.cpe_agents.items()
+        ]
+        if settings.proxy_agent is not None:
+            found.append({"role": "proxy", "cpe_id": None, "url": settings.proxy_agent.base_url})
+        for agent in found:
+            agent["lever"] = self.control.levers.get(str(agent["url"]))
+        return found
 
     # ------------------------------------------------------------------ platform
     def _register(self) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from core.domain import Direction, Override, ProbeRecord, SubscriptionRecord, WeightSet
 
@@ -13,6 +15,7 @@ class MemoryStateStore:
         self._overrides: dict[tuple[str, Direction], Override] = {}
         self._subscriptions: dict[str, SubscriptionRecord] = {}
         self._probe_records: list[ProbeRecord] = []
+        self._documents: dict[str, dict[str, Any]] = {}
 
     def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         return self._weights.get((cpe_id, direction))
@@ -43,3 +46,12 @@ class MemoryStateStore:
 
     def load_probe_records(self) -> Sequence[ProbeRecord]:
         return list(self._probe_records)
+
+    def put_document(self, key: str, document: Mapping[str, Any]) -> None:
+        self._documents[key] = json.loads(json.dumps(document))  # stored as SDL would: a copy
+
+    def find_documents(self, prefix: str) -> dict[str, dict[str, Any]]:
+        return {k: dict(v) for k, v in self._documents.items() if k.startswith(prefix)}
+
+    def delete_document(self, key: str) -> None:
+        self._documents.pop(key, None)

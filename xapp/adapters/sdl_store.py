@@ -85,6 +85,17 @@ class SdlStateStore:
         found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "probe/*")
         return [record_from_json(json.loads(value)) for _, value in sorted(found.items())]
 
+    # documents (the operator's overrides and audit log)
+    def put_document(self, key: str, document: Mapping[str, Any]) -> None:
+        self._set(key, document)
+
+    def find_documents(self, prefix: str) -> dict[str, dict[str, Any]]:
+        found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, prefix + "*")
+        return {key: dict(json.loads(value)) for key, value in found.items()}
+
+    def delete_document(self, key: str) -> None:
+        self._sdl.remove(self._ns, {key})
+
     def _get(self, key: str) -> dict[str, Any] | None:
         found: Mapping[str, bytes] = self._sdl.get(self._ns, {key})
         raw = found.get(key)
@@ -130,6 +141,8 @@ def override_to_json(override: Override) -> dict[str, Any]:
         "direction": override.direction.value,
         "weights": None if override.weights is None else dict(override.weights),
         "rule": rule,
+        "excluded": sorted(override.excluded),
+        "frozen": override.frozen,
         "revision": override.revision,
         "requested_by": override.requested_by,
     }
@@ -150,6 +163,8 @@ def override_from_json(raw: Mapping[str, Any]) -> Override:
         direction=Direction(raw["direction"]),
         weights=None if weights is None else {str(k): int(v) for k, v in weights.items()},
         rule=rule,
+        excluded=frozenset(raw.get("excluded", ())),
+        frozen=bool(raw.get("frozen", False)),
         revision=int(raw.get("revision", 0)),
         requested_by=raw.get("requested_by", "operator"),
     )

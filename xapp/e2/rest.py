@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from xapp.e2.subscriptions import SubscriptionManager
@@ -17,9 +17,12 @@ def create_app(
     manager: SubscriptionManager | None,
     registry: CollectorRegistry | None = None,
     ready: Callable[[], bool] = lambda: True,
+    routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """``manager`` is None in standalone mode (no submgr sends notifications)."""
     app = FastAPI(title="atsss xApp", version="0.1.0")
+    for router in routers:
+        app.include_router(router)
 
     @app.post(NOTIFICATION_PATH)
     async def subscription_notification(request: Request) -> dict[str, Any]:

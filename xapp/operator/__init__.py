@@ -1,0 +1,1 @@
+"""The operator's API: overrides, roles, audit."""

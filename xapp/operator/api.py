@@ -1,0 +1,320 @@
+"""The operator REST API: what the xApp believes and does per CPE, and the operator's overrides.
+
+Mounted on the service's HTTP port under ``/v1``; OpenAPI at ``/openapi.json``. Reads need a
+viewer token (or no tokens file at all), writes an operator token. Every 4xx names the field or
+the thing that was wrong; a write is applied whole or not at all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, Protocol
+
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from core.domain import (
+    CapacityEstimate,
+    Cpe,
+    Direction,
+    SteeringMode,
+    SteeringRule,
+    SteeringThresholds,
+    WeightSet,
+)
+from xapp.operator.auth import Caller, Role, Tokens
+from xapp.operator.overrides import OperatorOverride, rule_json
+from xapp.operator.state import (
+    ConflictError,
+    OperatorState,
+    StoreUnavailableError,
+    UnknownError,
+)
+
+ESTIMATOR_MODES = ("fused", "kpi-only", "model-only", "probe-only")
+MAX_EXPIRY_S = 30 * 24 * 3600.0
+
+
+class ServiceView(Protocol):
+    """What the API reads of the running xApp."""
+
+    def cpes(self) -> Sequence[Cpe]: ...
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction
+    ) -> CapacityEstimate | None: ...
+
+    def weights_in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None: ...
+
+    def last_push(self, cpe_id: str, direction: Direction) -> dict[str, Any] | None: ...
+
+    def estimator_mode(self, cpe_id: str, direction: Direction) -> str: ...
+
+    def steering(self, cpe_id: str, direction: Direction) -> SteeringRule: ...
+
+    def nodes(self) -> list[dict[str, Any]]: ...
+
+    def agents(self) -> list[dict[str, Any]]: ...
+
+
+class SteeringBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    mode: SteeringMode
+    preferred: list[str] = Field(
+        default_factory=list, description="ACTIVE_STANDBY: active first; PRIORITY_BASED: order"
+    )
+    rtt_ms: int | None = Field(default=None, ge=0, le=10_000, description="RTT threshold, ms")
+    loss_rate_permille: int | None = Field(
+        default=None, ge=0, le=1000, description="packet loss rate threshold, per mille"
+    )
+
+
+class OverrideBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["weights", "exclude", "steering", "estimator", "freeze"]
+    directions: list[Direction] = Field(
+        default_factory=lambda: [Direction.DOWNLINK, Direction.UPLINK], min_length=1
+    )
+    reason: str = Field(min_length=1, max_length=500)
+    expires_in_s: float | None = Field(default=None, gt=0, le=MAX_EXPIRY_S)
+    weights: dict[str, Annotated[int, Field(ge=0, le=255)]] | None = None
+    excluded: list[str] | None = Field(default=None, min_length=1)
+    steering: SteeringBody | None = None
+    estimator: Literal["fused", "kpi-only", "model-only", "probe-only"] | None = None
+
+    @model_validator(mode="after")
+    def _fits_kind(self) -> OverrideBody:
+        needed = {"weights": "weights", "exclude": "excluded", "steering": "steering"}
+        needed["estimator"] = "estimator"
+        for kind, name in needed.items():
+            given = getattr(self, name) is not None
+            if kind == self.kind and not given:
+                raise ValueError(f"{name}: a {kind} override needs it")
+            if kind != self.kind and given:
+                raise ValueError(f"{name}: not part of a {self.kind} override")
+        if self.weights is not None and not any(self.weights.values()):
+            raise ValueError("weights: all zero would leave the CPE with no path")
+        if len(set(self.directions)) != len(self.directions):
+            raise ValueError("directions: a direction appears twice")
+        return self
+
+
+def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["operator"])
+
+    def caller_with(role: Role) -> Any:
+        def dependency(request: Request) -> Caller:
+            header = request.headers.get("authorization", "")
+            scheme, _, token = header.partition(" ")
+            if not tokens.configured and role == "viewer":
+                return Caller("anonymous", "viewer")
+            if scheme.lower() != "bearer" or not token:
+                raise HTTPException(401, "a bearer token is needed", {"WWW-Authenticate": "Bearer"})
+            caller = tokens.caller(token.strip())
+            if caller is None:
+                raise HTTPException(401, "unknown token", {"WWW-Authenticate": "Bearer"})
+            if not caller.may(role):
+                raise HTTPException(403, f"{caller.name} is a {caller.role}; this needs {role}")
+            return caller
+
+        return Depends(dependency)
+
+    viewer = caller_with("viewer")
+    operator = caller_with("operator")
+
+    def cpe_or_404(cpe_id: str) -> Cpe:
+        for cpe in view.cpes():
+            if cpe.cpe_id == cpe_id:
+                return cpe
+        raise HTTPException(404, f"cpe_id: no CPE {cpe_id!r}")
+
+    @router.get("/cpes", dependencies=[viewer])
+    def list_cpes(
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+        access: Annotated[str | None, Query(max_length=32)] = None,
+        overridden: bool | None = None,
+    ) -> dict[str, Any]:
+        """The CPEs, a page at a time; filter by an access they have, or by having overrides."""
+        chosen = []
+        for cpe in view.cpes():
+            if access is not None and access not in cpe.accesses:
+                continue
+            has = bool(state.overrides(cpe.cpe_id))
+            if overridden is not None and has != overridden:
+                continue
+            chosen.append(cpe)
+        page = chosen[offset : offset + limit]
+        return {
+            "total": len(chosen),
+            "offset": offset,
+            "items": [
+                {
+                    "cpe_id": cpe.cpe_id,
+                    "accesses": list(cpe.access_names),
+                    "overrides": len(state.overrides(cpe.cpe_id)),
+                    "weights": {
+                        d.value: _weights(view.weights_in_force(cpe.cpe_id, d)) for d in Direction
+                    },
+                }
+                for cpe in page
+            ],
+        }
+
+    @router.get("/cpes/{cpe_id}", dependencies=[viewer])
+    def cpe_state(cpe_id: str) -> dict[str, Any]:
+        """What the xApp believes and does for one CPE, per direction."""
+        cpe = cpe_or_404(cpe_id)
+        now = time.time()
+        directions = {}
+        for direction in Direction:
+            in_force = view.weights_in_force(cpe_id, direction)
+            directions[direction.value] = {
+                "estimates": {
+                    access: _estimate(view.estimate(cpe_id, access, direction), now)
+                    for access in cpe.access_names
+                },
+                "weights_in_force": _weights(in_force),
+                "sequence": None if in_force is None else in_force.sequence,
+                "last_push": view.last_push(cpe_id, direction),
+                "steering": rule_json(view.steering(cpe_id, direction)),
+                "estimator_mode": view.estimator_mode(cpe_id, direction),
+                "frozen": _frozen(state, cpe_id, direction),
+            }
+        return {
+            "cpe_id": cpe_id,
+            "accesses": {
+                name: {"node": a.e2_node_id, "ue_id": a.ue_id, "station_mac": a.station_mac}
+                for name, a in cpe.accesses.items()
+            },
+            "directions": directions,
+            "overrides": [o.as_json() for o in state.overrides(cpe_id)],
+        }
+
+    @router.post("/cpes/{cpe_id}/overrides", status_code=201)
+    def set_override(cpe_id: str, body: OverrideBody, caller: Caller = operator) -> dict[str, Any]:
+        """Set an override; it takes effect at the next decision. 409 names a conflicting one."""
+        cpe_or_404(cpe_id)
+        rule = None
+        if body.steering is not None:
+            rule = SteeringRule(
+                body.steering.mode,
+                tuple(body.steering.preferred),
+                SteeringThresholds(body.steering.rtt_ms, body.steering.loss_rate_permille),
+            )
+        now = time.time()
+        override = OperatorOverride(
+            override_id="",
+            cpe_id=cpe_id,
+            directions=tuple(body.directions),
+            kind=body.kind,
+            reason=body.reason,
+            set_by=caller.name,
+            set_at_s=now,
+            expires_at_s=None if body.expires_in_s is None else now + body.expires_in_s,
+            weights=body.weights,
+            excluded=tuple(body.excluded or ()),
+            rule=rule,
+            estimator=body.estimator,
+        )
+        try:
+            return state.add(override).as_json()
+        except UnknownError as error:
+            raise HTTPException(422, str(error)) from None
+        except ConflictError as error:
+            raise HTTPException(409, str(error)) from None
+        except StoreUnavailableError as error:
+            raise HTTPException(503, str(error)) from None
+
+    @router.get("/overrides", dependencies=[viewer])
+    def list_overrides(cpe_id: str | None = None) -> list[dict[str, Any]]:
+        return [o.as_json() for o in state.overrides(cpe_id)]
+
+    @router.delete("/overrides/{override_id}")
+    def delete_override(
+        override_id: str,
+        reason: Annotated[str, Query(min_length=1, max_length=500)],
+        caller: Caller = operator,
+    ) -> dict[str, Any]:
+        """Remove an override (``reason`` says why, for the audit log); its effect ends at the
+        next decision."""
+        try:
+            return state.remove(override_id, caller.name, reason).as_json()
+        except UnknownError as error:
+            raise HTTPException(404, str(error)) from None
+        except StoreUnavailableError as error:
+            raise HTTPException(503, str(error)) from None
+
+    @router.get("/audit", dependencies=[viewer])
+    def audit(
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100, cpe_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Every change: who, when, what, why, before and after; newest first."""
+        try:
+            return state.audit(limit, cpe_id)
+        except Exception as error:  # SDL down: the log lives there
+            raise HTTPException(
+                503, f"the audit log is in SDL, which did not answer: {error}"
+            ) from None
+
+    @router.get("/nodes", dependencies=[viewer])
+    def nodes() -> list[dict[str, Any]]:
+        """Per E2 node its subscription state."""
+        return view.nodes()
+
+    @router.get("/agents", dependencies=[viewer])
+    def agents() -> list[dict[str, Any]]:
+        """Per agent its lever and the outcome of the last push."""
+        return view.agents()
+
+    return router
+
+
+def install_error_format(app: FastAPI) -> None:
+    """Validation errors as one message naming the field, besides FastAPI's detail list."""
+    from fastapi.exceptions import RequestValidationError
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        problems = error.errors()
+        first = problems[0] if problems else {"loc": (), "msg": "invalid request"}
+        where = ".".join(str(p) for p in first["loc"] if p != "body")
+        message = str(first["msg"]).removeprefix("Value error, ")
+        return JSONResponse(
+            {"detail": f"{where}: {message}" if where else message, "errors": _plain(problems)},
+            status_code=422,
+        )
+
+
+def _plain(problems: Sequence[Any]) -> list[dict[str, Any]]:
+    return [
+        {"loc": [str(p) for p in item.get("loc", ())], "msg": str(item.get("msg", ""))}
+        for item in problems
+    ]
+
+
+def _weights(weight_set: WeightSet | None) -> dict[str, int] | None:
+    return None if weight_set is None else dict(weight_set.weights)
+
+
+def _estimate(estimate: CapacityEstimate | None, now_s: float) -> dict[str, Any] | None:
+    if estimate is None:
+        return None
+    return {
+        "capacity_mbps": round(estimate.capacity_mbps, 3),
+        "p10_mbps": round(estimate.quantile_mbps(0.1), 3),
+        "p90_mbps": round(estimate.quantile_mbps(0.9), 3),
+        "source": estimate.source,
+        "age_s": round(estimate.age_s(now_s), 3),
+        "lower_bound": estimate.lower_bound,
+        "available": estimate.available,
+    }
+
+
+def _frozen(state: OperatorState, cpe_id: str, direction: Direction) -> bool:
+    control = state.in_force(cpe_id, direction).control
+    return control is not None and control.frozen

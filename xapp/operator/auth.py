@@ -1,0 +1,98 @@
+"""Who may use the operator API: bearer tokens mapped to roles.
+
+The tokens file (YAML or JSON) lists ``{name, role, token}`` or ``{name, role, token_file}``
+entries; ``token_file`` suits a Kubernetes secret mounted as files. ``viewer`` reads,
+``operator`` reads and writes. Tokens are compared in constant time against every entry.
+Without a tokens file, reads are open and writes are refused: no anonymous writes, ever.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+Role = Literal["viewer", "operator"]
+RANK = {"viewer": 1, "operator": 2}
+
+
+class TokensError(ValueError):
+    """A tokens file that cannot be used; the message names the file and the entry."""
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=64)
+    role: Role
+    token: str | None = Field(default=None, min_length=16)
+    token_file: Path | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> _Entry:
+        if (self.token is None) == (self.token_file is None):
+            raise ValueError("give token or token_file")
+        return self
+
+
+@dataclass(frozen=True)
+class Caller:
+    name: str
+    role: Role
+
+    def may(self, needed: Role) -> bool:
+        return RANK[self.role] >= RANK[needed]
+
+
+class Tokens:
+    def __init__(self, entries: list[tuple[str, Caller]]) -> None:
+        self._entries = [(token.encode(), caller) for token, caller in entries]
+
+    @property
+    def configured(self) -> bool:
+        return bool(self._entries)
+
+    def caller(self, token: str) -> Caller | None:
+        """The caller a token belongs to; every entry is compared, in constant time each."""
+        given = token.encode()
+        found = None
+        for known, caller in self._entries:
+            if hmac.compare_digest(known, given) and found is None:
+                found = caller
+        return found
+
+
+def load_tokens(path: Path | None) -> Tokens:
+    if path is None:
+        return Tokens([])
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise TokensError(f"{path}: cannot read the tokens file: {error}") from None
+    if not isinstance(raw, list):
+        raise TokensError(f"{path}: expected a list of {{name, role, token}} entries")
+    entries = []
+    for index, item in enumerate(raw):
+        try:
+            entry = _Entry.model_validate(item)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise TokensError(f"{path}: entry {index}: {where}: {first['msg']}") from None
+        token = entry.token
+        if entry.token_file is not None:
+            try:
+                token = entry.token_file.read_text().strip()
+            except OSError as error:
+                raise TokensError(
+                    f"{path}: entry {index}: token_file {entry.token_file}: {error.strerror}"
+                ) from None
+            if len(token) < 16:
+                raise TokensError(f"{path}: entry {index}: the token is shorter than 16 characters")
+        assert token is not None
+        entries.append((token, Caller(entry.name, entry.role)))
+    return Tokens(entries)

@@ -1,0 +1,229 @@
+"""The operator's side of the xApp's state: overrides and the audit log, kept in SDL.
+
+A change is written to SDL first and only then takes effect and is acknowledged, so a change
+acknowledged is one the store has: it survives an xApp restart (and a Redis restart where Redis
+persists, as the RIC's database does). While the store does not answer, changes are refused
+(``StoreUnavailableError``, a 503 for the API) and reads serve what was last known.
+
+What is in force for each CPE and direction is written for the control loop as the store's
+override (``StateStore.save_override``), which the loop reads at its next decision.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from core.domain import Cpe, Direction
+from xapp.operator.overrides import InForce, OperatorOverride, compose, override_from_json
+from xapp.ports import DocumentStore, StateStore
+
+log = logging.getLogger(__name__)
+
+OVERRIDES = "operator/override/"
+AUDIT = "operator/audit/"
+
+
+class StoreUnavailableError(RuntimeError):
+    """SDL did not answer; nothing was changed."""
+
+
+class ConflictError(ValueError):
+    def __init__(self, other: OperatorOverride) -> None:
+        super().__init__(
+            f"conflicts with override {other.override_id} ({other.kind} on "
+            f"{'/'.join(d.value for d in other.directions)}, set by {other.set_by}: "
+            f"{other.reason!r})"
+        )
+        self.other = other
+
+
+class UnknownError(LookupError):
+    """An unknown CPE, access or override; the message names it."""
+
+
+class OperatorState:
+    def __init__(
+        self,
+        store: StateStore,
+        documents: DocumentStore,
+        cpes: Callable[[], Sequence[Cpe]],
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._store = store
+        self._documents = documents
+        self._cpes = cpes
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._overrides: dict[str, OperatorOverride] = {}
+        self._revision = 0
+        self._in_force: dict[tuple[str, Direction], InForce] = {}
+
+    # ------------------------------------------------------------------ loading
+    def load(self) -> None:
+        """What an earlier run left in SDL (at start)."""
+        with self._lock:
+            found = self._documents.find_documents(OVERRIDES)
+            self._overrides = {}
+            for key, raw in found.items():
+                try:
+                    override = override_from_json(raw)
+                except (KeyError, ValueError, TypeError) as error:
+                    log.error("override %s in SDL is not readable, skipped: %s", key, error)
+                    continue
+                self._overrides[override.override_id] = override
+            self._apply_all()
+
+    # ------------------------------------------------------------------ reads
+    def overrides(self, cpe_id: str | None = None) -> list[OperatorOverride]:
+        with self._lock:
+            return sorted(
+                (o for o in self._overrides.values() if cpe_id is None or o.cpe_id == cpe_id),
+                key=lambda o: o.set_at_s,
+            )
+
+    def in_force(self, cpe_id: str, direction: Direction) -> InForce:
+        with self._lock:
+            return self._in_force.get((cpe_id, direction), InForce())
+
+    def estimator_choice(self, cpe_id: str, direction: Direction) -> str | None:
+        return self.in_force(cpe_id, direction).estimator
+
+    def audit(self, limit: int = 100, cpe_id: str | None = None) -> list[dict[str, Any]]:
+        """The newest entries first."""
+        entries = self._documents.find_documents(AUDIT)
+        chosen = [
+            entry
+            for _, entry in sorted(entries.items(), reverse=True)
+            if cpe_id is None or entry.get("cpe_id") == cpe_id
+        ]
+        return chosen[:limit]
+
+    # ------------------------------------------------------------------ changes
+    def add(self, override: OperatorOverride) -> OperatorOverride:
+        """Check, store, then apply; raises UnknownError, ConflictError, StoreUnavailableError."""
+        self._check_target(override)
+        with self._lock:
+            now = self._clock()
+            for other in self._overrides.values():
+                if other.active(now) and override.conflicts_with(other):
+                    raise ConflictError(other)
+            chosen = replace(override, override_id=uuid.uuid4().hex[:12], set_at_s=now)
+            self._write(OVERRIDES + chosen.override_id, chosen.as_json())
+            self._overrides[chosen.override_id] = chosen
+            self._record("set", chosen.set_by, chosen, None, chosen.as_json(), chosen.reason)
+            self._apply(chosen.cpe_id)
+            return chosen
+
+    def remove(self, override_id: str, who: str, reason: str) -> OperatorOverride:
+        with self._lock:
+            override = self._overrides.get(override_id)
+            if override is None:
+                raise UnknownError(f"no override {override_id!r}")
+            self._delete(OVERRIDES + override_id)
+            del self._overrides[override_id]
+            self._record("deleted", who, override, override.as_json(), None, reason)
+            self._apply(override.cpe_id)
+            return override
+
+    def expire(self) -> list[OperatorOverride]:
+        """Remove the overrides whose time is up (called every control period)."""
+        now = self._clock()
+        with self._lock:
+            expired = [o for o in self._overrides.values() if not o.active(now)]
+            for override in expired:
+                try:
+                    self._delete(OVERRIDES + override.override_id)
+                except StoreUnavailableError:
+                    continue  # it no longer applies anyway; removed when SDL is back
+                del self._overrides[override.override_id]
+                self._record("expired", "xapp", override, override.as_json(), None, "expired")
+            if expired:
+                for cpe_id in {o.cpe_id for o in expired}:
+                    self._apply(cpe_id)
+            return expired
+
+    # ------------------------------------------------------------------ internals
+    def _check_target(self, override: OperatorOverride) -> None:
+        cpe = next((c for c in self._cpes() if c.cpe_id == override.cpe_id), None)
+        if cpe is None:
+            raise UnknownError(f"cpe_id: no CPE {override.cpe_id!r}")
+        named = set(override.excluded) | set(override.weights or {})
+        if override.rule is not None:
+            named |= set(override.rule.preferred)
+        unknown = sorted(named - set(cpe.access_names))
+        if unknown:
+            raise UnknownError(
+                f"access: {', '.join(unknown)} is not an access of {cpe.cpe_id} "
+                f"({', '.join(cpe.access_names)})"
+            )
+        if override.weights is not None:
+            missing = sorted(set(cpe.access_names) - set(override.weights))
+            if missing:
+                raise UnknownError(f"weights: no weight for {', '.join(missing)}")
+
+    def _apply_all(self) -> None:
+        for cpe in self._cpes():
+            self._apply(cpe.cpe_id)
+
+    def _apply(self, cpe_id: str) -> None:
+        self._revision += 1
+        now = self._clock()
+        for direction in Direction:
+            in_force = compose(cpe_id, direction, self._overrides.values(), now, self._revision)
+            self._in_force[(cpe_id, direction)] = in_force
+            try:
+                if in_force.control is None:
+                    self._store.delete_override(cpe_id, direction)
+                else:
+                    self._store.save_override(in_force.control)
+            except Exception as error:  # the operator's record is safe; the loop catches up
+                log.warning(
+                    "override for %s %s not written for the loop: %s",
+                    cpe_id,
+                    direction.value,
+                    error,
+                )
+
+    def _record(
+        self,
+        action: str,
+        who: str,
+        override: OperatorOverride,
+        before: Mapping[str, Any] | None,
+        after: Mapping[str, Any] | None,
+        why: str,
+    ) -> None:
+        now = self._clock()
+        entry = {
+            "at_s": now,
+            "who": who,
+            "action": action,
+            "what": f"{override.kind} override {override.override_id}",
+            "cpe_id": override.cpe_id,
+            "why": why,
+            "before": before,
+            "after": after,
+        }
+        key = f"{AUDIT}{time.time_ns():020d}-{uuid.uuid4().hex[:6]}"
+        try:
+            self._documents.put_document(key, entry)
+        except Exception as error:
+            log.error("audit entry not stored (%s): %s", error, entry)
+
+    def _write(self, key: str, document: Mapping[str, Any]) -> None:
+        try:
+            self._documents.put_document(key, document)
+        except Exception as error:  # ricsdl and redis raise their own types
+            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+
+    def _delete(self, key: str) -> None:
+        try:
+            self._documents.delete_document(key)
+        except Exception as error:
+            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
