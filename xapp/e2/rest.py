@@ -24,7 +24,13 @@ def create_app(
     for router in routers:
         app.include_router(router)
 
-    @app.post(NOTIFICATION_PATH)
+    @app.post(
+        NOTIFICATION_PATH,
+        responses={
+            400: {"description": "not a SubscriptionResponse"},
+            404: {"description": "standalone: no submgr"},
+        },
+    )
     async def subscription_notification(request: Request) -> dict[str, Any]:
         if manager is None:
             raise HTTPException(404, "no submgr subscriptions: the xApp runs standalone")
@@ -44,13 +50,17 @@ def create_app(
     def alive() -> dict[str, str]:
         return {"status": "alive"}
 
-    @app.get("/ric/v1/health/ready")
+    @app.get("/ric/v1/health/ready", responses={503: {"description": "not ready"}})
     def is_ready() -> Response:
         if ready():
             return Response('{"status":"ready"}', media_type="application/json")
         return Response('{"status":"not ready"}', status_code=503, media_type="application/json")
 
-    @app.get("/metrics")
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text"}},
+    )
     def metrics() -> Response:
         payload = generate_latest(registry) if registry is not None else b""
         return Response(payload, media_type=CONTENT_TYPE_LATEST)

@@ -37,6 +37,41 @@ ESTIMATOR_MODES = ("fused", "kpi-only", "model-only", "probe-only")
 MAX_EXPIRY_S = 30 * 24 * 3600.0
 
 
+class Problem(BaseModel):
+    detail: str
+
+
+class FieldProblem(BaseModel):
+    loc: list[str]
+    msg: str
+
+
+class ValidationProblem(BaseModel):
+    detail: str = Field(description="the first problem, naming its field")
+    errors: list[FieldProblem]
+
+
+def _answers(*codes: int) -> dict[int | str, dict[str, Any]]:
+    meaning = {
+        401: "no bearer token, or an unknown one",
+        403: "the token's role may not do this",
+        404: "no such CPE or override",
+        409: "conflicts with an override in force (named)",
+        422: "the request is not valid (the field is named)",
+        503: "SDL did not answer; nothing was changed",
+    }
+    found: dict[int | str, dict[str, Any]] = {
+        code: {"model": Problem, "description": meaning[code]} for code in codes
+    }
+    found[422] = {"model": ValidationProblem, "description": meaning[422]}
+    return found
+
+
+READ = _answers(401, 403)
+READ_ONE = _answers(401, 403, 404)
+WRITE = _answers(401, 403, 404, 409, 503)
+
+
 class ServiceView(Protocol):
     """What the API reads of the running xApp."""
 
@@ -132,7 +167,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
                 return cpe
         raise HTTPException(404, f"cpe_id: no CPE {cpe_id!r}")
 
-    @router.get("/cpes", dependencies=[viewer])
+    @router.get("/cpes", dependencies=[viewer], responses=READ)
     def list_cpes(
         offset: Annotated[int, Query(ge=0)] = 0,
         limit: Annotated[int, Query(ge=1, le=500)] = 50,
@@ -165,7 +200,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
             ],
         }
 
-    @router.get("/cpes/{cpe_id}", dependencies=[viewer])
+    @router.get("/cpes/{cpe_id}", dependencies=[viewer], responses=READ_ONE)
     def cpe_state(cpe_id: str) -> dict[str, Any]:
         """What the xApp believes and does for one CPE, per direction."""
         cpe = cpe_or_404(cpe_id)
@@ -195,7 +230,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
             "overrides": [o.as_json() for o in state.overrides(cpe_id)],
         }
 
-    @router.post("/cpes/{cpe_id}/overrides", status_code=201)
+    @router.post("/cpes/{cpe_id}/overrides", status_code=201, responses=WRITE)
     def set_override(cpe_id: str, body: OverrideBody, caller: Caller = operator) -> dict[str, Any]:
         """Set an override; it takes effect at the next decision. 409 names a conflicting one."""
         cpe_or_404(cpe_id)
@@ -230,11 +265,11 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
         except StoreUnavailableError as error:
             raise HTTPException(503, str(error)) from None
 
-    @router.get("/overrides", dependencies=[viewer])
+    @router.get("/overrides", dependencies=[viewer], responses=READ)
     def list_overrides(cpe_id: str | None = None) -> list[dict[str, Any]]:
         return [o.as_json() for o in state.overrides(cpe_id)]
 
-    @router.delete("/overrides/{override_id}")
+    @router.delete("/overrides/{override_id}", responses=WRITE)
     def delete_override(
         override_id: str,
         reason: Annotated[str, Query(min_length=1, max_length=500)],
@@ -249,7 +284,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
         except StoreUnavailableError as error:
             raise HTTPException(503, str(error)) from None
 
-    @router.get("/audit", dependencies=[viewer])
+    @router.get("/audit", dependencies=[viewer], responses=_answers(401, 403, 503))
     def audit(
         limit: Annotated[int, Query(ge=1, le=1000)] = 100, cpe_id: str | None = None
     ) -> list[dict[str, Any]]:
@@ -261,12 +296,12 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
                 503, f"the audit log is in SDL, which did not answer: {error}"
             ) from None
 
-    @router.get("/nodes", dependencies=[viewer])
+    @router.get("/nodes", dependencies=[viewer], responses=READ)
     def nodes() -> list[dict[str, Any]]:
         """Per E2 node its subscription state."""
         return view.nodes()
 
-    @router.get("/agents", dependencies=[viewer])
+    @router.get("/agents", dependencies=[viewer], responses=READ)
     def agents() -> list[dict[str, Any]]:
         """Per agent its lever and the outcome of the last push."""
         return view.agents()
