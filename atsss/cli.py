@@ -44,6 +44,7 @@ GROUPS: tuple[tuple[str, str, str], ...] = (
     ("agent.cli", "testbed_app", "testbed"),
     ("models.cli", "train_app", "train"),
     ("xapp.cli", "xapp_app", "xapp"),
+    ("xapp.operator.ctl", "ctl_app", "ctl"),
 )
 # (module, function, name): a single command mounted as `atsss NAME …`
 COMMANDS: tuple[tuple[str, str, str], ...] = (

@@ -3,7 +3,11 @@ service: no request, however malformed, gets a 5xx or an answer its schema does 
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import schemathesis
@@ -11,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from bench.live_system import Xapp, agent_process, start_xapp, write_xapp_config
-from tests.test_operator_api import OPERATOR, tokens_file
+from tests.test_operator_api import OPERATOR, VIEWER, tokens_file
 
 pytestmark = pytest.mark.slow
 
@@ -59,3 +63,54 @@ def test_the_api_never_fails_and_keeps_to_its_schema(service: Xapp) -> None:
 
         call()
     assert any("overrides" in label for label in tried), tried
+
+
+def ctl(service: Xapp, token_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            *(sys.executable, "-m", "atsss", "ctl", *args),
+            *("--url", service.http_url, "--token-file", str(token_file)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_ctl_is_a_thin_client_of_the_api(service: Xapp, tmp_path: Path) -> None:
+    operator_token, viewer_token = tmp_path / "operator", tmp_path / "viewer"
+    operator_token.write_text(OPERATOR)
+    viewer_token.write_text(VIEWER)
+    made = ctl(service, operator_token, "override", "set", "cpe-1", "--kind", "exclude")
+    assert made.returncode == 2, "--reason is required"
+    made = ctl(
+        service,
+        operator_token,
+        "override",
+        "set",
+        "cpe-1",
+        "--kind",
+        "exclude",
+        "--exclude",
+        "lifi",
+        "--reason",
+        "LiFi AP replaced",
+        "--direction",
+        "downlink",
+    )
+    assert made.returncode == 0, made.stderr
+    override_id = made.stdout.split()[-1]
+    listed = ctl(service, viewer_token, "override", "list")
+    assert override_id in listed.stdout
+    assert "LiFi AP replaced" in listed.stdout
+    refused = ctl(service, viewer_token, "override", "delete", override_id, "--reason", "x")
+    assert refused.returncode == 2
+    assert refused.stderr.startswith("error: 403: victor is a viewer")
+    state = ctl(service, viewer_token, "state", "--json")
+    assert json.loads(state.stdout)["items"][0]["overrides"] == 1
+    shown = ctl(service, viewer_token, "cpe", "cpe-1")
+    assert "cpe-1 downlink" in shown.stdout
+    deleted = ctl(service, operator_token, "override", "delete", override_id, "--reason", "done")
+    assert deleted.returncode == 0, deleted.stderr
+    audit = ctl(service, viewer_token, "audit", "--json")
+    assert [e["action"] for e in json.loads(audit.stdout)][:2] == ["deleted", "set"]
