@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import redis
 
@@ -110,6 +112,7 @@ def test_serve_standalone_pushes_to_every_agent_and_stops_cleanly(
             assert delay is not None, xapp.log()
             assert float(delay.group(2)) <= 2.0, "more than two reporting periods to first push"
             assert len(subscription_keys(client)) == 3, "one subscription record per node in SDL"
+            check_metrics(httpx.get(f"{xapp.http_url}/metrics").text)
             code, seconds = xapp.terminate_within(5)
             assert code == 0, xapp.log()
             assert seconds < 5
@@ -120,6 +123,44 @@ def test_serve_standalone_pushes_to_every_agent_and_stops_cleanly(
             if xapp.process.poll() is None:
                 xapp.process.kill()
             xapp.process.wait()
+
+
+GRAFANA = Path(__file__).resolve().parents[1] / "docs" / "grafana" / "atsss-xapp.json"
+
+
+def check_metrics(scraped: str) -> None:
+    """The figures a Grafana user needs are there, and every one the dashboard asks for."""
+    assert 'atsss_capacity_mbps{access="wifi",cpe="cpe-1",direction="downlink"}' in scraped
+    assert 'atsss_weight{access="wifi",cpe="cpe-1",direction="downlink"}' in scraped
+    assert 'atsss_weight_pushes_total{result="applied",role="proxy"}' in scraped
+    for name in (
+        "atsss_decision_seconds_count",
+        "atsss_e2_decode_seconds_count",
+        "atsss_ready 1.0",
+    ):
+        assert name in scraped, name
+    dashboard = json.loads(GRAFANA.read_text())
+    asked = {
+        name
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+        for name in re.findall(r"atsss_[a-z_]+", target["expr"])
+    }
+    present = {
+        line.split("{")[0].split(" ")[0]
+        for line in scraped.splitlines()
+        if line.startswith("atsss_")
+    }
+    # A counter the xApp has not counted yet (no rejection, no override) still has its HELP line.
+    described = set(re.findall(r"^# HELP (atsss_[a-z_]+)", scraped, re.M))
+    missing = {
+        name
+        for name in asked
+        if name not in present
+        and name.removesuffix("_total") not in described
+        and name.removesuffix("_bucket") not in described
+    }
+    assert not missing, f"the Grafana dashboard asks for metrics the xApp does not have: {missing}"
 
 
 def test_kill_9_and_restart_resumes_without_409_or_going_backwards(

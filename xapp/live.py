@@ -74,7 +74,9 @@ class LiveControl:
         settings: LiveSettings,
         store: XappStore | None = None,
         on_push: Callable[[WeightSet], None] = lambda weight_set: None,
+        on_step: Callable[[float, Sequence[StepOutcome]], None] = lambda seconds, outcomes: None,
     ) -> None:
+        """``on_step``: after every step, how long it took and what it decided (metrics)."""
         if settings.period_s <= 0:
             raise ValueError(f"the control period must be > 0 s, got {settings.period_s}")
         self.settings = settings
@@ -96,6 +98,7 @@ class LiveControl:
         )
         self.policy_config = settings.policy
         self.on_push = on_push
+        self.on_step = on_step
         self.steps = 0
         self.pushes = 0
         self.push_failures = 0
@@ -178,7 +181,9 @@ class LiveControl:
     def step(self, now_s: float) -> list[StepOutcome]:
         if self._loop is None:
             raise RuntimeError("call prepare() before stepping")
+        started = time.perf_counter()
         outcomes = self._loop.step(now_s)
+        self.on_step(time.perf_counter() - started, outcomes)
         self.steps += 1
         for outcome in outcomes:
             self._remember(outcome, now_s)

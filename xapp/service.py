@@ -41,6 +41,7 @@ from kpm.codec import compile_all
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.config import e2_settings, load_xapp_config, reporting_period_s
+from xapp.control_loop import StepOutcome
 from xapp.e2.config import E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.messages import E2MessageHandler, SubscriptionOutcome
@@ -49,6 +50,7 @@ from xapp.e2.stream import StandaloneE2Termination
 from xapp.e2.subscriptions import SubmgrClient, SubscriptionManager
 from xapp.estimators.selection import EstimatorSettings
 from xapp.live import LiveControl, LiveSettings, LiveSetupError
+from xapp.metrics import XappMetrics
 from xapp.operator.api import create_router, install_error_format
 from xapp.operator.auth import TokensError, load_tokens
 from xapp.operator.state import OperatorState
@@ -129,10 +131,9 @@ class XappService:
         cpes = deployment.domain_cpes()
         self.processor = IndicationProcessor(cpes, registry=self.registry)
         self.control = LiveControl(
-            cpes,
-            live_settings(deployment),
-            store=self.store,
+            cpes, live_settings(deployment), store=self.store, on_step=self._observe_step
         )
+        self.metrics = XappMetrics(self.registry, self)
         try:
             self.tokens = load_tokens(deployment.operator_api.tokens_file)
         except TokensError as error:
@@ -278,6 +279,29 @@ class XappService:
                 self.control.start()
                 self._prepared.set()
             return
+
+    def _observe_step(self, seconds: float, outcomes: Sequence[StepOutcome]) -> None:
+        self.metrics.decision_seconds.observe(seconds)
+        via_cpe = self.deployment.agents.downlink_via_cpe
+        for outcome in outcomes:
+            role = "cpe" if outcome.direction == Direction.UPLINK or via_cpe else "proxy"
+            if outcome.pushed is not None:
+                self.metrics.pushes.labels(role, "applied").inc()
+            elif outcome.reason.startswith("push failed"):
+                self.metrics.pushes.labels(role, "failed").inc()
+
+    def overrides_by_kind(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for override in self.operator.overrides():
+            counts[override.kind] = counts.get(override.kind, 0) + 1
+        return counts
+
+    def probe_mbit(self) -> float:
+        return float(self.control.estimator.probe.stats.probe_mbit)
+
+    def model_inference(self) -> tuple[int, float]:
+        model = self.control.estimator.model
+        return model.inferences, model.inference_s
 
     def _expire_overrides(self) -> None:
         while not self._stopping.wait(1.0):

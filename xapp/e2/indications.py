@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from core.domain import Cpe, Direction, KpiSample
 from kpm import e2ap
@@ -56,6 +56,12 @@ class IndicationProcessor:
         self.accepted = Counter(
             "atsss_e2_indications", "RIC indications decoded", ["version"], registry=self.registry
         )
+        self.decode_seconds = Histogram(
+            "atsss_e2_decode_seconds",
+            "Time to decode one RIC indication into KPI samples",
+            buckets=(0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
+            registry=self.registry,
+        )
         self._logged_causes: set[str] = set()
 
     def set_cpes(self, cpes: Sequence[Cpe]) -> None:
@@ -94,6 +100,10 @@ class IndicationProcessor:
         return self.handle_indication(node, message)
 
     def handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
+        with self.decode_seconds.time():
+            return self._handle_indication(node, indication)
+
+    def _handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
         context = self._nodes.get(node)
         if context is None:
             self.reject(node, "unknown-node", "indication from an E2 node we did not subscribe to")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 
@@ -60,6 +61,8 @@ class ModelEstimator:
         # access → why this estimator cannot serve it (a model missing, corrupt, for another
         # feature set, or producing garbage); fusion then carries on with the other estimators
         self.unavailable: dict[str, str] = {}
+        self.inferences = 0  # batched predictions, and the time they took (for metrics)
+        self.inference_s = 0.0
         if models is None:
             models = self._load_shipped()
         self._models = dict(models)
@@ -108,6 +111,7 @@ class ModelEstimator:
             frame = pd.concat(frames, ignore_index=True)
             features = build_features(frame, access)
             last_rows = np.cumsum([len(f) for f in frames]) - 1
+            started = time.perf_counter()
             try:
                 prediction = self._models[access].predict(features[last_rows])
             except ModelError as error:
@@ -116,6 +120,8 @@ class ModelEstimator:
                 for key in keys:
                     self._latest.pop(key, None)
                 continue
+            self.inference_s += time.perf_counter() - started
+            self.inferences += 1
             self.unavailable.pop(access, None)
             for i, key in enumerate(keys):
                 latest = self._history[key][-1]

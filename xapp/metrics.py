@@ -1,0 +1,115 @@
+"""What the running xApp exposes on /metrics, beyond the E2 counters of the indication processor.
+
+Label cardinality stays bounded: per-access capacity and weight are exported for the first
+``first_cpes`` CPEs (in configuration order) and as sums over all CPEs; pushes are counted per
+agent role, not per agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Protocol
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from core.domain import CapacityEstimate, Cpe, Direction, WeightSet
+
+
+class Observed(Protocol):
+    """What the collector reads of the service at scrape time."""
+
+    def cpes(self) -> Sequence[Cpe]: ...
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction
+    ) -> CapacityEstimate | None: ...
+
+    def weights_in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None: ...
+
+    def overrides_by_kind(self) -> dict[str, int]: ...
+
+    def probe_mbit(self) -> float: ...
+
+    def model_inference(self) -> tuple[int, float]: ...
+
+
+class XappMetrics:
+    def __init__(self, registry: CollectorRegistry, observed: Observed, first_cpes: int = 20):
+        self.decision_seconds = Histogram(
+            "atsss_decision_seconds",
+            "Time of one control step (every CPE and direction)",
+            buckets=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
+            registry=registry,
+        )
+        self.pushes = Counter(
+            "atsss_weight_pushes",
+            "Weight sets pushed to agents, by the agent's role and the result",
+            ["role", "result"],
+            registry=registry,
+        )
+        registry.register(_StateCollector(observed, first_cpes))
+
+
+class _StateCollector(Collector):
+    def __init__(self, observed: Observed, first_cpes: int) -> None:
+        self._observed = observed
+        self._first = first_cpes
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        capacity = GaugeMetricFamily(
+            "atsss_capacity_mbps",
+            "Estimated capacity per access, for the first CPEs",
+            labels=["cpe", "access", "direction"],
+        )
+        weight = GaugeMetricFamily(
+            "atsss_weight",
+            "WRR weight in force per access, for the first CPEs",
+            labels=["cpe", "access", "direction"],
+        )
+        total = GaugeMetricFamily(
+            "atsss_capacity_total_mbps",
+            "Estimated capacity summed over every CPE, per access",
+            labels=["access", "direction"],
+        )
+        sums: dict[tuple[str, str], float] = {}
+        cpes = self._observed.cpes()
+        for index, cpe in enumerate(cpes):
+            for direction in Direction:
+                held = self._observed.weights_in_force(cpe.cpe_id, direction)
+                for access in cpe.access_names:
+                    estimate = self._observed.estimate(cpe.cpe_id, access, direction)
+                    if estimate is not None:
+                        key = (access, direction.value)
+                        sums[key] = sums.get(key, 0.0) + estimate.capacity_mbps
+                    if index >= self._first:
+                        continue
+                    labels = [cpe.cpe_id, access, direction.value]
+                    if estimate is not None:
+                        capacity.add_metric(labels, estimate.capacity_mbps)
+                    if held is not None:
+                        weight.add_metric(labels, held.weights.get(access, 0))
+        for (access, way), value in sorted(sums.items()):
+            total.add_metric([access, way], value)
+        overrides = GaugeMetricFamily(
+            "atsss_overrides_active", "Operator overrides in force, by kind", labels=["kind"]
+        )
+        for kind, count in sorted(self._observed.overrides_by_kind().items()):
+            overrides.add_metric([kind], count)
+        cpe_count = GaugeMetricFamily("atsss_cpes", "CPEs under control")
+        cpe_count.add_metric([], len(cpes))
+        probe = CounterMetricFamily(
+            "atsss_probe_megabits", "Megabits the capacity probes sent (probe traffic)"
+        )
+        probe.add_metric([], self._observed.probe_mbit())
+        count, seconds = self._observed.model_inference()
+        inference = CounterMetricFamily(
+            "atsss_model_inferences", "Batched model predictions", labels=[]
+        )
+        inference.add_metric([], count)
+        inference_time = CounterMetricFamily(
+            "atsss_model_inference_seconds", "Time spent in model predictions"
+        )
+        inference_time.add_metric([], seconds)
+        yield from (capacity, weight, total, overrides, cpe_count, probe, inference, inference_time)
