@@ -5,8 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Debian packages the tests and benchmarks use (servers and tools started by the test fixtures).
-SYSTEM_PACKAGES=(redis-server iperf3 iproute2 mptcpize)
+# Debian packages the tests and benchmarks use (servers and tools started by the test fixtures;
+# chromium loads the xApp's dashboard in a test, driven by Playwright).
+SYSTEM_PACKAGES=(redis-server iperf3 iproute2 mptcpize chromium)
 
 missing=()
 for pkg in "${SYSTEM_PACKAGES[@]}"; do

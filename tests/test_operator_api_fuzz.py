@@ -47,6 +47,8 @@ def test_the_api_never_fails_and_keeps_to_its_schema(service: Xapp) -> None:
         operation = result.ok()  # type: ignore[union-attr]  # Err raises, as it should
         if operation.path == "/ric/v1/health/ready":
             continue  # its 503 is what it is for: "not ready" (no E2 node connected here)
+        if operation.path == "/v1/events":
+            continue  # a stream that lasts as long as its reader: the dashboard test reads it
         tried.append(operation.label)
 
         @given(case=operation.as_strategy())

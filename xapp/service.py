@@ -51,7 +51,7 @@ from xapp.e2.subscriptions import SubmgrClient, SubscriptionManager
 from xapp.estimators.selection import EstimatorSettings
 from xapp.live import LiveControl, LiveSettings, LiveSetupError
 from xapp.metrics import XappMetrics
-from xapp.operator.api import create_router, install_error_format
+from xapp.operator.api import create_router, install_dashboard, install_error_format
 from xapp.operator.auth import TokensError, load_tokens
 from xapp.operator.state import OperatorState
 from xapp.policy.weight_policy import PolicyConfig
@@ -187,6 +187,7 @@ class XappService:
             routers=[create_router(self, self.operator, self.tokens)],
         )
         install_error_format(app)
+        install_dashboard(app)
         config = uvicorn.Config(
             app,
             host=self.options.http_host,

@@ -7,12 +7,15 @@ the thing that was wrong; a write is applied whole or not at all.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.domain import (
@@ -296,6 +299,48 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
                 503, f"the audit log is in SDL, which did not answer: {error}"
             ) from None
 
+    @router.get(
+        "/events",
+        dependencies=[viewer],
+        responses={**READ_ONE, 200: {"content": {"text/event-stream": {}}}},
+        response_class=StreamingResponse,
+    )
+    async def events(
+        request: Request,
+        cpe_id: Annotated[str, Query(min_length=1, max_length=64)],
+        direction: Direction = Direction.DOWNLINK,
+        period_s: Annotated[float, Query(ge=0.2, le=60)] = 1.0,
+    ) -> StreamingResponse:
+        """Server-sent events, one a period: the CPE's capacity estimates and weights per
+        access, its overrides, and the E2 nodes' and agents' health (the dashboard's feed)."""
+        cpe = cpe_or_404(cpe_id)
+
+        async def snapshots() -> AsyncIterator[str]:
+            while not await request.is_disconnected():
+                yield "data: " + json.dumps(snapshot(cpe, direction)) + "\n\n"
+                await asyncio.sleep(period_s)
+
+        return StreamingResponse(snapshots(), media_type="text/event-stream")
+
+    def snapshot(cpe: Cpe, direction: Direction) -> dict[str, Any]:
+        held = view.weights_in_force(cpe.cpe_id, direction)
+        capacity = {}
+        for access in cpe.access_names:
+            estimate = view.estimate(cpe.cpe_id, access, direction)
+            if estimate is not None:
+                capacity[access] = round(estimate.capacity_mbps, 3)
+        return {
+            "time_s": time.time(),
+            "cpe_id": cpe.cpe_id,
+            "direction": direction.value,
+            "accesses": list(cpe.access_names),
+            "capacity": capacity,
+            "weights": {} if held is None else dict(held.weights),
+            "overrides": [o.as_json() for o in state.overrides(cpe.cpe_id)],
+            "nodes": view.nodes(),
+            "agents": view.agents(),
+        }
+
     @router.get("/nodes", dependencies=[viewer], responses=READ)
     def nodes() -> list[dict[str, Any]]:
         """Per E2 node its subscription state."""
@@ -307,6 +352,17 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
         return view.agents()
 
     return router
+
+
+DASHBOARD = Path(__file__).with_name("dashboard.html")
+
+
+def install_dashboard(app: FastAPI) -> None:
+    """The live dashboard: one page, no CDN; it reads and writes through the API above."""
+
+    @app.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)
+    def dashboard() -> HTMLResponse:
+        return HTMLResponse(DASHBOARD.read_text())
 
 
 def install_error_format(app: FastAPI) -> None:
