@@ -30,9 +30,16 @@ class LiveSystemError(RuntimeError):
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """Distinct free loopback ports: held together while chosen, so none comes twice."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 def atsss(*args: str) -> list[str]:
@@ -152,8 +159,9 @@ def start_xapp(
     mode: str = "standalone",
     http_port: int | None = None,
 ) -> Xapp:
-    e2_port = e2_port or free_port()
-    http_port = http_port or free_port()
+    spare = free_ports(2)
+    e2_port = e2_port or next(p for p in spare if p != http_port)
+    http_port = http_port or next(p for p in spare if p != e2_port)
     log_path = workdir / f"{name}.log"
     with log_path.open("a") as log:  # the child keeps its own descriptor
         process = _popen_xapp(log, config, mode, e2_port, http_port, env)

@@ -12,7 +12,7 @@ import redis
 
 from bench.live_system import (
     agent_process,
-    free_port,
+    free_ports,
     start_simulator,
     start_xapp,
     wait_until,
@@ -28,7 +28,7 @@ RIC_HEALTH_CHECK_REQ, RIC_HEALTH_CHECK_RESP = 100, 101
 
 
 def test_serve_in_ric_mode(tmp_path: Path) -> None:
-    rmr_port, http_port = free_port(), free_port()
+    rmr_port, http_port = free_ports(2)
     ric = RicStandIn()
     with (
         redis_server() as redis_port,
