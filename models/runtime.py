@@ -47,6 +47,7 @@ class OnnxCapacityModel:
                 f"{card_path}: the card's features differ from models/features.py; retrain"
             )
         self.name = card_path.name.removesuffix(".card.json")
+        self.card_path = card_path
         self.sessions = {}
         for part in ("estimate", "lower", "upper"):
             try:

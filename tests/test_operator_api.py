@@ -232,3 +232,84 @@ def test_writes_get_503_while_redis_is_down_and_reads_carry_on(tmp_path: Path) -
                 assert httpx.get(f"{xapp.http_url}/ric/v1/health/ready").status_code == 503
         finally:
             xapp.terminate_within(5)
+
+
+def test_cpes_changed_at_run_time_and_models_reloaded(tmp_path: Path) -> None:
+    with (
+        redis_server() as redis_port,
+        agent_process(tmp_path, "proxy", "proxy", ["cpe-1"]) as proxy,
+    ):
+        config = write_xapp_config(
+            tmp_path,
+            "paper-static",
+            {},
+            proxy.url,
+            directions=["downlink"],
+            operator_api={"tokens_file": str(tokens_file(tmp_path))},
+        )
+        env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(redis_port)}
+        xapp = start_xapp(tmp_path, config, env)
+        second = None
+        try:
+            with api(xapp) as alice, api(xapp, VIEWER) as viewer:
+                new = {"id": "cpe-7", "accesses": {"nr": {"ue_id": "gnb-du:7"}}}
+                made = alice.post("/v1/cpes", json={"cpe": new, "reason": "new customer"})
+                assert made.status_code == 201, made.text
+                clash = alice.post(
+                    "/v1/cpes",
+                    json={
+                        "cpe": {"id": "cpe-8", "accesses": {"nr": {"ue_id": "gnb-du:1"}}},
+                        "reason": "typo",
+                    },
+                )
+                assert clash.status_code == 409
+                assert "already the identity of cpe-1" in clash.json()["detail"]
+                bulk = [
+                    {
+                        "id": f"cpe-{n}",
+                        "accesses": {"wifi": {"station_mac": f"02:00:00:00:01:{n:02x}"}},
+                    }
+                    for n in (20, 21)
+                ]
+                assert (
+                    alice.post(
+                        "/v1/cpes/import", json={"cpes": bulk, "reason": "batch"}
+                    ).status_code
+                    == 201
+                )
+                assert viewer.post("/v1/cpes", json={"cpe": new, "reason": "x"}).status_code == 403
+                gone = alice.delete("/v1/cpes/cpe-1", params={"reason": "contract ended"})
+                assert gone.status_code == 200, gone.text
+                ids = [c["cpe_id"] for c in alice.get("/v1/cpes").json()["items"]]
+                assert sorted(ids) == ["cpe-20", "cpe-21", "cpe-7"]
+
+                models = {m["access"]: m for m in alice.get("/v1/models").json()}
+                assert set(models) == {"nr", "wifi", "lifi"}
+                assert models["nr"]["model"] == "nr"
+                missing = alice.post(
+                    "/v1/models/reload",
+                    json={
+                        "access": "nr",
+                        "card": str(tmp_path / "none.card.json"),
+                        "reason": "try",
+                    },
+                )
+                assert missing.status_code == 409
+                reloaded = alice.post(
+                    "/v1/models/reload", json={"access": "nr", "reason": "back to the shipped one"}
+                )
+                assert reloaded.status_code == 200, reloaded.text
+                actions = [e["action"] for e in alice.get("/v1/audit").json()]
+                assert actions[:4] == ["model loaded", "cpe removed", "cpe added", "cpe added"]
+            xapp.terminate_within(5)
+            second = start_xapp(tmp_path, config, env, name="xapp-2")
+            with api(second) as alice:
+                ids = [c["cpe_id"] for c in alice.get("/v1/cpes").json()["items"]]
+                assert sorted(ids) == ["cpe-20", "cpe-21", "cpe-7"], "run-time CPEs lost on restart"
+            code, _ = second.terminate_within(5)
+            assert code == 0
+        finally:
+            for process in (xapp, second):
+                if process is not None and process.process.poll() is None:
+                    process.process.kill()
+                    process.process.wait()

@@ -35,9 +35,10 @@ import httpx
 import uvicorn
 from prometheus_client import CollectorRegistry, Gauge
 
-from core.deployment import AgentConfig, Deployment, DeploymentError
+from core.deployment import AgentConfig, CpeConfig, Deployment, DeploymentError
 from core.domain import CapacityEstimate, Cpe, Direction, SteeringRule, WeightSet
 from kpm.codec import compile_all
+from models.runtime import OnnxCapacityModel
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.config import e2_settings, load_xapp_config, reporting_period_s
@@ -53,6 +54,7 @@ from xapp.live import LiveControl, LiveSettings, LiveSetupError
 from xapp.metrics import XappMetrics
 from xapp.operator.api import create_router, install_dashboard, install_error_format
 from xapp.operator.auth import TokensError, load_tokens
+from xapp.operator.registry import CpeRegistry
 from xapp.operator.state import OperatorState
 from xapp.policy.weight_policy import PolicyConfig
 from xapp.ports import XappStore
@@ -139,6 +141,8 @@ class XappService:
         except TokensError as error:
             raise ServiceError(str(error)) from None
         self.operator = OperatorState(self.store, self.store, lambda: self.control.cpes)
+        self.cpe_registry = CpeRegistry(self.store, self.operator)
+        self.file_deployment = deployment  # as the file says; self.deployment: in force
         self.control.estimator.choice = self.operator.estimator_choice
         self._stopping = threading.Event()
         self._prepared = threading.Event()
@@ -158,6 +162,14 @@ class XappService:
     # ------------------------------------------------------------------ start
     def start(self) -> None:
         compile_all()  # before the first node connects, not while its reports queue up
+        try:
+            self.cpe_registry.load()
+            in_force = self.cpe_registry.apply(self.file_deployment)
+        except Exception as error:  # SDL down at start: the file's CPEs, writes refused
+            log.error("CPEs added at run time not loaded from SDL: %s", error)
+        else:
+            if in_force != self.deployment:
+                self._apply(in_force)
         try:
             self.operator.load()
         except Exception as error:  # SDL down at start: the API refuses writes until it answers
@@ -444,37 +456,70 @@ class XappService:
                 self.reload()
 
     def reload(self) -> bool:
-        """Read the configuration again and apply it; a bad file is logged and changes nothing."""
+        """Read the configuration again and apply it, with the CPEs changed at run time on top;
+        a bad file is logged and changes nothing."""
         with self._reload_lock:
             try:
                 deployment = load_xapp_config(self.options.config_path)
-                settings = live_settings(deployment)
+                live_settings(deployment)  # agents' token files readable
+                in_force = self.cpe_registry.apply(deployment)
             except (DeploymentError, ServiceError) as error:
                 log.error("configuration not reloaded: %s", error)
                 return False
-            before = {c.id for c in self.deployment.cpes}
-            after = {c.id for c in deployment.cpes}
-            cpes = deployment.domain_cpes()
-            self.processor.set_cpes(cpes)
-            try:
-                self.control.reconfigure(cpes, settings)
-            except LiveSetupError as error:
-                log.error("configuration not fully applied: %s", error)
-            new_settings = e2_settings(deployment)
-            if self._termination is not None:
-                self._termination.set_settings(new_settings)
-            if self._manager is not None:
-                for node in new_settings.nodes:
-                    self.processor.set_node(node, node.kpm_version)
-                self._reload_subscriptions(new_settings)
-            self.deployment = deployment
-            log.info(
-                "configuration reloaded: %d CPEs (added %s, removed %s)",
-                len(after),
-                ", ".join(sorted(after - before)) or "none",
-                ", ".join(sorted(before - after)) or "none",
-            )
+            self.file_deployment = deployment
+            self._apply(in_force)
             return True
+
+    def _apply(self, deployment: Deployment) -> None:
+        """Make ``deployment`` the one in force: new CPEs and nodes picked up, removed ones
+        forgotten and unsubscribed; what the loop knows of the others stays."""
+        before = {c.id for c in self.deployment.cpes}
+        after = {c.id for c in deployment.cpes}
+        cpes = deployment.domain_cpes()
+        self.processor.set_cpes(cpes)
+        try:
+            self.control.reconfigure(cpes, live_settings(deployment))
+        except LiveSetupError as error:
+            log.error("configuration not fully applied: %s", error)
+        new_settings = e2_settings(deployment)
+        if self._termination is not None:
+            self._termination.set_settings(new_settings)
+        if self._manager is not None:
+            for node in new_settings.nodes:
+                self.processor.set_node(node, node.kpm_version)
+            self._reload_subscriptions(new_settings)
+        self.deployment = deployment
+        log.info(
+            "configuration reloaded: %d CPEs (added %s, removed %s)",
+            len(after),
+            ", ".join(sorted(after - before)) or "none",
+            ", ".join(sorted(before - after)) or "none",
+        )
+
+    # ------------------------------------------------------------------ run-time changes
+    def put_cpes(self, cpes: Sequence[CpeConfig], who: str, why: str) -> None:
+        with self._reload_lock:
+            in_force = self.cpe_registry.put(self.file_deployment, cpes, who, why)
+            self._apply(in_force)
+
+    def remove_cpe(self, cpe_id: str, who: str, why: str) -> None:
+        with self._reload_lock:
+            in_force = self.cpe_registry.remove(self.file_deployment, cpe_id, who, why)
+            self._apply(in_force)
+
+    def models(self) -> list[dict[str, Any]]:
+        return self.control.estimator.model.describe()
+
+    def reload_model(self, access: str, card: Path | None, who: str, why: str) -> dict[str, Any]:
+        """Raises ValueError (ModelError) when the card cannot be loaded; the old model stays."""
+        model = OnnxCapacityModel(card) if card is not None else OnnxCapacityModel.shipped(access)
+        estimator = self.control.estimator.model
+        before = next(m for m in estimator.describe() if m["access"] == access)
+        estimator.swap(access, model)
+        after = next(m for m in estimator.describe() if m["access"] == access)
+        self.operator.record("model loaded", who, f"{access} model", None, before, after, why)
+        log.info("%s model now %s (%s)", access, after["model"], after["card"])
+        return after
 
     def _reload_subscriptions(self, settings: E2Settings) -> None:
         manager = self._manager

@@ -70,6 +70,32 @@ class ModelEstimator:
         self._dirty: set[Key] = set()
         self._latest: dict[Key, CapacityEstimate] = {}
 
+    def describe(self) -> list[dict[str, object]]:
+        """Which model answers for each access (or why none does)."""
+        found: list[dict[str, object]] = []
+        for access in KPI_COLUMNS:
+            model = self._models.get(access)
+            found.append(
+                {
+                    "access": access,
+                    "model": None if model is None else model.name,
+                    "version": None if model is None else model.card.get("version"),
+                    "card": None if model is None else str(model.card_path),
+                    "chosen": None if model is None else model.card.get("chosen"),
+                    "unavailable": self.unavailable.get(access),
+                }
+            )
+        return found
+
+    def swap(self, access: str, model: OnnxCapacityModel) -> None:
+        """Answer for ``access`` with ``model`` from the next prediction on (a retrained or
+        another version); the paths' histories stay, so no warm-up is lost."""
+        if model.access != access:
+            raise ModelError(f"{model.card_path}: a model for {model.access}, not {access}")
+        self._models[access] = model
+        self.unavailable.pop(access, None)
+        self._dirty.update(key for key in self._history if key[1] == access)
+
     def _load_shipped(self) -> dict[str, OnnxCapacityModel]:
         loaded = {}
         for access in KPI_COLUMNS:

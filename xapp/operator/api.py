@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.deployment import CpeConfig, DeploymentError
 from core.domain import (
     CapacityEstimate,
     Cpe,
@@ -96,6 +97,16 @@ class ServiceView(Protocol):
 
     def agents(self) -> list[dict[str, Any]]: ...
 
+    def put_cpes(self, cpes: Sequence[CpeConfig], who: str, why: str) -> None: ...
+
+    def remove_cpe(self, cpe_id: str, who: str, why: str) -> None: ...
+
+    def models(self) -> list[dict[str, Any]]: ...
+
+    def reload_model(
+        self, access: str, card: Path | None, who: str, why: str
+    ) -> dict[str, Any]: ...
+
 
 class SteeringBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -108,6 +119,33 @@ class SteeringBody(BaseModel):
     loss_rate_permille: int | None = Field(
         default=None, ge=0, le=1000, description="packet loss rate threshold, per mille"
     )
+
+
+class CpeBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cpe: CpeConfig
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class CpeImportBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cpes: list[CpeConfig] = Field(min_length=1, max_length=10_000)
+    reason: str = Field(min_length=1, max_length=500)
+
+
+class ModelReloadBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    access: Literal["nr", "wifi", "lifi"]
+    card: str | None = Field(
+        default=None,
+        max_length=4096,
+        description="a model card on the xApp's file system (what `atsss train` writes); "
+        "default: the shipped model",
+    )
+    reason: str = Field(min_length=1, max_length=500)
 
 
 class OverrideBody(BaseModel):
@@ -267,6 +305,74 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
             raise HTTPException(409, str(error)) from None
         except StoreUnavailableError as error:
             raise HTTPException(503, str(error)) from None
+
+    @router.post("/cpes", status_code=201, responses=WRITE)
+    def add_cpe(body: CpeBody, caller: Caller = operator) -> dict[str, Any]:
+        """Add a CPE (or replace one of that id) on top of the configuration file; kept in SDL."""
+        return change_cpes([body.cpe], caller, body.reason)[0]
+
+    @router.post("/cpes/import", status_code=201, responses=WRITE)
+    def import_cpes(body: CpeImportBody, caller: Caller = operator) -> list[dict[str, Any]]:
+        """Add or replace many CPEs at once: all of them, or none when one does not fit."""
+        return change_cpes(body.cpes, caller, body.reason)
+
+    @router.put("/cpes/{cpe_id}", responses=WRITE)
+    def replace_cpe(cpe_id: str, body: CpeBody, caller: Caller = operator) -> dict[str, Any]:
+        """Change a CPE's identities or agent."""
+        if body.cpe.id != cpe_id:
+            raise HTTPException(
+                422, f"cpe.id: {body.cpe.id!r} is not the CPE of the path {cpe_id!r}"
+            )
+        cpe_or_404(cpe_id)
+        return change_cpes([body.cpe], caller, body.reason)[0]
+
+    @router.delete("/cpes/{cpe_id}", responses=WRITE)
+    def remove_cpe(
+        cpe_id: str,
+        reason: Annotated[str, Query(min_length=1, max_length=500)],
+        caller: Caller = operator,
+    ) -> dict[str, str]:
+        """Stop controlling a CPE (also one of the configuration file's); kept in SDL."""
+        try:
+            view.remove_cpe(cpe_id, caller.name, reason)
+        except UnknownError as error:
+            raise HTTPException(404, str(error)) from None
+        except DeploymentError as error:
+            raise HTTPException(409, str(error)) from None
+        except StoreUnavailableError as error:
+            raise HTTPException(503, str(error)) from None
+        return {"removed": cpe_id}
+
+    def change_cpes(cpes: Sequence[CpeConfig], caller: Caller, reason: str) -> list[dict[str, Any]]:
+        ids = [c.id for c in cpes]
+        if len(set(ids)) != len(ids):
+            raise HTTPException(422, "cpes: a CPE id appears twice")
+        try:
+            view.put_cpes(cpes, caller.name, reason)
+        except DeploymentError as error:
+            raise HTTPException(409, str(error)) from None
+        except StoreUnavailableError as error:
+            raise HTTPException(503, str(error)) from None
+        return [c.model_dump(mode="json", exclude_defaults=True) for c in cpes]
+
+    @router.get("/models", dependencies=[viewer], responses=READ)
+    def models() -> list[dict[str, Any]]:
+        """Which model answers for each access's estimator."""
+        return view.models()
+
+    @router.post("/models/reload", responses=_answers(401, 403, 409))
+    def reload_model(body: ModelReloadBody, caller: Caller = operator) -> dict[str, Any]:
+        """Load a model (a retrained one, another version, or the shipped one) for an access,
+        without a restart; 409 when it cannot be loaded, the one in use stays."""
+        try:
+            return view.reload_model(
+                body.access,
+                None if body.card is None else Path(body.card),
+                caller.name,
+                body.reason,
+            )
+        except ValueError as error:
+            raise HTTPException(409, str(error)) from None
 
     @router.get("/overrides", dependencies=[viewer], responses=READ)
     def list_overrides(cpe_id: str | None = None) -> list[dict[str, Any]]:

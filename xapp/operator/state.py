@@ -199,13 +199,26 @@ class OperatorState:
         after: Mapping[str, Any] | None,
         why: str,
     ) -> None:
-        now = self._clock()
+        what = f"{override.kind} override {override.override_id}"
+        self.record(action, who, what, override.cpe_id, before, after, why)
+
+    def record(
+        self,
+        action: str,
+        who: str,
+        what: str,
+        cpe_id: str | None,
+        before: Mapping[str, Any] | None,
+        after: Mapping[str, Any] | None,
+        why: str,
+    ) -> None:
+        """One entry of the audit log: who did what, when and why, with before and after."""
         entry = {
-            "at_s": now,
+            "at_s": self._clock(),
             "who": who,
             "action": action,
-            "what": f"{override.kind} override {override.override_id}",
-            "cpe_id": override.cpe_id,
+            "what": what,
+            "cpe_id": cpe_id,
             "why": why,
             "before": before,
             "after": after,

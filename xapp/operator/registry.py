@@ -1,0 +1,126 @@
+"""CPEs added, changed and removed at run time, on top of the configuration file, kept in SDL.
+
+Each entry is a CPE as the configuration writes one (``core.deployment.CpeConfig``), or a
+removal of a CPE the file has. The CPEs in force are the file's with the entries applied, and
+must make a valid configuration as a whole (identities unique, nodes known): a change that would
+not is refused, naming why, and nothing is stored. Entries outlive restarts and reloads of the
+file; an entry for a CPE the file since gained replaces the file's.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from core.deployment import CpeConfig, Deployment, DeploymentError, parse_deployment
+from xapp.operator.state import OperatorState, StoreUnavailableError, UnknownError
+from xapp.ports import DocumentStore
+
+CPES = "operator/cpe/"
+
+
+class CpeRegistry:
+    def __init__(self, documents: DocumentStore, audit: OperatorState) -> None:
+        self._documents = documents
+        self._audit = audit
+        self._lock = threading.Lock()
+        # cpe id → {"cpe": the CPE as the configuration writes it} or {"removed": True}
+        self._entries: dict[str, dict[str, Any]] = {}
+
+    def load(self) -> None:
+        found = self._documents.find_documents(CPES)
+        with self._lock:
+            self._entries = {key.removeprefix(CPES): value for key, value in found.items()}
+
+    def entries(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return dict(self._entries)
+
+    def apply(self, base: Deployment) -> Deployment:
+        """The file's deployment with the registry's entries applied."""
+        with self._lock:
+            return _applied(base, self._entries)
+
+    def put(self, base: Deployment, cpes: Sequence[CpeConfig], who: str, why: str) -> Deployment:
+        """Add or replace CPEs, all or none; returns the deployment now in force."""
+        with self._lock:
+            entries = dict(self._entries)
+            for cpe in cpes:
+                entries[cpe.id] = {"cpe": cpe.model_dump(mode="json", exclude_defaults=True)}
+            result = _applied(base, entries)  # raises DeploymentError when it does not fit
+            before = {c.id: c for c in self.apply_unlocked(base).cpes}
+            for cpe in cpes:
+                self._write(CPES + cpe.id, entries[cpe.id])
+                self._entries[cpe.id] = entries[cpe.id]
+                old = before.get(cpe.id)
+                self._audit.record(
+                    "cpe changed" if old else "cpe added",
+                    who,
+                    f"cpe {cpe.id}",
+                    cpe.id,
+                    None if old is None else old.model_dump(mode="json", exclude_defaults=True),
+                    entries[cpe.id]["cpe"],
+                    why,
+                )
+            return result
+
+    def remove(self, base: Deployment, cpe_id: str, who: str, why: str) -> Deployment:
+        with self._lock:
+            current = {c.id: c for c in _applied(base, self._entries).cpes}
+            if cpe_id not in current:
+                raise UnknownError(f"cpe_id: no CPE {cpe_id!r}")
+            entries = dict(self._entries)
+            in_file = any(c.id == cpe_id for c in base.cpes)
+            if in_file:
+                entries[cpe_id] = {"removed": True}
+            else:
+                entries.pop(cpe_id, None)
+            result = _applied(base, entries)
+            if in_file:
+                self._write(CPES + cpe_id, entries[cpe_id])
+            else:
+                self._delete(CPES + cpe_id)
+            self._entries = entries
+            self._audit.record(
+                "cpe removed",
+                who,
+                f"cpe {cpe_id}",
+                cpe_id,
+                current[cpe_id].model_dump(mode="json", exclude_defaults=True),
+                None,
+                why,
+            )
+            return result
+
+    def apply_unlocked(self, base: Deployment) -> Deployment:
+        return _applied(base, self._entries)
+
+    def _write(self, key: str, document: Mapping[str, Any]) -> None:
+        try:
+            self._documents.put_document(key, document)
+        except Exception as error:  # ricsdl and redis raise their own types
+            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+
+    def _delete(self, key: str) -> None:
+        try:
+            self._documents.delete_document(key)
+        except Exception as error:
+            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+
+
+def _applied(base: Deployment, entries: Mapping[str, Mapping[str, Any]]) -> Deployment:
+    cpes: dict[str, Any] = {
+        c.id: c.model_dump(mode="json", exclude_defaults=True) for c in base.cpes
+    }
+    for cpe_id, entry in entries.items():
+        if entry.get("removed"):
+            cpes.pop(cpe_id, None)
+        elif "cpe" in entry:
+            cpes[cpe_id] = dict(entry["cpe"])
+    document = base.model_dump(mode="json", exclude_defaults=True)
+    document["cpes"] = list(cpes.values())
+    try:
+        return parse_deployment(document, "the CPEs in force")
+    except DeploymentError as error:
+        raise DeploymentError(str(error).removeprefix("the CPEs in force: ")) from None
