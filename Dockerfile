@@ -30,6 +30,7 @@ COPY bench ./bench
 RUN pip wheel --wheel-dir /wheels '.[xapp]'
 
 FROM python:3.11.10-slim-bookworm
+ARG VERSION=0.1.0
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     CONFIG_FILE=/opt/ric/config/config-file.json \
@@ -39,7 +40,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
 COPY --from=rmr /usr/local/lib/librmr_si.so* /usr/local/lib/
 COPY --from=build /wheels /wheels
 RUN ldconfig \
-    && pip install --no-index --find-links /wheels 'atsss-xapp[xapp]' \
+    && pip install --no-index --find-links /wheels "atsss-xapp[xapp]==${VERSION}" \
     && rm -rf /wheels \
     && useradd --system --uid 10001 --user-group --no-create-home atsss
 # The descriptor is the configuration (its controls); a RIC mounts its own over it.

@@ -274,6 +274,9 @@ def dump_deployment(deployment: Deployment) -> str:
 def deployment_schema() -> dict[str, Any]:
     schema = Deployment.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    # An $id of its own keeps its "#/$defs/…" references resolvable when the onboarder puts it
+    # in place of the descriptor schema's "controls".
+    schema["$id"] = "https://atsss-xapp.example/schemas/controls.schema.json"
     schema["title"] = "ATSSS xApp controls"
     return schema
 

@@ -51,4 +51,14 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+# Helm, for the chart's tests, built from its Go module (the registries reach no binary release).
+HELM_VERSION=v3.16.4
+if ! command -v helm >/dev/null && [ ! -x "$(go env GOPATH 2>/dev/null)/bin/helm" ]; then
+  if command -v go >/dev/null; then
+    echo "setup: building helm $HELM_VERSION with go install (a few minutes, once)"
+    GOFLAGS=-mod=mod go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  else
+    echo "setup: warning: no go toolchain, cannot install helm; the chart tests will fail" >&2
+  fi
+fi
 echo "setup: ready (.venv/bin/atsss)"

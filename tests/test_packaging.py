@@ -15,7 +15,9 @@ def test_descriptor_conforms_to_the_onboarder_schema() -> None:
     schema = json.loads(SCHEMA.read_text())
     # The onboarder puts the xApp's own controls schema in place of this placeholder.
     schema = copy.deepcopy(schema)
-    schema["properties"]["controls"] = {"type": "object"}
+    schema["properties"]["controls"] = json.loads(
+        (ROOT / "xapp" / "config.schema.json").read_text()
+    )
     descriptor = json.loads((ROOT / "xapp-descriptor.json").read_text())
     jsonschema.validate(descriptor, schema)
     assert descriptor["version"] == _project_version()
@@ -75,3 +77,30 @@ def test_the_example_configurations_load() -> None:
     assert examples
     for path in examples:
         assert load_xapp_config(path).cpes, path
+
+
+def test_the_descriptor_names_the_message_types_the_rmr_adapter_handles_and_sends() -> None:
+    from xapp.e2 import messages
+    from xapp.e2.rmr_adapter import HANDLED_TYPES
+
+    names = {value: name for name, value in vars(messages).items() if name.startswith("RIC_")}
+    descriptor = json.loads((ROOT / "xapp-descriptor.json").read_text())
+    (rmr,) = [p for p in descriptor["messaging"]["ports"] if p["name"] == "rmrdata"]
+    handled = {names[t] for t in HANDLED_TYPES} | {"RIC_HEALTH_CHECK_REQ"}  # the framework's
+    assert set(rmr["rxMessages"]) == handled
+    assert rmr["txMessages"] == ["RIC_HEALTH_CHECK_RESP"], "answers go back by return-to-sender"
+
+
+def test_hadolint_passes_on_the_dockerfile() -> None:
+    import shutil
+    import subprocess
+    import sys
+
+    hadolint = shutil.which("hadolint") or str(Path(sys.executable).parent / "hadolint")
+    done = subprocess.run(
+        [hadolint, "--config", str(ROOT / ".hadolint.yaml"), str(ROOT / "Dockerfile")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
