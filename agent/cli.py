@@ -37,9 +37,16 @@ def _config(path: Path) -> AgentConfig:
         _fail(str(error))
 
 
-def _service(config: AgentConfig, backend: str | None, procfs_root: Path | None) -> WeightService:
+def _service(
+    config: AgentConfig,
+    backend: str | None,
+    procfs_root: Path | None,
+    sysfs_root: Path | None = None,
+) -> WeightService:
     if procfs_root is not None:
         config = config.model_copy(update={"procfs_root": procfs_root})
+    if sysfs_root is not None:
+        config = config.model_copy(update={"sysfs_root": sysfs_root})
     try:
         chosen = make_backend(config, backend)
     except ValueError as error:
@@ -67,6 +74,9 @@ BackendOption = Annotated[
 ProcfsOption = Annotated[
     Path | None, typer.Option(help="Read and write kernel files under this root (tests).")
 ]
+SysfsOption = Annotated[
+    Path | None, typer.Option(help="Read and write module parameters under this root (tests).")
+]
 
 
 @agent_app.command("apply")
@@ -82,10 +92,11 @@ def apply(
     ] = None,
     backend: BackendOption = None,
     procfs_root: ProcfsOption = None,
+    sysfs_root: SysfsOption = None,
 ) -> None:
     """Apply one weight set now, exactly as the REST API would (validation, read-back, rollback)."""
     loaded = _config(config)
-    service = _service(loaded, backend, procfs_root)
+    service = _service(loaded, backend, procfs_root, sysfs_root)
     wanted = {"up": Direction.UPLINK, "down": Direction.DOWNLINK}.get(direction)
     if wanted is None:
         _fail(f"--direction is up or down, not {direction!r}")
@@ -111,9 +122,10 @@ def show(
     config: Annotated[Path, typer.Option(help="Agent configuration file (YAML).")],
     backend: BackendOption = None,
     procfs_root: ProcfsOption = None,
+    sysfs_root: SysfsOption = None,
 ) -> None:
     """What the kernel holds now, as JSON."""
-    service = _service(_config(config), backend, procfs_root)
+    service = _service(_config(config), backend, procfs_root, sysfs_root)
     try:
         typer.echo(json.dumps(service.backend.describe(), indent=1, default=str))
     except BackendError as error:
@@ -125,6 +137,7 @@ def run(
     config: Annotated[Path, typer.Option(help="Agent configuration file (YAML).")],
     backend: BackendOption = None,
     procfs_root: ProcfsOption = None,
+    sysfs_root: SysfsOption = None,
 ) -> None:
     """Serve the REST API; reapply the last good weights first."""
     import uvicorn
@@ -135,7 +148,7 @@ def run(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     loaded = _config(config)
-    service = _service(loaded, backend, procfs_root)
+    service = _service(loaded, backend, procfs_root, sysfs_root)
     try:
         token = read_token(loaded.token_file)
     except (OSError, ValueError) as error:

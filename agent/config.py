@@ -39,6 +39,7 @@ class AgentConfig(BaseModel):
     state_file: Path = Path("/var/lib/atsss-agent/state.json")
     backend: Literal["auto", "wrr", "mainline", "dry-run"] = "auto"
     procfs_root: Path = Path("/proc")
+    sysfs_root: Path = Path("/sys")  # module parameters (the WRR kernel's cwnd_limited)
     probe_server: IPv4Address | None = None  # the proxy's iperf3 server
     max_rules: int = Field(default=64, ge=1, le=1024)
     xapp_url: str | None = None

@@ -59,9 +59,16 @@ def test_read_back_parses_the_kernels_tab_separated_output() -> None:
 
 
 def fake_procfs(root: Path) -> Path:
-    for relative, text in ((WEIGHTS, ""), (SCHEDULER, "default\n"), (CWND_LIMITED, "Y\n")):
+    for relative, text in ((WEIGHTS, ""), (SCHEDULER, "default\n")):
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(text)
+    return root
+
+
+def fake_sysfs(root: Path, cwnd_limited: str = "Y\n") -> Path:
+    """A module parameter as a 5G-CLARITY kernel shows it: under sysfs, not procfs."""
+    (root / CWND_LIMITED).parent.mkdir(parents=True, exist_ok=True)
+    (root / CWND_LIMITED).write_text(cwnd_limited)
     return root
 
 
@@ -71,19 +78,26 @@ def paths(weights: dict[str, int]) -> list[PathWeight]:
 
 
 def test_cpe_backend_writes_rules_scheduler_and_backup_flags(tmp_path: Path) -> None:
-    root = fake_procfs(tmp_path)
+    root = fake_procfs(tmp_path / "proc")
+    sysfs = fake_sysfs(tmp_path / "sys")
     commands: list[list[str]] = []
 
     def record(argv: list[str]) -> str:
         commands.append(argv)
         return ""
 
-    backend = WrrBackend("cpe", root, {"nr": "nr0", "wifi": "wlan0", "lifi": "lifi0"}, record)
+    backend = WrrBackend(
+        "cpe", root, {"nr": "nr0", "wifi": "wlan0", "lifi": "lifi0"}, record, sysfs_root=sysfs
+    )
+    assert "not N" in str(backend.describe()["warning"])
     wanted = paths({"nr": 30, "wifi": 100, "lifi": 0})
     backend.write(wanted)
     assert (root / WEIGHTS).read_text() == "16777482 0 30 0 0 16777738 0 100 0 0 16777994 0 1 0 0\n"
     assert (root / SCHEDULER).read_text() == "roundrobin\n"
-    assert (root / CWND_LIMITED).read_text() == "N\n"
+    assert (sysfs / CWND_LIMITED).read_text() == "N\n", "cwnd_limited is set under sysfs"
+    assert not (root / CWND_LIMITED).exists(), "nothing of it under procfs"
+    assert backend.describe()["cwnd_limited"] == "N"
+    assert "warning" not in backend.describe()
     assert commands == [
         ["ip", "link", "set", "dev", "nr0", "multipath", "on"],
         ["ip", "link", "set", "dev", "wlan0", "multipath", "on"],
@@ -118,3 +132,47 @@ def test_unwritable_kernel_file_is_a_backend_error(tmp_path: Path) -> None:
     (root / WEIGHTS).mkdir()
     with pytest.raises(BackendError, match="cannot write"):
         WrrBackend("proxy", root).write(paths({"nr": 1}))
+
+
+def test_a_cwnd_limited_that_will_not_take_n_fails_the_write(tmp_path: Path) -> None:
+    sysfs = fake_sysfs(tmp_path / "sys")
+    backend = WrrBackend("proxy", fake_procfs(tmp_path / "proc"), sysfs_root=sysfs)
+    # A parameter that cannot be written (root writes read-only files, so: not a file at all)
+    (sysfs / CWND_LIMITED).unlink()
+    (sysfs / CWND_LIMITED).mkdir()
+    with pytest.raises(BackendError, match="cwnd_limited"):
+        backend.write(paths({"nr": 1}))
+
+
+def test_agent_show_names_a_cwnd_limited_that_is_not_n(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import yaml
+
+    proc = fake_procfs(tmp_path / "proc")
+    sysfs = fake_sysfs(tmp_path / "sys", "Y\n")
+    config = tmp_path / "agent.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "role": "proxy",
+                "accesses": {"nr": {"interface": "nr0", "address": "10.1.0.2"}},
+                "cpes": {"cpe-1": {"nr": "10.1.0.1"}},
+                "backend": "wrr",
+                "state_file": str(tmp_path / "state.json"),
+            }
+        )
+    )
+    shown = subprocess.run(
+        [
+            *(sys.executable, "-m", "atsss", "agent", "show", "--config", str(config)),
+            *("--procfs-root", str(proc), "--sysfs-root", str(sysfs)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 0, shown.stderr
+    assert '"cwnd_limited": "Y"' in shown.stdout
+    assert "weights barely matter" in shown.stdout

@@ -26,7 +26,7 @@ def make_backend(config: AgentConfig, name: str | None = None) -> Backend:
         chosen = detect_kernel(config.procfs_root)
     if chosen == "wrr":
         interfaces = {access: c.interface for access, c in config.accesses.items()}
-        return WrrBackend(config.role, config.procfs_root, interfaces)
+        return WrrBackend(config.role, config.procfs_root, interfaces, sysfs_root=config.sysfs_root)
     if chosen == "mainline":
         return MainlineBackend(config.role, config.procfs_root)
     if chosen == "dry-run":

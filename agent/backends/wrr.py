@@ -1,7 +1,9 @@
 """The 5G-CLARITY WRR kernel (multipath-tcp.org v0.96 with the WRR patch).
 
 Facts from its public controller: the scheduler is `net.mptcp.mptcp_scheduler = roundrobin`;
-WRR needs the round-robin module's `cwnd_limited = N`; weights go to
+WRR needs the round-robin module's parameter `cwnd_limited = N` (a module parameter, so under
+sysfs: /sys/module/mptcp_rr/parameters/cwnd_limited; with Y the scheduler fills each subflow's
+congestion window and the weights barely matter, the paper's "RR (Y)"); weights go to
 `net.mptcp.mptcp_wrr_li_weights` as groups of five unsigned decimals per rule — src_ip, dst_ip,
 weight, src_port, dst_port, 0 a wildcard — where an IPv4 address is the 32-bit integer whose
 in-memory bytes are the address in network order read on a little-endian host (10.0.0.20 →
@@ -11,12 +13,13 @@ proxy match dst_ip (the CPE's address). Weight 0 is standby: that kernel's iprou
 `ip link set dev IF multipath backup` on the CPE; the proxy writes weight 1 for such a path,
 which the backup flag (signalled to the proxy) keeps idle anyway.
 
-Files are written directly, never through a shell, under a configurable procfs root so that
-tests can point the backend at a directory.
+Files are written directly, never through a shell, under configurable procfs and sysfs roots so
+that tests can point the backend at directories.
 """
 
 from __future__ import annotations
 
+import logging
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -25,9 +28,11 @@ from pathlib import Path
 
 from agent.backends.base import BackendError, KernelState, PathWeight
 
+log = logging.getLogger(__name__)
+
 WEIGHTS = Path("sys/net/mptcp/mptcp_wrr_li_weights")
 SCHEDULER = Path("sys/net/mptcp/mptcp_scheduler")
-CWND_LIMITED = Path("sys/module/mptcp_rr/parameters/cwnd_limited")
+CWND_LIMITED = Path("module/mptcp_rr/parameters/cwnd_limited")  # under the sysfs root
 SRTT = Path("sys/net/mptcp/mptcp_wrr_srtt")
 CWND = Path("sys/net/mptcp/mptcp_wrr_cwnd")
 
@@ -102,9 +107,12 @@ class WrrBackend:
         procfs_root: Path = Path("/proc"),
         interfaces: dict[str, str] | None = None,
         runner: Runner = run_command,
+        sysfs_root: Path = Path("/sys"),
     ) -> None:
         self.role = role
         self.root = procfs_root
+        self.sysfs = sysfs_root
+        self._warned = False
         self.interfaces = interfaces or {}
         self.runner = runner
 
@@ -140,9 +148,21 @@ class WrrBackend:
         return state
 
     def describe(self) -> dict[str, object]:
-        out: dict[str, object] = {"backend": self.name, "procfs_root": str(self.root)}
-        for label, relative in (("scheduler", SCHEDULER), ("cwnd_limited", CWND_LIMITED)):
-            out[label] = self._read(relative).strip() if (self.root / relative).exists() else None
+        out: dict[str, object] = {
+            "backend": self.name,
+            "procfs_root": str(self.root),
+            "sysfs_root": str(self.sysfs),
+        }
+        out["scheduler"] = (
+            self._read(SCHEDULER).strip() if (self.root / SCHEDULER).exists() else None
+        )
+        cwnd_limited = self.sysfs / CWND_LIMITED
+        out["cwnd_limited"] = _read(cwnd_limited).strip() if cwnd_limited.exists() else None
+        if out["cwnd_limited"] != "N":
+            out["warning"] = (
+                f"{cwnd_limited} is {out['cwnd_limited'] or 'missing'}, not N: the round-robin "
+                "scheduler fills each subflow's congestion window and the weights barely matter"
+            )
         out["rules"] = [
             {
                 "src": str(decode_address(r[0])) if r[0] else "*",
@@ -162,18 +182,38 @@ class WrrBackend:
         """WRR is the roundrobin scheduler with cwnd_limited off."""
         if self._read(SCHEDULER).strip() != "roundrobin":
             self._write(SCHEDULER, "roundrobin\n")
-        if (self.root / CWND_LIMITED).exists() and self._read(CWND_LIMITED).strip() != "N":
-            self._write(CWND_LIMITED, "N\n")
+        cwnd_limited = self.sysfs / CWND_LIMITED
+        if not cwnd_limited.exists():
+            if not self._warned:
+                log.warning(
+                    "%s is missing: is the mptcp_rr module (the WRR kernel's round-robin "
+                    "scheduler) loaded? Weights are written, but may barely matter",
+                    cwnd_limited,
+                )
+                self._warned = True
+            return
+        if _read(cwnd_limited).strip() != "N":
+            _write(cwnd_limited, "N\n")
+            if _read(cwnd_limited).strip() != "N":
+                raise BackendError(f"{cwnd_limited} does not take N: WRR would not weigh")
 
     def _read(self, relative: Path) -> str:
-        try:
-            return (self.root / relative).read_text()
-        except OSError as error:
-            raise BackendError(f"cannot read {self.root / relative}: {error.strerror}") from error
+        return _read(self.root / relative)
 
     def _write(self, relative: Path, text: str) -> None:
-        try:
-            with (self.root / relative).open("w") as handle:
-                handle.write(text)
-        except OSError as error:
-            raise BackendError(f"cannot write {self.root / relative}: {error.strerror}") from error
+        _write(self.root / relative, text)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError as error:
+        raise BackendError(f"cannot read {path}: {error.strerror}") from error
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        with path.open("w") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise BackendError(f"cannot write {path}: {error.strerror}") from error
