@@ -73,7 +73,7 @@ def test_the_xapp_loads_the_descriptor_and_its_controls_follow_the_shipped_schem
 def test_the_example_configurations_load() -> None:
     from xapp.config import load_xapp_config
 
-    examples = sorted((ROOT / "examples").glob("*"))
+    examples = sorted(p for p in (ROOT / "examples").glob("*") if p.is_file())
     assert examples
     for path in examples:
         assert load_xapp_config(path).cpes, path
@@ -104,3 +104,19 @@ def test_hadolint_passes_on_the_dockerfile() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_agent_examples_load_and_the_systemd_unit_runs_the_agent_with_one() -> None:
+    from agent.config import load_config
+
+    for name, role in (("cpe.yaml", "cpe"), ("proxy.yaml", "proxy")):
+        assert load_config(ROOT / "examples" / "agent" / name).role == role
+    unit = (ROOT / "deploy" / "agent" / "atsss-agent.service").read_text()
+    exec_start = next(line for line in unit.splitlines() if line.startswith("ExecStart="))
+    assert exec_start.split("=", 1)[1].split()[1:] == [
+        "agent",
+        "run",
+        "--config",
+        "/etc/atsss-agent/agent.yaml",
+    ]
+    assert "[Install]" in unit
