@@ -13,7 +13,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -164,7 +164,7 @@ def start_xapp(
     http_port = http_port or next(p for p in spare if p != e2_port)
     log_path = workdir / f"{name}.log"
     with log_path.open("a") as log:  # the child keeps its own descriptor
-        process = _popen_xapp(log, config, mode, e2_port, http_port, env)
+        process = popen_xapp(log, config, mode, e2_port, http_port, env)
     xapp = Xapp(process, log_path, e2_port, f"http://127.0.0.1:{http_port}")
     deadline = time.monotonic() + 60
     while True:
@@ -178,22 +178,21 @@ def start_xapp(
     return xapp
 
 
-def _popen_xapp(
-    log: Any, config: Path, mode: str, e2_port: int, http_port: int, env: dict[str, str] | None
+def popen_xapp(
+    log: Any,
+    config: Path,
+    mode: str,
+    e2_port: int,
+    http_port: int,
+    env: dict[str, str] | None,
+    command: Sequence[str] | None = None,
 ) -> subprocess.Popen[str]:
+    """``command``: the ``atsss`` to run (default: this Python's)."""
+    base = list(command) if command is not None else atsss()
+    serve = ["xapp", "serve", "--config", str(config), "--e2", mode]
+    serve += ["--listen", f"127.0.0.1:{e2_port}", "--http", f"127.0.0.1:{http_port}"]
     return subprocess.Popen(
-        atsss(
-            "xapp",
-            "serve",
-            "--config",
-            str(config),
-            "--e2",
-            mode,
-            "--listen",
-            f"127.0.0.1:{e2_port}",
-            "--http",
-            f"127.0.0.1:{http_port}",
-        ),
+        [*base, *serve],
         stdout=log,
         stderr=subprocess.STDOUT,
         text=True,

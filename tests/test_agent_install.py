@@ -8,11 +8,8 @@ does not have. Packages come from the package index (or pip's cache).
 from __future__ import annotations
 
 import contextlib
-import shutil
 import subprocess
-import sys
 import time
-import venv
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,35 +18,18 @@ import pytest
 
 from agent.backends.wrr import WEIGHTS
 from tests.test_agent_api import GOLDEN, TOKEN, write_config
+from tests.wheels import build_wheel, run, virtualenv_with
 
 ROOT = Path(__file__).resolve().parents[1]
-NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache")
 HEAVY = ("sklearn", "onnxruntime", "pycrate", "asn1tools", "ricxappframe", "ricsdl", "pandas")
 
 pytestmark = pytest.mark.slow
 
 
-def run(argv: list[str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def agent_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A virtualenv holding the project's wheel with the agent extra and nothing more."""
     work = tmp_path_factory.mktemp("agent-env")
-    # A copy, since setuptools builds in the source tree and keeps what it built there.
-    source = work / "source"
-    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    built = run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work), str(source)]
-    )
-    assert built.returncode == 0, built.stderr
-    (wheel,) = work.glob("atsss_xapp-*.whl")
-    env = work / "venv"
-    venv.create(env, with_pip=True)
-    installed = run([str(env / "bin" / "pip"), "install", "-q", f"{wheel}[agent]"])
-    assert installed.returncode == 0, installed.stderr
-    return env
+    return virtualenv_with(work, build_wheel(work), "agent")
 
 
 def test_the_agent_environment_has_none_of_the_xapp_dependencies(agent_env: Path) -> None:

@@ -1,0 +1,41 @@
+"""The project's wheel, built from a copy of this checkout, installed into fresh virtualenvs: what
+a user gets from `pip install`, without the development environment around it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOT_SOURCE = (".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "tests")
+
+
+def run(
+    argv: list[str], timeout: float = 900, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``cwd``: where to run; not the checkout, whose packages would shadow the installed ones."""
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=cwd or "/")
+
+
+def build_wheel(work: Path) -> Path:
+    # A copy, since setuptools builds in the source tree and keeps what it built there.
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    built = run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work), str(source)]
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = work.glob("atsss_xapp-*.whl")
+    return wheel
+
+
+def virtualenv_with(work: Path, wheel: Path, extra: str) -> Path:
+    """A fresh virtualenv holding the wheel with one extra and nothing more."""
+    env = work / f"venv-{extra}"
+    venv.create(env, with_pip=True)
+    installed = run([str(env / "bin" / "pip"), "install", "-q", f"{wheel}[{extra}]"])
+    assert installed.returncode == 0, installed.stderr
+    return env
