@@ -261,3 +261,86 @@ def test_the_demo_runs_the_live_system() -> None:
     assert pushes >= 1
     assert efficiency > 3 * round_robin, "the live xApp's weights do no better than 1-1-1"
     assert "paper-static: 1 CPE(s)" in done.stdout, "the closed-loop figures follow"
+
+
+FOUR_CPES = """\
+version: 1
+name: four-cpes
+description: Four CPEs whose LiFi comes and goes, for the replica test (pushes every few seconds).
+duration_s: 120
+seed: 6
+cpes:
+  - id: cpe-{index}
+    count: 4
+    accesses:
+      nr: {downlink_mbps: 342, uplink_mbps: 56}
+      wifi: {downlink_mbps: 1190, uplink_mbps: 900}
+      lifi:
+        downlink_mbps: 120
+        uplink_mbps: 60
+        availability: {periodic: {up_s: 4, down_s: 3, offset_s: 0}}
+"""
+
+
+def controlled(log: str, replica: str) -> set[str]:
+    """The CPEs a replica says it controls now, from its log of takes and hand-overs."""
+    held: set[str] = set()
+    for line in log.splitlines():
+        taken = re.search(rf"replica {replica} now controls (\S+)", line)
+        handed = re.search(rf"replica {replica} hands (\S+) over", line)
+        if taken:
+            held.add(taken.group(1))
+        if handed:
+            held.discard(handed.group(1))
+    return held
+
+
+def test_two_replicas_share_the_cpes_and_one_takes_over_when_the_other_dies(
+    tmp_path: Path, sdl: tuple[dict[str, str], redis.Redis]
+) -> None:
+    env, _ = sdl
+    scenario = tmp_path / "four.yaml"
+    scenario.write_text(FOUR_CPES)
+    ids = [f"cpe-{n}" for n in range(4)]
+    with agent_process(tmp_path, "proxy", "proxy", ids) as proxy:
+        config = write_xapp_config(tmp_path, str(scenario), {}, proxy.url, directions=["downlink"])
+        a = start_xapp(tmp_path, config, {**env, "HOSTNAME": "replica-a"}, name="xapp-a")
+        b = start_xapp(tmp_path, config, {**env, "HOSTNAME": "replica-b"}, name="xapp-b")
+        simulators = [start_simulator(tmp_path, str(scenario), x.e2_port, 110) for x in (a, b)]
+        try:
+            wait_until(
+                lambda: all(proxy.weights("downlink", c) is not None for c in ids), 30, "weights"
+            )
+            wait_until(
+                lambda: (
+                    len(controlled(a.log(), "replica-a")) == 2
+                    and len(controlled(b.log(), "replica-b")) == 2
+                ),
+                20,
+                "an even split:\n" + a.log()[-2000:] + b.log()[-2000:],
+            )
+            assert controlled(a.log(), "replica-a").isdisjoint(controlled(b.log(), "replica-b"))
+            from_a = controlled(a.log(), "replica-a")
+            os.kill(a.process.pid, signal.SIGKILL)
+            a.process.wait(timeout=10)
+            wait_until(lambda: controlled(b.log(), "replica-b") == set(ids), 15, "the take-over")
+            assert "taken over from replica-a" in b.log()
+            mark = len(b.log())
+            wait_until(
+                lambda: any(f"pushed {c} downlink" in b.log()[mark:] for c in from_a),
+                20,
+                "a push by replica-b for a CPE it took over",
+            )
+            code, _ = b.terminate_within(5)
+            assert code == 0
+        finally:
+            for simulator in simulators:
+                simulator.kill()
+                simulator.wait()
+            for xapp in (a, b):
+                if xapp.process.poll() is None:
+                    xapp.process.kill()
+                    xapp.process.wait()
+    for log in (a.log(), b.log()):
+        assert "is not after" not in log, "two replicas pushed to one CPE (a 409)"
+        assert "push failed" not in log, log

@@ -75,8 +75,11 @@ class LiveControl:
         store: XappStore | None = None,
         on_push: Callable[[WeightSet], None] = lambda weight_set: None,
         on_step: Callable[[float, Sequence[StepOutcome]], None] = lambda seconds, outcomes: None,
+        owned: Callable[[], set[str]] | None = None,
     ) -> None:
-        """``on_step``: after every step, how long it took and what it decided (metrics)."""
+        """``on_step``: after every step, how long it took and what it decided (metrics).
+        ``owned``: the CPEs this replica may act on now (leases shared with other replicas);
+        None: all of them."""
         if settings.period_s <= 0:
             raise ValueError(f"the control period must be > 0 s, got {settings.period_s}")
         self.settings = settings
@@ -99,6 +102,8 @@ class LiveControl:
         self.policy_config = settings.policy
         self.on_push = on_push
         self.on_step = on_step
+        self.owned = owned
+        self._stepping: list[str] | None = None  # the CPEs the loop decides for, when owned
         self.steps = 0
         self.pushes = 0
         self.push_failures = 0
@@ -130,7 +135,8 @@ class LiveControl:
         for cpe in added:
             self._load_held_weights(cpe)
         self.cpes = list(cpes)
-        if self._loop is not None:
+        self._stepping = None  # the owned ones are chosen again at the next step
+        if self._loop is not None and self.owned is None:
             self._loop.set_cpes(self.cpes)
 
     def prepare(
@@ -181,6 +187,12 @@ class LiveControl:
     def step(self, now_s: float) -> list[StepOutcome]:
         if self._loop is None:
             raise RuntimeError("call prepare() before stepping")
+        if self.owned is not None:
+            mine = self.owned()
+            chosen = [c for c in self.cpes if c.cpe_id in mine]
+            if [c.cpe_id for c in chosen] != self._stepping:
+                self._loop.set_cpes(chosen)
+                self._stepping = [c.cpe_id for c in chosen]
         started = time.perf_counter()
         outcomes = self._loop.step(now_s)
         self.on_step(time.perf_counter() - started, outcomes)

@@ -104,5 +104,19 @@ class DocumentStore(Protocol):
     def delete_document(self, key: str) -> None: ...
 
 
+class LeaseStore(Protocol):
+    """Atomic compare-and-set on raw values: what leases between replicas are built on."""
+
+    def get_raw(self, key: str) -> bytes | None: ...
+
+    def set_if_absent(self, key: str, value: bytes) -> bool: ...
+
+    def replace_if(self, key: str, old: bytes, new: bytes) -> bool: ...
+
+    def remove_if_equal(self, key: str, old: bytes) -> bool: ...
+
+    def raw_keys(self, prefix: str) -> list[str]: ...
+
+
 class XappStore(StateStore, SubscriptionStore, ProbeRecordStore, DocumentStore, Protocol):
     """Everything the running xApp keeps: SDL in a RIC, memory when there is none."""

@@ -25,6 +25,7 @@ import signal
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -41,6 +42,7 @@ from kpm.codec import compile_all
 from models.runtime import OnnxCapacityModel
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.memory_store import MemoryStateStore
+from xapp.adapters.redis_leases import RedisLeaseStore
 from xapp.config import e2_settings, load_xapp_config, reporting_period_s
 from xapp.control_loop import StepOutcome
 from xapp.e2.config import E2Settings
@@ -56,6 +58,7 @@ from xapp.operator.api import create_router, install_dashboard, install_error_fo
 from xapp.operator.auth import TokensError, load_tokens
 from xapp.operator.registry import CpeRegistry
 from xapp.operator.state import OperatorState
+from xapp.ownership import Ownership
 from xapp.policy.weight_policy import PolicyConfig
 from xapp.ports import XappStore
 
@@ -136,6 +139,13 @@ class XappService:
             cpes, live_settings(deployment), store=self.store, on_step=self._observe_step
         )
         self.metrics = XappMetrics(self.registry, self)
+        # With SDL, replicas share the CPEs out through leases; alone in memory, all are ours.
+        self.ownership: Ownership | None = None
+        if self.uses_sdl:
+            replica = os.environ.get("HOSTNAME") or uuid.uuid4().hex[:8]
+            leases = RedisLeaseStore(deployment.sdl_namespace)
+            self.ownership = Ownership(leases, replica, reporting_period_s(deployment))
+            self.control.owned = self.ownership.owned
         try:
             self.tokens = load_tokens(deployment.operator_api.tokens_file)
         except TokensError as error:
@@ -182,6 +192,8 @@ class XappService:
         self._spawn("control-start", self._start_control)
         self._spawn("config-watch", self._watch_config)
         self._spawn("override-expiry", self._expire_overrides)
+        if self.ownership is not None:
+            self._spawn("ownership", self._keep_leases)
 
     def _spawn(self, name: str, target: Callable[[], object]) -> None:
         thread = threading.Thread(target=target, name=name, daemon=True)
@@ -315,6 +327,17 @@ class XappService:
     def model_inference(self) -> tuple[int, float]:
         model = self.control.estimator.model
         return model.inferences, model.inference_s
+
+    def _keep_leases(self) -> None:
+        ownership = self.ownership
+        assert ownership is not None
+        period = reporting_period_s(self.deployment)
+        while not self._stopping.is_set():
+            try:
+                ownership.refresh([c.cpe_id for c in self.control.cpes])
+            except Exception as error:  # SDL down: leases run out, others may take over
+                log.warning("leases not renewed: %s", error)
+            self._stopping.wait(period)
 
     def _expire_overrides(self) -> None:
         while not self._stopping.wait(1.0):
@@ -535,6 +558,11 @@ class XappService:
         self._stopping.set()
         self._ready_gauge.set(0)
         self.control.stop()
+        if self.ownership is not None:
+            try:
+                self.ownership.release()  # the other replicas take over at once
+            except Exception as error:
+                log.warning("leases not released: %s", error)
         if self._termination is not None:
             self._termination.stop()
         if self._manager is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +17,8 @@ class MemoryStateStore:
         self._subscriptions: dict[str, SubscriptionRecord] = {}
         self._probe_records: list[ProbeRecord] = []
         self._documents: dict[str, dict[str, Any]] = {}
+        self._raw: dict[str, bytes] = {}
+        self._lock = threading.Lock()
 
     def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         return self._weights.get((cpe_id, direction))
@@ -55,3 +58,30 @@ class MemoryStateStore:
 
     def delete_document(self, key: str) -> None:
         self._documents.pop(key, None)
+
+    def get_raw(self, key: str) -> bytes | None:
+        return self._raw.get(key)
+
+    def set_if_absent(self, key: str, value: bytes) -> bool:
+        with self._lock:
+            if key in self._raw:
+                return False
+            self._raw[key] = value
+            return True
+
+    def replace_if(self, key: str, old: bytes, new: bytes) -> bool:
+        with self._lock:
+            if self._raw.get(key) != old:
+                return False
+            self._raw[key] = new
+            return True
+
+    def remove_if_equal(self, key: str, old: bytes) -> bool:
+        with self._lock:
+            if self._raw.get(key) != old:
+                return False
+            del self._raw[key]
+            return True
+
+    def raw_keys(self, prefix: str) -> list[str]:
+        return sorted(k for k in self._raw if k.startswith(prefix))
