@@ -136,6 +136,13 @@ def test_overrides_roles_audit_and_durability(tmp_path: Path) -> None:
                 state = alice.get("/v1/cpes/cpe-1").json()
                 assert state["overrides"][0]["id"] == pinned["id"]
                 assert state["directions"]["downlink"]["weights_in_force"] == body["weights"]
+                assert state["directions"]["downlink"]["at_agent"]["weights"] == body["weights"]
+                nodes = alice.get("/v1/nodes").json()
+                assert [n["reporting"] for n in nodes] == [True, True, True], nodes
+                (agent,) = alice.get("/v1/agents", params={"check": True}).json()
+                assert agent["role"] == "proxy"
+                assert agent["health"]["reachable"] is True
+                assert agent["last_push"]["result"] == "applied"
 
                 clash = alice.post(
                     "/v1/cpes/cpe-1/overrides",

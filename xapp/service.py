@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import httpx
 import uvicorn
@@ -60,7 +60,7 @@ from xapp.operator.registry import CpeRegistry
 from xapp.operator.state import OperatorState
 from xapp.ownership import Ownership
 from xapp.policy.weight_policy import PolicyConfig
-from xapp.ports import XappStore
+from xapp.ports import WeightPushError, XappStore
 
 log = logging.getLogger(__name__)
 
@@ -374,26 +374,68 @@ class XappService:
             records = self._manager.records()
         else:
             records = {}
-        return [
-            {
-                "node": node.name,
-                "access": node.access,
-                "subscription": None if node.name not in records else asdict(records[node.name]),
-            }
-            for node in self.deployment.e2.nodes
-        ]
+        now = time.time()
+        found = []
+        for node in self.deployment.e2.nodes:
+            last = self.processor.last_indication_s.get(node.name)
+            age = None if last is None else round(now - last, 3)
+            found.append(
+                {
+                    "node": node.name,
+                    "access": node.access,
+                    "subscription": (
+                        None if node.name not in records else asdict(records[node.name])
+                    ),
+                    "last_report_age_s": age,
+                    # reporting: a report within two of its periods
+                    "reporting": age is not None and age <= 2 * node.report_period_ms / 1000,
+                }
+            )
+        return found
 
-    def agents(self) -> list[dict[str, Any]]:
+    def agents(self, check: bool = False) -> list[dict[str, Any]]:
+        """Each agent's role, lever and the last push to it; with ``check``, asked live too."""
         settings = live_settings(self.deployment)
         found: list[dict[str, Any]] = [
-            {"role": "cpe", "cpe_id": cpe_id, "url": endpoint.base_url}
+            {"role": "cpe", "cpe_id": cpe_id, "url": endpoint.base_url, "endpoint": endpoint}
             for cpe_id, endpoint in settings.cpe_agents.items()
         ]
         if settings.proxy_agent is not None:
-            found.append({"role": "proxy", "cpe_id": None, "url": settings.proxy_agent.base_url})
+            found.append(
+                {
+                    "role": "proxy",
+                    "cpe_id": None,
+                    "url": settings.proxy_agent.base_url,
+                    "endpoint": settings.proxy_agent,
+                }
+            )
+        via_cpe = settings.downlink_via_cpe
         for agent in found:
+            endpoint = agent.pop("endpoint")
             agent["lever"] = self.control.levers.get(str(agent["url"]))
+            pushes = [
+                push
+                for (cpe_id, direction), push in self.control.last_push.items()
+                if (agent["role"] == "cpe" and cpe_id == agent["cpe_id"])
+                or (agent["role"] == "proxy" and direction == Direction.DOWNLINK and not via_cpe)
+            ]
+            latest = max(pushes, key=lambda p: cast(float, p["time_s"]), default=None)
+            agent["last_push"] = (
+                None if latest is None else {k: latest[k] for k in ("time_s", "result", "reason")}
+            )
+            if check:
+                agent["health"] = _health(endpoint)
         return found
+
+    def weights_at_agent(self, cpe_id: str, direction: Direction) -> dict[str, Any]:
+        """What the agent itself holds for the CPE, asked now."""
+        try:
+            held = self.control.sink.in_force(cpe_id, direction)
+        except WeightPushError as error:
+            return {"error": str(error)}
+        if held is None:
+            return {"weights": None}
+        return {"weights": dict(held.weights), "sequence": held.sequence}
 
     # ------------------------------------------------------------------ platform
     def _register(self) -> None:
@@ -586,6 +628,15 @@ class XappService:
             pass
         log.info("stopping")
         self.stop()
+
+
+def _health(endpoint: AgentEndpoint) -> dict[str, Any]:
+    try:
+        with endpoint.client(2.0) as client:
+            response = client.get("/v1/health")
+    except httpx.HTTPError as error:
+        return {"reachable": False, "error": str(error)}
+    return {"reachable": True, "status": response.status_code}
 
 
 def _mtime(path: Path) -> float | None:

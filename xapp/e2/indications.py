@@ -9,6 +9,7 @@ with the node and a hex excerpt, and skipped.
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -63,6 +64,7 @@ class IndicationProcessor:
             registry=self.registry,
         )
         self._logged_causes: set[str] = set()
+        self.last_indication_s: dict[str, float] = {}  # per node, when its latest came (health)
 
     def set_cpes(self, cpes: Sequence[Cpe]) -> None:
         """Which CPE each (node, UE identity) is; replaces the previous set (config reload)."""
@@ -104,6 +106,7 @@ class IndicationProcessor:
             return self._handle_indication(node, indication)
 
     def _handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
+        self.last_indication_s[node] = time.time()
         context = self._nodes.get(node)
         if context is None:
             self.reject(node, "unknown-node", "indication from an E2 node we did not subscribe to")

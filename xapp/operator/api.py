@@ -95,7 +95,9 @@ class ServiceView(Protocol):
 
     def nodes(self) -> list[dict[str, Any]]: ...
 
-    def agents(self) -> list[dict[str, Any]]: ...
+    def agents(self, check: bool = False) -> list[dict[str, Any]]: ...
+
+    def weights_at_agent(self, cpe_id: str, direction: Direction) -> dict[str, Any]: ...
 
     def put_cpes(self, cpes: Sequence[CpeConfig], who: str, why: str) -> None: ...
 
@@ -255,6 +257,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
                     for access in cpe.access_names
                 },
                 "weights_in_force": _weights(in_force),
+                "at_agent": view.weights_at_agent(cpe_id, direction),
                 "sequence": None if in_force is None else in_force.sequence,
                 "last_push": view.last_push(cpe_id, direction),
                 "steering": rule_json(view.steering(cpe_id, direction)),
@@ -453,9 +456,10 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
         return view.nodes()
 
     @router.get("/agents", dependencies=[viewer], responses=READ)
-    def agents() -> list[dict[str, Any]]:
-        """Per agent its lever and the outcome of the last push."""
-        return view.agents()
+    def agents(check: bool = False) -> list[dict[str, Any]]:
+        """Per agent its lever and the outcome of the last push; ``check``: ask each agent's
+        health now as well (one request per agent)."""
+        return view.agents(check)
 
     return router
 
