@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 import socket
 import socketserver
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -227,3 +229,16 @@ class RicStandIn:
         url = f"http://{client['Host']}:{client['HTTPPort']}/ric/v1/subscriptions/response"
         async with httpx.AsyncClient(timeout=5) as http:
             await http.post(url, json=subscription.outcome)
+
+
+def point_at_stand_ins(config: Path, platform_port: int, http_port: int, rmr_port: int) -> None:
+    """Make an xApp configuration use the stand-ins' submgr and appmgr and these ports."""
+    document = json.loads(config.read_text())
+    document["e2"] |= {
+        "submgr_url": f"http://127.0.0.1:{platform_port}/ric/v1",
+        "appmgr_url": f"http://127.0.0.1:{platform_port}/ric/v1",
+        "client_host": "127.0.0.1",
+        "http_port": http_port,
+        "rmr_port": rmr_port,
+    }
+    config.write_text(json.dumps(document))

@@ -6,7 +6,7 @@ import contextlib
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -47,9 +47,12 @@ def write_config(tmp_path: Path, role: str = "proxy", **extra: object) -> tuple[
 
 
 @contextlib.contextmanager
-def agent(config: Path, port: int) -> Iterator[httpx.Client]:
+def agent(
+    config: Path, port: int, atsss: Sequence[str] = (sys.executable, "-m", "atsss")
+) -> Iterator[httpx.Client]:
+    """The agent as a process (``atsss``: which command line), and a client of its API."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "atsss", "agent", "run", "--config", str(config)],
+        [*atsss, "agent", "run", "--config", str(config)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

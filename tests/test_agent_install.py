@@ -7,17 +7,12 @@ does not have. Packages come from the package index (or pip's cache).
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from agent.backends.wrr import WEIGHTS
-from tests.test_agent_api import GOLDEN, TOKEN, write_config
+from tests.test_agent_api import GOLDEN, agent, write_config
 from tests.wheels import build_wheel, run, virtualenv_with
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -78,38 +73,9 @@ def test_agent_apply_with_only_the_agent_installed(agent_env: Path, tmp_path: Pa
     assert (tmp_path / "proc" / WEIGHTS).read_text() == GOLDEN, "dry-run wrote to the kernel"
 
 
-@contextlib.contextmanager
-def running_agent(atsss: Path, config: Path, port: int) -> Iterator[httpx.Client]:
-    process = subprocess.Popen(
-        [str(atsss), "agent", "run", "--config", str(config)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    client = httpx.Client(
-        base_url=f"http://127.0.0.1:{port}",
-        headers={"Authorization": f"Bearer {TOKEN}"},
-        timeout=10,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            with contextlib.suppress(httpx.HTTPError):
-                if client.get("/v1/health").status_code == 200:
-                    break
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
-            assert time.monotonic() < deadline, "agent did not start"
-            time.sleep(0.1)
-        yield client
-    finally:
-        client.close()
-        process.terminate()
-        process.communicate(timeout=30)
-
-
 def test_agent_run_with_only_the_agent_installed(agent_env: Path, tmp_path: Path) -> None:
     config, port = write_config(tmp_path)
-    with running_agent(agent_env / "bin" / "atsss", config, port) as client:
+    with agent(config, port, [str(agent_env / "bin" / "atsss")]) as client:
         pushed = client.put(
             "/v1/weights/downlink",
             json={"cpe_id": "cpe-1", "sequence": 1, "weights": {"nr": 28, "wifi": 99, "lifi": 1}},

@@ -4,7 +4,6 @@ the stand-ins of RMR, E2 termination, submgr and appmgr, and becomes ready."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from bench.live_system import (
     wait_until,
     write_xapp_config,
 )
-from tests.ric_standin import RicStandIn
+from tests.ric_standin import RicStandIn, point_at_stand_ins
 from tests.servers import redis_server
 from tests.wheels import ROOT, build_wheel, run, virtualenv_with
 
@@ -45,15 +44,7 @@ def test_the_installed_wheel_serves_in_ric_mode(tmp_path: Path) -> None:
     ric = RicStandIn()
     with redis_server() as redis_port, ric.running(rmr_port) as (e2t_port, platform_port):
         config = write_xapp_config(tmp_path, "paper-static", {}, None, directions=["downlink"])
-        document = json.loads(config.read_text())
-        document["e2"] |= {
-            "submgr_url": f"http://127.0.0.1:{platform_port}/ric/v1",
-            "appmgr_url": f"http://127.0.0.1:{platform_port}/ric/v1",
-            "client_host": "127.0.0.1",
-            "http_port": http_port,
-            "rmr_port": rmr_port,
-        }
-        config.write_text(json.dumps(document))
+        point_at_stand_ins(config, platform_port, http_port, rmr_port)
         simulator = start_simulator(tmp_path, "paper-static", e2t_port, 60)
         wait_until(lambda: len(ric.nodes) == 3, 30, "the simulated nodes")
         variables = {

@@ -18,7 +18,7 @@ from bench.live_system import (
     wait_until,
     write_xapp_config,
 )
-from tests.ric_standin import RicStandIn
+from tests.ric_standin import RicStandIn, point_at_stand_ins
 from tests.rmr_standin import RmrPeer
 from tests.servers import redis_server
 
@@ -37,14 +37,8 @@ def test_serve_in_ric_mode(tmp_path: Path) -> None:
         agent_process(tmp_path, "proxy", "proxy", ["cpe-1"]) as proxy,
     ):
         config = write_xapp_config(tmp_path, "paper-static", {"cpe-1": cpe.url}, proxy.url)
+        point_at_stand_ins(config, platform_port, http_port, rmr_port)
         document = json.loads(config.read_text())
-        document["e2"] |= {
-            "submgr_url": f"http://127.0.0.1:{platform_port}/ric/v1",
-            "appmgr_url": f"http://127.0.0.1:{platform_port}/ric/v1",
-            "client_host": "127.0.0.1",
-            "http_port": http_port,
-            "rmr_port": rmr_port,
-        }
         descriptor = tmp_path / "config-file.json"
         descriptor.write_text(
             json.dumps({"name": "atsss-xapp", "version": "0.1.0", "controls": document})

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.deployment import CpeConfig, Deployment, DeploymentError, parse_deployment
-from xapp.operator.state import OperatorState, StoreUnavailableError, UnknownError
+from xapp.operator.state import OperatorState, UnknownError, delete_document, write_document
 from xapp.ports import DocumentStore
 
 CPES = "operator/cpe/"
@@ -97,16 +97,10 @@ class CpeRegistry:
         return _applied(base, self._entries)
 
     def _write(self, key: str, document: Mapping[str, Any]) -> None:
-        try:
-            self._documents.put_document(key, document)
-        except Exception as error:  # ricsdl and redis raise their own types
-            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+        write_document(self._documents, key, document)
 
     def _delete(self, key: str) -> None:
-        try:
-            self._documents.delete_document(key)
-        except Exception as error:
-            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+        delete_document(self._documents, key)
 
 
 def _applied(base: Deployment, entries: Mapping[str, Mapping[str, Any]]) -> Deployment:

@@ -230,13 +230,22 @@ class OperatorState:
             log.error("audit entry not stored (%s): %s", error, entry)
 
     def _write(self, key: str, document: Mapping[str, Any]) -> None:
-        try:
-            self._documents.put_document(key, document)
-        except Exception as error:  # ricsdl and redis raise their own types
-            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+        write_document(self._documents, key, document)
 
     def _delete(self, key: str) -> None:
-        try:
-            self._documents.delete_document(key)
-        except Exception as error:
-            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+        delete_document(self._documents, key)
+
+
+def write_document(documents: DocumentStore, key: str, document: Mapping[str, Any]) -> None:
+    """Store a change, or raise StoreUnavailableError: a change is kept before it counts."""
+    try:
+        documents.put_document(key, document)
+    except Exception as error:  # ricsdl and redis raise their own types
+        raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+
+
+def delete_document(documents: DocumentStore, key: str) -> None:
+    try:
+        documents.delete_document(key)
+    except Exception as error:
+        raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
