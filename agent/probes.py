@@ -88,10 +88,13 @@ def iperf3_probe(
             raise ProbeError(
                 f"iperf3 on {access}: no JSON ({done.stderr.strip()[:200]})"
             ) from error
-        busy = "busy" in str(report.get("error", ""))
+        problem = str(report.get("error", ""))
+        # iperf3 serves one test at a time, and between two it closes and reopens its listening
+        # socket: "busy" and a refused connection both mean the last test is ending.
+        busy = "busy" in problem or "Connection refused" in problem
         if not busy or attempt == BUSY_RETRIES:
             break
-        time.sleep(BUSY_WAIT_S)  # iperf3 serves one test at a time; the last one is ending
+        time.sleep(BUSY_WAIT_S)
     counted_to, elapsed_s = _read_counter(counter), time.monotonic() - counted_at
     if "error" in report:
         raise ProbeError(f"iperf3 on {access}: {report['error']}")

@@ -52,7 +52,9 @@ class FieldProblem(BaseModel):
 
 class ValidationProblem(BaseModel):
     detail: str = Field(description="the first problem, naming its field")
-    errors: list[FieldProblem]
+    errors: list[FieldProblem] = Field(
+        default_factory=list, description="every problem, where the request's shape was wrong"
+    )
 
 
 def _answers(*codes: int) -> dict[int | str, dict[str, Any]]:
