@@ -395,7 +395,7 @@ class XappService:
 
     def agents(self, check: bool = False) -> list[dict[str, Any]]:
         """Each agent's role, lever and the last push to it; with ``check``, asked live too."""
-        settings = live_settings(self.deployment)
+        settings = self.control.settings  # the agents in force (token files read once)
         found: list[dict[str, Any]] = [
             {"role": "cpe", "cpe_id": cpe_id, "url": endpoint.base_url, "endpoint": endpoint}
             for cpe_id, endpoint in settings.cpe_agents.items()

@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import httpx
 import typer
 from rich.table import Table
 
-from core.console import err, out
+from core.console import fail, out
 
 ctl_app = typer.Typer(
     help="Talk to a running xApp's operator API: state, CPEs, overrides, audit.",
@@ -29,11 +29,6 @@ TokenFile = Annotated[
     Path | None, typer.Option(help="File holding the bearer token (ATSSS_TOKEN_FILE).")
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print the answer as JSON.")]
-
-
-def _fail(message: str) -> NoReturn:
-    err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
 
 
 def _call(
@@ -52,19 +47,19 @@ def _call(
         try:
             headers["Authorization"] = f"Bearer {token_path.read_text().strip()}"
         except OSError as error:
-            _fail(f"--token-file {token_path}: {error.strerror}")
+            fail(f"--token-file {token_path}: {error.strerror}")
     try:
         response = httpx.request(
             method, base.rstrip("/") + path, headers=headers, timeout=10, **kwargs
         )
     except httpx.HTTPError as error:
-        _fail(f"cannot reach the xApp at {base}: {error}")
+        fail(f"cannot reach the xApp at {base}: {error}")
     if response.status_code >= 400:
         try:
             detail = response.json().get("detail", response.text)
         except ValueError:
             detail = response.text
-        _fail(f"{response.status_code}: {detail}")
+        fail(f"{response.status_code}: {detail}")
     return response.json()
 
 
@@ -203,7 +198,7 @@ def override_set(
                 for a, _, w in (item.partition("=") for item in weights.split(","))
             }
         except ValueError:
-            _fail(f"--weights is access=integer,…, got {weights!r}")
+            fail(f"--weights is access=integer,…, got {weights!r}")
     if exclude is not None:
         body["excluded"] = [a.strip() for a in exclude.split(",") if a.strip()]
     if mode is not None:
