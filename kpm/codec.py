@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import asn1tools
+from asn1tools.codecs import per as asn1tools_per
 
+from kpm import aper_strings
 from kpm.errors import CodecError
 from kpm.versions import KpmVersion
 
@@ -24,6 +26,20 @@ _MODULE_FILES: dict[KpmVersion, tuple[str, ...]] = {
     KpmVersion.V2_03: ("e2sm_kpm_v02_03.asn", "e2sm_common.asn"),
     KpmVersion.V3_00: ("e2sm_kpm_v03_00.asn", "e2sm_common.asn"),
 }
+
+
+class _ExtensionCountingDecoder(asn1tools_per.Decoder):  # type: ignore[misc]
+    """asn1tools' PER decoder, counting what it skips: the open-type contents of extension
+    additions this schema does not know (whole octets; alignment padding is under 8 bits)."""
+
+    def __init__(self, encoded: bytearray) -> None:
+        super().__init__(encoded)
+        self.skipped_extension_bits = 0
+
+    def skip_bits(self, number_of_bits: int) -> None:
+        if number_of_bits >= 8:
+            self.skipped_extension_bits += number_of_bits
+        super().skip_bits(number_of_bits)
 
 
 class KpmPdu(StrEnum):
@@ -47,6 +63,7 @@ TYPE_NAMES: dict[KpmPdu, str] = {
 
 @functools.cache
 def _specification(version: KpmVersion, rules: str) -> Any:
+    aper_strings.install()
     files = [str(ASN1_DIR / name) for name in _MODULE_FILES[version]]
     return asn1tools.compile_files(files, rules)
 
@@ -69,22 +86,65 @@ class KpmCodec:
         return encoded
 
     def decode(self, pdu: KpmPdu, data: bytes) -> Any:
+        """The value of ``data``, accepted only if it reads cleanly in this layout.
+
+        Cleanly means: the decoder consumed every byte (up to the last octet's padding) and the
+        value re-encodes to exactly these bytes. A layout whose extension markers or fields sit
+        elsewhere can "decode" another layout's bytes into wrong values while skipping the
+        rest; both checks catch that, and junk appended to a valid PDU as well.
+        """
         if not data:
             raise CodecError("empty", f"empty E2SM-KPM {pdu}", data)
+        where = f"E2SM-KPM {self.version} {pdu}"
         try:
-            return self._per.decode(TYPE_NAMES[pdu], data, check_constraints=True)
+            value, used_bytes, skipped_extensions = self._decode_counting(pdu, data)
         except Exception as error:  # garbage can trip any part of the decoder
+            raise CodecError("malformed", f"not a valid {where}: {error}", data) from error
+        if used_bytes < len(data):
             raise CodecError(
-                "malformed", f"not a valid E2SM-KPM {self.version} {pdu}: {error}", data
-            ) from error
+                "malformed",
+                f"not a valid {where}: {len(data) - used_bytes} of {len(data)} bytes left "
+                "unread after a complete value (another version or dialect, or bytes appended)",
+                data,
+            )
+        if skipped_extensions:
+            # X.691 lets a later version add extensions an earlier decoder skips; their bytes
+            # cannot be re-encoded, so here the consumed-bytes check above is what remains.
+            return value
+        try:
+            again = self._per.encode(TYPE_NAMES[pdu], value)
+        except Exception:  # a value the decoder let through but the schema refuses
+            again = None
+        if again != data:
+            raise CodecError(
+                "malformed",
+                f"not a valid {where}: the bytes decode but do not re-encode to themselves, so "
+                "the decoder skipped something this layout does not describe (another version "
+                "or dialect, an unknown extension, or non-zero padding)",
+                data,
+            )
+        return value
+
+    def _decode_counting(self, pdu: KpmPdu, data: bytes) -> tuple[Any, int, bool]:
+        """The value, the bytes the decoder consumed, and whether it skipped unknown extensions.
+
+        asn1tools' PER codec has no decode_with_length; its decoder object counts the bits read
+        (a private API, hence asn1tools' exact pin in pyproject.toml).
+        """
+        compiled = self._per._types[TYPE_NAMES[pdu]]
+        decoder = _ExtensionCountingDecoder(bytearray(data))
+        value = compiled.type.decode(decoder)
+        compiled.check_constraints(value)
+        used_bytes = (decoder.number_of_read_bits() + 7) // 8
+        return value, used_bytes, decoder.skipped_extension_bits > 0
 
     def round_trips(self, pdu: KpmPdu, data: bytes) -> bool:
-        """True when ``data`` decodes and re-encodes to exactly the same bytes (canonical APER)."""
+        """True when ``data`` reads cleanly in this layout (see `decode`)."""
         try:
-            value = self._per.decode(TYPE_NAMES[pdu], data, check_constraints=True)
-            return bool(self._per.encode(TYPE_NAMES[pdu], value) == data)
-        except Exception:  # any failure means "not this version"
+            self.decode(pdu, data)
+        except CodecError:
             return False
+        return True
 
     def to_json(self, pdu: KpmPdu, value: Any) -> str:
         try:

@@ -119,7 +119,9 @@ def _agreed(first: str | None, second: str | None) -> str | None:
 
 
 def header_from_value(value: Mapping[str, Any], version: KpmVersion) -> IndicationHeader:
-    _, body = value["indicationHeader-formats"]
+    format_name, body = value["indicationHeader-formats"]
+    if format_name != "indicationHeader-Format1":
+        raise CodecError("format", f"indication header format {format_name} is not supported")
     return IndicationHeader(
         version=version,
         collect_start_unix_s=decode_timestamp(body["colletStartTime"]),
