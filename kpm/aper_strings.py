@@ -41,7 +41,7 @@ def _encode(self: Any, data: str, encoder: Any) -> None:
 
 def _next_bit_is_set(decoder: Any) -> bool:
     position = decoder.number_of_read_bits()
-    return decoder.number_of_bits > 0 and decoder.value[position] == "1"
+    return bool(decoder.number_of_bits > 0 and decoder.value[position] == "1")
 
 
 def _decode(self: Any, decoder: Any) -> str:
