@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.domain import AccessIdentity, Cpe, Direction
+from core.e2_naming import DEFAULT_STYLE, NamingStyle
 
 ACCESS_NAME = r"^[a-z][a-z0-9-]{0,31}$"
 MAC = re.compile(r"^[0-9a-f]{2}(:[0-9a-f]{2}){5}$")
@@ -50,8 +51,11 @@ class E2Node(_Strict):
     name: str = Field(min_length=1, description="the node's name in the RIC (its MEID)")
     access: str = Field(pattern=ACCESS_NAME, description="the access it serves: nr, wifi, lifi")
     ran_function_id: int = Field(default=2, ge=0, le=4095)
-    kpm_version: Literal["auto", "v2.03", "v3.00"] = Field(
-        default="auto", description="auto: learn it from the RAN function OID at E2 setup"
+    kpm_version: Literal[
+        "auto", "v2.00", "v2.01", "v2.03", "v3.00", "flexric-v2.03", "flexric-v3.00"
+    ] = Field(
+        default="auto",
+        description="E2SM-KPM layout; auto: learn it from the E2 setup and the first indications",
     )
     report: Literal["per-ue", "cell"] = "per-ue"
     measurements: tuple[str, ...] = Field(min_length=1)
@@ -129,6 +133,12 @@ class E2Config(_Strict):
     )
     http_port: int = Field(default=8080, ge=1, le=65535)
     rmr_port: int = Field(default=4560, ge=1, le=65535)
+    node_naming: NamingStyle = Field(
+        default=DEFAULT_STYLE,
+        description="how nodes' names are built from their E2 setup (standalone E2 "
+        "termination): o-ran-sc as the O-RAN SC E2 termination (gnb_001_001_0000019b), or "
+        "plmn-hex (gnb_00f110_0000019b)",
+    )
     nodes: tuple[E2Node, ...] = Field(min_length=1)
 
     _check_urls = field_validator("submgr_url", "appmgr_url")(

@@ -24,6 +24,7 @@ from kpm.errors import CodecError
 from kpm.versions import OID_BY_VERSION, KpmVersion
 
 REFUSED_MEASUREMENT: e2ap.Cause = ("ricRequest", "action-not-supported")
+UNDECODABLE: e2ap.Cause = ("protocol", "abstract-syntax-error-falsely-constructed-message")
 
 
 @dataclass(frozen=True)
@@ -170,12 +171,14 @@ class E2NodeClient:
             action = request.actions[0]
             definition = self.codec.decode(KpmPdu.ACTION, action.definition)
         except (CodecError, IndexError):
-            self._refuse(request, ("protocol", "abstract-syntax-error-falsely-constructed-message"))
+            self._refuse(request, UNDECODABLE)
             return
         style = definition["ric-Style-Type"]
         format_name, body = definition["actionDefinition-formats"]
         if format_name is None or not isinstance(body, dict):
-            self._refuse(request, REFUSED_MEASUREMENT)  # a format this version does not know
+            # A format this layout does not know: an asn1c-built node (FlexRIC's) fails to decode
+            # such an extension alternative, which is a protocol error, not a refusal.
+            self._refuse(request, UNDECODABLE)
             return
         info = body.get("subscriptionInfo") or body.get("subscriptInfo") or body
         names = tuple(item["measType"][1] for item in info.get("measInfoList", []))

@@ -12,15 +12,16 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from kpm import e2ap, jsonview
+from kpm import dialects, e2ap, jsonview
 from kpm.catalogue import load_catalogue
 from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
 from kpm.reports import decode_header
-from kpm.versions import DEFAULT_VERSION, KpmVersion, parse_version, version_from_oid
+from kpm.versions import DEFAULT_VERSION, KpmVersion, parse_version, service_model_name
 
 kpm_app = typer.Typer(
-    help="Decode and encode E2SM-KPM (v2.03, v3.00) and E2AP bytes; list the KPI catalogue.",
+    help="Decode and encode E2SM-KPM (v2.00–v3.00, FlexRIC's layouts) and E2AP bytes; list "
+    "the KPI catalogue.",
     no_args_is_help=True,
 )
 
@@ -32,9 +33,6 @@ class Layer(StrEnum):
     ACTION = "action"
     TRIGGER = "trigger"
     RANFUNCTION = "ranfunction"
-
-
-SAME_IN_BOTH = "these bytes are the same in v2.03 and v3.00 (only the header's TimeStamp differs)"
 
 
 def _fail(message: str) -> NoReturn:
@@ -91,14 +89,16 @@ def _decode_kpm(layer: Layer, data: bytes, version: KpmVersion | None) -> dict[s
             "collect_start_unix_s": detection.header.collect_start_unix_s,
             "value": _kpm_json(found, pdu, value),
         }
-    chosen = version or DEFAULT_VERSION
-    value = codec_for(chosen).decode(pdu, data)
-    note = f"decoded as {chosen}" + ("" if version else f"; {SAME_IN_BOTH}")
+    reading = dialects.read(pdu, data, dialects.family(version) if version else dialects.PREFERENCE)
+    if version is not None and reading.version != version:
+        note = f"not valid as E2SM-KPM {version}; {reading.describe()}"
+    else:
+        note = reading.describe()
     return {
         "as": layer.value,
-        "version": chosen.value,
+        "version": reading.version.value,
         "note": note,
-        "value": _kpm_json(chosen, pdu, value),
+        "value": _kpm_json(reading.version, pdu, reading.value),
     }
 
 
@@ -121,13 +121,19 @@ def _decode_e2ap(data: bytes, version: KpmVersion | None) -> dict[str, Any]:
         inner["node_name"] = message.node_name
         functions = []
         for function in message.ran_functions:
-            from_oid = version_from_oid(function.oid)
             entry: dict[str, Any] = {"ran_function_id": function.function_id, "oid": function.oid}
-            entry["kpm_version"] = from_oid.value if from_oid else None
+            service_model = service_model_name(function.oid)
+            if service_model not in ("E2SM-KPM", None):
+                entry["service_model"] = service_model
+                functions.append(entry)
+                continue
+            detection = dialects.detect_from_setup(function.oid, function.definition)
+            chosen = version or detection.chosen
+            entry["kpm_version"] = chosen.value
+            entry["kpm_layouts"] = [v.value for v in detection.candidates]
+            entry["note"] = detection.note
             try:
-                entry["description"] = _decode_kpm(
-                    Layer.RANFUNCTION, function.definition, from_oid or version
-                )
+                entry["description"] = _decode_kpm(Layer.RANFUNCTION, function.definition, chosen)
             except CodecError as error:
                 entry["description_error"] = str(error)
             functions.append(entry)
@@ -142,10 +148,18 @@ def decode(
     data: Annotated[str, typer.Argument(help="Hex digits, or @FILE (hex text or raw bytes).")],
     layer: Annotated[Layer, typer.Option("--as", help="What the bytes are.")] = Layer.E2AP,
     version: Annotated[
-        str, typer.Option(help="auto, v2.03 or v3.00; auto tells the version from the header.")
+        str,
+        typer.Option(
+            help="auto, or a layout: v3.00, v2.03, flexric-v3.00, flexric-v2.03, v2.01, v2.00. "
+            "auto names the layout the bytes read cleanly in, and any other that fits too."
+        ),
     ] = "auto",
 ) -> None:
-    """Decode bytes to JSON; with --version auto, say which E2SM-KPM version was found."""
+    """Decode bytes to JSON; with --version auto, say which E2SM-KPM layout was found.
+
+    A PDU is shown only if it reads cleanly: every byte consumed and re-encoded to the same
+    bytes. Anything else is an error that names the cause; no value is guessed.
+    """
     chosen = _version_option(version)
     payload = _bytes_from(data)
     try:
@@ -165,7 +179,9 @@ def encode(
         str, typer.Argument(help="JSON as `kpm decode` prints it (or its value), or @FILE.")
     ],
     layer: Annotated[Layer, typer.Option("--as", help="What to encode.")] = Layer.E2AP,
-    version: Annotated[str, typer.Option(help="v2.03 or v3.00 (E2SM-KPM layers).")] = "v3.00",
+    version: Annotated[
+        str, typer.Option(help="E2SM-KPM layout for the KPM layers (see `kpm decode`).")
+    ] = "v3.00",
 ) -> None:
     """Encode JSON to hex bytes: the reverse of `atsss kpm decode`."""
     raw = _read_input(data)

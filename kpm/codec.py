@@ -23,8 +23,12 @@ from kpm.versions import KpmVersion
 ASN1_DIR = Path(__file__).with_name("asn1")
 
 _MODULE_FILES: dict[KpmVersion, tuple[str, ...]] = {
+    KpmVersion.V2_00: ("e2sm_kpm_v02_00.asn",),
+    KpmVersion.V2_01: ("e2sm_kpm_v02_01.asn", "e2sm_common.asn"),
     KpmVersion.V2_03: ("e2sm_kpm_v02_03.asn", "e2sm_common.asn"),
     KpmVersion.V3_00: ("e2sm_kpm_v03_00.asn", "e2sm_common.asn"),
+    KpmVersion.FLEXRIC_V2_03: ("e2sm_kpm_v02_03_flexric.asn", "e2sm_common.asn"),
+    KpmVersion.FLEXRIC_V3_00: ("e2sm_kpm_v03_00_flexric.asn", "e2sm_common.asn"),
 }
 
 

@@ -11,7 +11,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.e2_naming import e2_node_name
+from pycrate_core.charpy import Charpy
+
+from core.e2_naming import DEFAULT_STYLE, NamingStyle, e2_node_name
 from kpm.errors import CodecError
 
 _LOCK = threading.Lock()
@@ -68,20 +70,28 @@ class RanFunction:
 
 @dataclass(frozen=True)
 class E2SetupRequest:
-    transaction_id: int
+    transaction_id: int | None  # None: an E2AP v1.01 setup, which has no TransactionID
     plmn: bytes  # 3 bytes, TBCD as in 3GPP
-    gnb_id: int  # 32-bit gNB id of the node
+    gnb_id: int
     ran_functions: tuple[RanFunction, ...]
+    gnb_id_bits: int = 32  # the gNB ID's length (22..32 bits)
+    cu_up_id: int | None = None  # a gNB-CU-UP's E2 connection
+    du_id: int | None = None  # a gNB-DU's E2 connection
 
     @property
     def node_name(self) -> str:
-        """The node's name in the RIC's style (the E2 manager's MEID)."""
-        return e2_node_name(self.plmn, self.gnb_id)
+        """The node's name as O-RAN SC's E2 termination builds it (the E2 manager's MEID)."""
+        return self.name_in(DEFAULT_STYLE)
+
+    def name_in(self, style: NamingStyle) -> str:
+        return e2_node_name(
+            self.plmn, self.gnb_id, self.gnb_id_bits, self.cu_up_id, self.du_id, style
+        )
 
 
 @dataclass(frozen=True)
 class E2SetupResponse:
-    transaction_id: int
+    transaction_id: int | None  # None answers an E2AP v1.01 setup in its shape
     accepted: tuple[int, ...]  # RAN function ids
 
 
@@ -274,10 +284,16 @@ _COMPONENT_ID = ("e2nodeComponentInterfaceTypeNG", {"amf-name": "atsss"})
 
 
 def _e2_setup_request(message: E2SetupRequest) -> tuple[str, dict[str, Any]]:
-    node = (
-        "gNB",
-        {"global-gNB-ID": {"plmn-id": message.plmn, "gnb-id": ("gnb-ID", (message.gnb_id, 32))}},
-    )
+    global_id = {
+        "plmn-id": message.plmn,
+        "gnb-id": ("gnb-ID", (message.gnb_id, message.gnb_id_bits)),
+    }
+    node_fields: dict[str, Any] = {"global-gNB-ID": global_id}
+    if message.cu_up_id is not None:
+        node_fields["gNB-CU-UP-ID"] = message.cu_up_id
+    if message.du_id is not None:
+        node_fields["gNB-DU-ID"] = message.du_id
+    node = ("gNB", node_fields)
     functions = [
         _ie(
             IE_RAN_FUNCTION_ITEM,
@@ -306,16 +322,19 @@ def _e2_setup_request(message: E2SetupRequest) -> tuple[str, dict[str, Any]]:
         },
     )
     ies = [
-        _ie(IE_TRANSACTION_ID, "reject", "TransactionID", message.transaction_id),
         _ie(IE_GLOBAL_E2NODE_ID, "reject", "GlobalE2node-ID", node),
         _ie(IE_RAN_FUNCTIONS_ADDED, "reject", "RANfunctions-List", functions),
-        _ie(
-            IE_COMPONENT_CONFIG_ADDITION,
-            "reject",
-            "E2nodeComponentConfigAddition-List",
-            [component],
-        ),
     ]
+    if message.transaction_id is not None:  # E2AP v2 and later
+        ies.insert(0, _ie(IE_TRANSACTION_ID, "reject", "TransactionID", message.transaction_id))
+        ies.append(
+            _ie(
+                IE_COMPONENT_CONFIG_ADDITION,
+                "reject",
+                "E2nodeComponentConfigAddition-List",
+                [component],
+            )
+        )
     return _initiating(PROC_E2_SETUP, "reject", "E2setupRequest", ies)
 
 
@@ -340,7 +359,6 @@ def _e2_setup_response(message: E2SetupResponse) -> tuple[str, dict[str, Any]]:
         },
     )
     ies = [
-        _ie(IE_TRANSACTION_ID, "reject", "TransactionID", message.transaction_id),
         _ie(
             IE_GLOBAL_RIC_ID,
             "reject",
@@ -348,13 +366,17 @@ def _e2_setup_response(message: E2SetupResponse) -> tuple[str, dict[str, Any]]:
             {"pLMN-Identity": b"\x00\xf1\x10", "ric-ID": (1, 20)},
         ),
         _ie(IE_RAN_FUNCTIONS_ACCEPTED, "reject", "RANfunctionsID-List", accepted),
-        _ie(
-            IE_COMPONENT_CONFIG_ADDITION_ACK,
-            "reject",
-            "E2nodeComponentConfigAdditionAck-List",
-            [ack],
-        ),
     ]
+    if message.transaction_id is not None:  # E2AP v2 and later
+        ies.insert(0, _ie(IE_TRANSACTION_ID, "reject", "TransactionID", message.transaction_id))
+        ies.append(
+            _ie(
+                IE_COMPONENT_CONFIG_ADDITION_ACK,
+                "reject",
+                "E2nodeComponentConfigAdditionAck-List",
+                [ack],
+            )
+        )
     return ("successfulOutcome", _procedure(PROC_E2_SETUP, "reject", "E2setupResponse", ies))
 
 
@@ -382,10 +404,12 @@ def decode(data: bytes) -> E2apMessage:
     with _LOCK:
         pdu = E2AP.E2AP_PDU_Descriptions.E2AP_PDU
         try:
-            pdu.from_aper(data)
+            bits = Charpy(data)
+            pdu.from_aper(bits)
             value = pdu.get_val()
         except Exception as error:  # garbage can trip any part of the decoder
             raise CodecError("e2ap-malformed", f"not a valid E2AP PDU: {error}", data) from error
+        _check_clean(pdu, bits, data)
     try:
         return _message_from_value(value)
     except CodecError as error:
@@ -394,9 +418,40 @@ def decode(data: bytes) -> E2apMessage:
         raise CodecError("e2ap-content", f"E2AP PDU lacks a mandatory IE: {error}", data) from error
 
 
+def _check_clean(pdu: Any, bits: Any, data: bytes) -> None:
+    """Accept a PDU only if the decoder consumed it and it re-encodes to the same bytes: pycrate
+    stops at the end of the value and would let trailing bytes, or an IE value its open type
+    does not fully hold, pass unnoticed."""
+    unread_bits = bits.len_bit()
+    if unread_bits:
+        raise CodecError(
+            "e2ap-malformed",
+            f"not a valid E2AP PDU: {unread_bits // 8} of {len(data)} bytes left unread after a "
+            "complete PDU",
+            data,
+        )
+    try:
+        again = pdu.to_aper()
+    except Exception:  # a value the decoder let through but the encoder refuses
+        again = None
+    if again != data:
+        raise CodecError(
+            "e2ap-malformed",
+            "not a valid E2AP PDU: the bytes decode but do not re-encode to themselves "
+            "(non-canonical encoding or skipped content)",
+            data,
+        )
+
+
 def _message_from_value(value: tuple[str, dict[str, Any]]) -> E2apMessage:
     kind, body = value
     name, content = body["value"]
+    if not isinstance(content, dict):
+        raise CodecError(
+            "e2ap-unsupported",
+            f"E2AP {kind} with procedure code {body.get('procedureCode')} is not an E2AP v1–v3 "
+            "procedure (pre-standard encodings, such as O-RAN SC's 2019 drafts, are not read)",
+        )
     ies = {ie["id"]: ie["value"][1] for ie in content["protocolIEs"]}
     if name == "RICindication":
         return Indication(
@@ -439,7 +494,7 @@ def _message_from_value(value: tuple[str, dict[str, Any]]) -> E2apMessage:
         if node_kind != "gNB":
             raise CodecError("e2ap-unsupported", f"E2 node type {node_kind} is not supported")
         global_id = node["global-gNB-ID"]
-        gnb_value, _bits = global_id["gnb-id"][1]
+        gnb_value, gnb_bits = global_id["gnb-id"][1]
         functions = tuple(
             RanFunction(
                 function_id=item["ranFunctionID"],
@@ -449,12 +504,20 @@ def _message_from_value(value: tuple[str, dict[str, Any]]) -> E2apMessage:
             )
             for item in (entry["value"][1] for entry in ies[IE_RAN_FUNCTIONS_ADDED])
         )
-        return E2SetupRequest(ies[IE_TRANSACTION_ID], global_id["plmn-id"], gnb_value, functions)
+        return E2SetupRequest(
+            ies.get(IE_TRANSACTION_ID),
+            global_id["plmn-id"],
+            gnb_value,
+            functions,
+            gnb_id_bits=gnb_bits,
+            cu_up_id=node.get("gNB-CU-UP-ID"),
+            du_id=node.get("gNB-DU-ID"),
+        )
     if name == "E2setupResponse":
         accepted = tuple(
             e["value"][1]["ranFunctionID"] for e in ies.get(IE_RAN_FUNCTIONS_ACCEPTED, [])
         )
-        return E2SetupResponse(ies[IE_TRANSACTION_ID], accepted)
+        return E2SetupResponse(ies.get(IE_TRANSACTION_ID), accepted)
     raise CodecError("e2ap-unsupported", f"E2AP {kind} {name} is not handled by this xApp")
 
 

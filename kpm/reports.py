@@ -17,7 +17,7 @@ from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
 from kpm.timestamps import decode_timestamp
 from kpm.ueid import ue_keys
-from kpm.versions import KpmVersion
+from kpm.versions import TIMESTAMP_BYTES, KpmVersion
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class HeaderDetection:
     header: IndicationHeader
     expected: KpmVersion | None
     ambiguous: bool = False
+    layouts: tuple[KpmVersion, ...] = ()  # every layout the header read cleanly in
 
     @property
     def mismatch(self) -> bool:
@@ -68,8 +69,8 @@ class HeaderDetection:
         found = self.header.version
         if self.ambiguous:
             return (
-                "header bytes are valid as both v2.03 and v3.00; kept only what both readings "
-                "agree on (collection time to the second)"
+                f"header bytes are valid as {', '.join(v.value for v in self.layouts)}; kept "
+                "only what the readings agree on (collection time to the second)"
             )
         if self.expected is None:
             return f"detected E2SM-KPM {found} from the indication header"
@@ -80,42 +81,78 @@ class HeaderDetection:
         return f"E2SM-KPM {found} as expected"
 
 
+# Header layouts on the wire: the other layouts' headers are bit for bit one of these.
+_HEADER_SHAPES = (KpmVersion.V3_00, KpmVersion.V2_03, KpmVersion.V2_00)
+
+
+def _header_candidates(
+    expected: KpmVersion | None,
+) -> tuple[list[KpmVersion], list[KpmVersion]]:
+    """The layouts to read a header in first (the expected one and the standard of the other
+    TimeStamp width, the confusion that happens), and those to try when none of them fits.
+
+    v2.00's header differs from v2.03's only by an optional node ID, so most v2.03 headers are
+    valid v2.00 headers too: v2.00 is only tried first for a node known to speak it.
+    """
+    if expected is None:
+        first = [KpmVersion.V3_00, KpmVersion.V2_03]
+    elif TIMESTAMP_BYTES[expected] == 8:
+        first = [expected, KpmVersion.V2_03]
+    else:
+        first = [expected, KpmVersion.V3_00]
+    fallback = [shape for shape in _HEADER_SHAPES if shape not in first]
+    return first, fallback
+
+
+def _clean_headers(data: bytes, layouts: Sequence[KpmVersion]) -> list[IndicationHeader]:
+    readings = []
+    for layout in layouts:
+        try:
+            value = codec_for(layout).decode(KpmPdu.HEADER, data)
+        except CodecError:
+            continue
+        readings.append(header_from_value(value, layout))
+    return readings
+
+
 def decode_header(data: bytes, expected: KpmVersion | None = None) -> HeaderDetection:
-    """Decode an indication header, telling the versions apart by exact canonical re-encoding.
+    """Decode an indication header, telling the layouts apart by a strict read.
 
     A v3.00 header read as v2.03 takes 4 of the 8 TimeStamp bytes and leaves the rest, so it
-    does not re-encode to the same bytes; the same holds the other way round. Only a version
-    whose schema accounts for every byte is accepted. Some headers with sender strings are
-    valid in both (a string's bytes can pass for the other version's TimeStamp fraction and
-    length); then only what both readings agree on is kept: the collection time to the second
-    (the same 4 bytes in both) and any string both read alike.
+    does not read cleanly (see `KpmCodec.decode`); the same holds the other way round, and for
+    v2.00's extra optional node ID. Only a layout whose schema accounts for every byte is
+    accepted. Some headers with sender strings are valid in both v2.03 and v3.00 (a string's
+    bytes can pass for the other version's TimeStamp fraction and length); then only what both
+    readings agree on is kept: the collection time to the second (the same 4 bytes in both)
+    and any string both read alike. FlexRIC's and v2.01's headers look like the standard ones;
+    the node's layout (``expected``) says how to read their TimeStamp.
     """
-    readings = []
-    for version in (KpmVersion.V3_00, KpmVersion.V2_03):
-        codec = codec_for(version)
-        if codec.round_trips(KpmPdu.HEADER, data):
-            readings.append(header_from_value(codec.decode(KpmPdu.HEADER, data), version))
+    preferred, fallback = _header_candidates(expected)
+    readings = _clean_headers(data, preferred) or _clean_headers(data, fallback)
     if len(readings) == 1:
         return HeaderDetection(readings[0], expected)
-    if len(readings) == 2:
-        first, second = readings
+    if len(readings) > 1:
+        readings.sort(key=lambda reading: reading.version != expected)
+        first, *others = readings
         agreed = IndicationHeader(
-            version=expected or KpmVersion.V3_00,
+            version=first.version,
             collect_start_unix_s=float(math.floor(first.collect_start_unix_s)),
-            sender_name=_agreed(first.sender_name, second.sender_name),
-            sender_type=_agreed(first.sender_type, second.sender_type),
-            vendor_name=_agreed(first.vendor_name, second.vendor_name),
+            sender_name=_agreed(first.sender_name, *(o.sender_name for o in others)),
+            sender_type=_agreed(first.sender_type, *(o.sender_type for o in others)),
+            vendor_name=_agreed(first.vendor_name, *(o.vendor_name for o in others)),
         )
-        return HeaderDetection(agreed, expected, ambiguous=True)
+        layouts = tuple(reading.version for reading in readings)
+        return HeaderDetection(agreed, expected, ambiguous=True, layouts=layouts)
     raise CodecError(
         "header-version",
-        "indication header is neither E2SM-KPM v3.00 (8-byte TimeStamp) nor v2.03 (4-byte)",
+        "indication header reads cleanly in no E2SM-KPM layout we know: neither v3.00 (8-byte "
+        "TimeStamp) nor v2.03 (4-byte) nor v2.00 (optional node ID)",
         data,
     )
 
 
-def _agreed(first: str | None, second: str | None) -> str | None:
-    return first if first == second else None
+def _agreed(first: str | None, *others: str | None) -> str | None:
+    return first if all(other == first for other in others) else None
 
 
 def header_from_value(value: Mapping[str, Any], version: KpmVersion) -> IndicationHeader:
@@ -124,7 +161,7 @@ def header_from_value(value: Mapping[str, Any], version: KpmVersion) -> Indicati
         raise CodecError("format", f"indication header format {format_name} is not supported")
     return IndicationHeader(
         version=version,
-        collect_start_unix_s=decode_timestamp(body["colletStartTime"]),
+        collect_start_unix_s=decode_timestamp(body["colletStartTime"], version),
         sender_name=body.get("senderName"),
         sender_type=body.get("senderType"),
         vendor_name=body.get("vendorName"),
@@ -217,7 +254,7 @@ def _format1_records(
     info = body.get("measInfoList")
     if info is not None:
         names = [_measurement_name(item["measType"]) for item in info]
-        labels = [_labels(item["labelInfoList"]) for item in info]
+        labels = [_labels(item.get("labelInfoList", ())) for item in info]
     elif subscribed_names:
         names, labels = list(subscribed_names), [{} for _ in subscribed_names]
     else:
@@ -233,15 +270,25 @@ def _format2_records(
     for item in body["measCondUEidList"]:
         names.append(_measurement_name(item["measType"]))
         label_items = [
-            {"measLabel": cond["matchingCondChoice"][1]}
-            for cond in item["matchingCond"]
-            if cond["matchingCondChoice"][0] == "measLabel"
+            {"measLabel": value}
+            for kind, value in (_matching_choice(cond) for cond in item["matchingCond"])
+            if kind == "measLabel"
         ]
         labels.append(_labels(label_items))
         matching = item.get("matchingUEidList", [])
         # A value matched by exactly one UE is that UE's; by several, it is their aggregate.
         keys.append(ue_keys(matching[0]["ueID"]) if len(matching) == 1 else ())
     return _pair(body["measData"], names, labels, keys, problems)
+
+
+def _matching_choice(condition: Any) -> tuple[str, Any]:
+    """A matching condition's (kind, value): a SEQUENCE around the CHOICE since v2.03, the bare
+    CHOICE before."""
+    if isinstance(condition, Mapping):
+        choice: tuple[str, Any] = condition["matchingCondChoice"]
+        return choice
+    kind, value = condition
+    return str(kind), value
 
 
 def _pair(

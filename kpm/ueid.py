@@ -24,7 +24,13 @@ _PRIMARY_FIELD: dict[str, tuple[str, str]] = {
 
 
 def ue_keys(ueid: Any) -> tuple[str, ...]:
-    """All keys under which this UE can be configured; empty for an unknown alternative."""
+    """All keys under which this UE can be configured; empty for an unknown alternative.
+
+    E2SM-KPM v2.00 carries an opaque OCTET STRING instead of the CHOICE: its key is
+    ``ue:<hex>``.
+    """
+    if isinstance(ueid, bytes) and ueid:
+        return ("ue:" + ueid.hex(),)
     if not (isinstance(ueid, tuple) and len(ueid) == 2 and isinstance(ueid[1], Mapping)):
         return ()
     alternative, fields = ueid

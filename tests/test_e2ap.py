@@ -30,7 +30,7 @@ def test_round_trip(message: e2ap.E2apMessage) -> None:
 
 
 def test_setup_names_the_node_like_the_ric() -> None:
-    assert MESSAGES[0].node_name == "gnb_00f110_0000beef"  # type: ignore[union-attr]
+    assert MESSAGES[0].node_name == "gnb_001_001_0000beef"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize("data", [b"", b"\x00", b"\xff" * 10, e2ap.encode(MESSAGES[-1])[:-3]])

@@ -69,7 +69,7 @@ def test_bad_input_is_one_clear_line_and_exit_2() -> None:
         (("kpm", "decode", "zz"), "neither hex digits"),
         (("kpm", "decode", "abc"), "odd number of hex digits"),
         (("kpm", "decode", "0011"), "not a valid E2AP PDU"),
-        (("kpm", "decode", "--as", "header", "0800"), "neither E2SM-KPM v3.00"),
+        (("kpm", "decode", "--as", "header", "0800"), "no E2SM-KPM layout we know"),
         (("kpm", "decode", "--version", "v9", "00"), "unknown E2SM-KPM version"),
         (("kpm", "decode", "@/nonexistent"), "cannot read /nonexistent"),
         (("kpm", "encode", "{"), "input is not JSON"),

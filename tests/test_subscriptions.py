@@ -30,7 +30,7 @@ API_SPEC = (
 )
 NODES = (
     E2NodeConfig(
-        node="gnb_00f110_00000001", access="nr", measurements=("DRB.UEThpDl", "RRU.PrbAvailDl")
+        node="gnb_001_001_00000001", access="nr", measurements=("DRB.UEThpDl", "RRU.PrbAvailDl")
     ),
     E2NodeConfig(node="wifi-ap-1", access="wifi", measurements=("WLAN.StaThpDl",), report="cell"),
 )
@@ -124,7 +124,7 @@ def test_notification_before_the_http_response_is_matched() -> None:
         records = manager.subscribe_all()
         assert submgr.notifications_sent == 2
         assert {r.status for r in records.values()} == {"active"}
-        assert records["gnb_00f110_00000001"].subscription_id == "sub-101"
+        assert records["gnb_001_001_00000001"].subscription_id == "sub-101"
         for body in submgr.requests:
             subsclient_validate(body)
 
@@ -138,7 +138,7 @@ def test_notification_after_the_http_response_is_matched() -> None:
 
 def test_e2_failure_in_the_notification_marks_the_subscription_failed() -> None:
     with running(FakeSubmgr(script=["failure"])) as (manager, _):
-        record = manager.subscribe("gnb_00f110_00000001")
+        record = manager.subscribe("gnb_001_001_00000001")
         assert record.status == "failed"
         assert "E2Node: RIC subscription failure: action-not-supported" in record.cause
 
@@ -149,7 +149,7 @@ def test_503_is_retried_with_backoff_until_the_node_is_connected() -> None:
         manager,
         submgr,
     ):
-        record = manager.subscribe("gnb_00f110_00000001")
+        record = manager.subscribe("gnb_001_001_00000001")
         assert record.status == "active"
         assert len(submgr.requests) == 3
         assert len(sleeps) == 2
@@ -158,7 +158,7 @@ def test_503_is_retried_with_backoff_until_the_node_is_connected() -> None:
 
 def test_503_forever_gives_up_after_the_configured_attempts() -> None:
     with running(FakeSubmgr(script=["unavailable"] * 10), sleeps=[]) as (manager, submgr):
-        record = manager.subscribe("gnb_00f110_00000001")
+        record = manager.subscribe("gnb_001_001_00000001")
         assert record.status == "failed"
         assert "503" in record.cause
         assert len(submgr.requests) == 5
@@ -175,8 +175,8 @@ def test_refused_request_is_not_retried() -> None:
 def test_reconnect_resubscribes_and_shutdown_deletes() -> None:
     with running(FakeSubmgr()) as (manager, submgr):
         manager.subscribe_all()
-        first = manager.records()["gnb_00f110_00000001"].subscription_id
-        again = manager.node_reconnected("gnb_00f110_00000001")
+        first = manager.records()["gnb_001_001_00000001"].subscription_id
+        again = manager.node_reconnected("gnb_001_001_00000001")
         assert again.status == "active"
         assert again.subscription_id != first
         assert submgr.deleted == [first]
@@ -187,7 +187,7 @@ def test_reconnect_resubscribes_and_shutdown_deletes() -> None:
 
 def test_restart_deletes_the_previous_lifes_subscriptions_from_sdl(redis_port: int) -> None:
     store = SdlStateStore()
-    store.save_subscription(SubscriptionRecord("gnb_00f110_00000001", 3, "sub-old", "active"))
+    store.save_subscription(SubscriptionRecord("gnb_001_001_00000001", 3, "sub-old", "active"))
     with running(FakeSubmgr(), store=SdlStateStore()) as (manager, submgr):
         assert manager.recover() == ["sub-old"]
         assert submgr.deleted == ["sub-old"]

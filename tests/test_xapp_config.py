@@ -24,7 +24,7 @@ def good() -> dict[str, Any]:
     return {
         "e2": {
             "nodes": [
-                {"name": "gnb_00f110_00000001", "access": "nr", "measurements": ["DRB.UEThpDl"]},
+                {"name": "gnb_001_001_00000001", "access": "nr", "measurements": ["DRB.UEThpDl"]},
                 {"name": "ap-wifi", "access": "wifi", "measurements": ["WLAN.StaThpDl"]},
             ]
         },
@@ -67,7 +67,7 @@ BAD = [
     ),
     (
         lambda d: d["cpes"][1]["accesses"]["nr"].update(ue_id="gnb-du:1"),
-        "cpes.1.accesses.nr: ue_id gnb-du:1 on gnb_00f110_00000001 is already the identity "
+        "cpes.1.accesses.nr: ue_id gnb-du:1 on gnb_001_001_00000001 is already the identity "
         "of cpe-1",
     ),
     (
@@ -80,7 +80,8 @@ BAD = [
     ),
     (
         lambda d: d["e2"]["nodes"][0].update(kpm_version="v2.02"),
-        "e2.nodes.0.kpm_version: Input should be 'auto', 'v2.03' or 'v3.00', got 'v2.02'",
+        "e2.nodes.0.kpm_version: Input should be 'auto', 'v2.00', 'v2.01', 'v2.03', 'v3.00', "
+        "'flexric-v2.03' or 'flexric-v3.00', got 'v2.02'",
     ),
     (
         lambda d: d["cpes"][0]["accesses"]["wifi"].update(station_mac="02:00"),
@@ -179,4 +180,4 @@ def test_the_simulator_refuses_a_configuration_that_names_its_nodes_otherwise(
         timeout=60,
     )
     assert done.returncode == 2
-    assert "the simulated wifi node is gnb_00f110_00000002" in done.stderr
+    assert "the simulated wifi node is gnb_001_001_00000002" in done.stderr

@@ -70,6 +70,7 @@ def e2_settings(deployment: Deployment) -> E2Settings:
         client_host=e2.client_host,
         http_port=e2.http_port,
         rmr_port=e2.rmr_port,
+        node_naming=e2.node_naming,
     )
 
 

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.e2_naming import DEFAULT_STYLE, NamingStyle
 from kpm.catalogue import load_catalogue
 from kpm.versions import KpmVersion
 
@@ -52,6 +53,7 @@ class E2Settings(BaseModel):
     client_host: str = Field(default="service-ricxapp-atsss-http.ricxapp", min_length=1)
     http_port: int = Field(default=8080, ge=1, le=65535)
     rmr_port: int = Field(default=4560, ge=1, le=65535)
+    node_naming: NamingStyle = DEFAULT_STYLE
 
     def node(self, name: str) -> E2NodeConfig | None:
         for node in self.nodes:

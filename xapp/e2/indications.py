@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from core.domain import Cpe, Direction, KpiSample
-from kpm import e2ap
+from kpm import dialects, e2ap
 from kpm.catalogue import Catalogue, Measurement, MeasurementDirection, Scope, load_catalogue
+from kpm.codec import KpmPdu
 from kpm.errors import CodecError, hex_excerpt
-from kpm.reports import MeasurementRecord, decode_header, decode_message
+from kpm.reports import IndicationReport, MeasurementRecord, decode_header, decode_message
 from kpm.versions import KpmVersion
 from xapp.e2.config import E2NodeConfig
 
@@ -124,8 +125,11 @@ class IndicationProcessor:
         try:
             report = decode_message(indication.message, version, context.config.measurements)
         except CodecError as error:
-            self.reject(node, error.cause, str(error))
-            return []
+            settled = self._settle_layout(node, context, version, indication.message)
+            if settled is None:
+                self.reject(node, error.cause, str(error))
+                return []
+            version, report = settled
         except Exception as error:  # a decoded value of a shape no reader foresaw
             self.reject(
                 node,
@@ -141,6 +145,29 @@ class IndicationProcessor:
         return self._samples(
             context, detection.header.collect_start_unix_s, period_s, report.records, indication
         )
+
+    def _settle_layout(
+        self, node: str, context: NodeContext, tried: KpmVersion, message: bytes
+    ) -> tuple[KpmVersion, IndicationReport] | None:
+        """A message that does not read in the node's layout but in exactly one other layout of
+        its OID's family settles which one the node speaks (FlexRIC and standard nodes announce
+        the same OID). Two or more would be a guess: the message is rejected instead."""
+        others = [v for v in dialects.family(tried) if v != tried]
+        fitting = dialects.clean_layouts(KpmPdu.MESSAGE, message, others)
+        if len(fitting) != 1:
+            return None
+        found = fitting[0]
+        try:
+            report = decode_message(message, found, context.config.measurements)
+        except CodecError:  # it reads, but as a format no reader handles: no evidence
+            return None
+        self.reject(
+            node,
+            "version-mismatch",
+            f"indication messages are E2SM-KPM {found}, not {tried}; reading this node as {found}",
+        )
+        self._nodes[node] = NodeContext(context.config, found)
+        return found, report
 
     def reject(
         self,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from core.domain import KpiSample, SubscriptionRecord
 from core.e2_framing import recv_frame, send_frame
-from kpm import e2ap
+from kpm import dialects, e2ap
 from kpm.codec import compile_all
 from kpm.errors import CodecError
 from kpm.reports import read_ran_function
@@ -40,6 +40,8 @@ class _Connection:
     node: str | None = None
     setup: e2ap.E2SetupRequest | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Other E2SM-KPM layouts the node's E2 setup fits, to subscribe in if it cannot read ours.
+    untried_layouts: list[KpmVersion] = field(default_factory=list)
 
 
 class StandaloneE2Termination:
@@ -178,7 +180,9 @@ class StandaloneE2Termination:
         elif isinstance(message, e2ap.SubscriptionResponse):
             self._outcome(node, "active" if message.admitted else "failed", _refusals(message))
         elif isinstance(message, e2ap.SubscriptionFailure):
-            self._outcome(node, "failed", f"E2 node refused: {message.cause[0]}/{message.cause[1]}")
+            if not self._retry_in_another_layout(connection, message.cause):
+                cause = f"E2 node refused: {message.cause[0]}/{message.cause[1]}"
+                self._outcome(node, "failed", cause)
         elif isinstance(message, e2ap.SubscriptionDeleteResponse):
             self._outcome(node, "deleted", "")
         else:
@@ -207,21 +211,45 @@ class StandaloneE2Termination:
                         self._send(connection, e2ap.encode(request))
                 log.info("E2 node %s is no longer configured: unsubscribed", name)
         for connection in unknown:
-            if connection.setup is not None and settings.node(connection.setup.node_name):
+            if connection.setup is not None and settings.node(
+                connection.setup.name_in(settings.node_naming)
+            ):
                 with self._lock:
                     self._unconfigured.discard(connection)
                 self._subscribe(connection, connection.setup)
 
     def _setup(self, connection: _Connection, request: e2ap.E2SetupRequest) -> None:
-        name = request.node_name
+        name = request.name_in(self._settings.node_naming)
         connection.node = name
         connection.setup = request
         accepted = tuple(f.function_id for f in request.ran_functions)
         self._send(connection, e2ap.encode(e2ap.E2SetupResponse(request.transaction_id, accepted)))
         self._subscribe(connection, request)
 
-    def _subscribe(self, connection: _Connection, request: e2ap.E2SetupRequest) -> None:
-        name = request.node_name
+    def _retry_in_another_layout(self, connection: _Connection, cause: e2ap.Cause) -> bool:
+        """A node that could not decode our subscription (a protocol error) and whose E2 setup
+        fits another layout gets the subscription again in that layout: FlexRIC and standard
+        nodes announce the same OID, and this answer is what tells them apart."""
+        if cause[0] != "protocol" or not connection.untried_layouts or connection.setup is None:
+            return False
+        layout = connection.untried_layouts.pop(0)
+        log.info(
+            "E2 node %s could not decode our subscription (%s); subscribing in E2SM-KPM %s, "
+            "another layout its E2 setup fits",
+            connection.node,
+            cause[1],
+            layout,
+        )
+        self._subscribe(connection, connection.setup, layout)
+        return True
+
+    def _subscribe(
+        self,
+        connection: _Connection,
+        request: e2ap.E2SetupRequest,
+        layout: KpmVersion | None = None,
+    ) -> None:
+        name = request.name_in(self._settings.node_naming)
         config = self._settings.node(name)
         if config is None:
             with self._lock:
@@ -238,13 +266,18 @@ class StandaloneE2Termination:
                 name, "no-kpm-function", f"node offers no RAN function {config.ran_function_id}"
             )
             return
-        version = version_from_oid(function.oid) or config.kpm_version
-        if version_from_oid(function.oid) is None:
-            log.warning(
-                "E2 node %s: unknown RAN function OID %r; KPM version will be detected",
-                name,
-                function.oid,
+        if layout is None:
+            version, connection.untried_layouts = self._layout(name, config, function)
+        else:
+            version = layout
+        try:
+            # The bytes do not depend on the instance id (only the REST parameters do).
+            plan = plan_subscription(config, self._settings, 0, version)
+        except CodecError as error:
+            self._processor.reject(
+                name, "no-subscription", f"cannot subscribe in E2SM-KPM {version}: {error}"
             )
+            return
         self._processor.set_node(config, version)
         self._check_offer(name, config, function, version)
         with self._changed:
@@ -255,7 +288,6 @@ class StandaloneE2Termination:
             )
             self._records[name] = record
             self._changed.notify_all()
-        plan = plan_subscription(config, self._settings, record.xapp_event_instance_id, version)
         subscription = e2ap.SubscriptionRequest(
             e2ap.RicRequestId(REQUESTOR_ID, record.xapp_event_instance_id),
             config.ran_function_id,
@@ -264,6 +296,20 @@ class StandaloneE2Termination:
         )
         self._store.save_subscription(record)
         self._send(connection, e2ap.encode(subscription))
+
+    def _layout(
+        self, name: str, config: E2NodeConfig, function: e2ap.RanFunction
+    ) -> tuple[KpmVersion, list[KpmVersion]]:
+        """The node's E2SM-KPM layout, configured or as its E2 setup shows (kpm.dialects), and
+        the other layouts the setup fits."""
+        if version_from_oid(function.oid) is None:
+            log.warning("E2 node %s: unknown RAN function OID %r", name, function.oid)
+        if config.kpm_version is not None:
+            return config.kpm_version, []
+        detection = dialects.detect_from_setup(function.oid, function.definition)
+        if detection.ambiguous or not detection.candidates:
+            log.info("E2 node %s: %s", name, detection.note)
+        return detection.chosen, list(detection.candidates[1:])
 
     def _check_offer(
         self,
