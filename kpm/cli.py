@@ -102,21 +102,34 @@ def _decode_kpm(layer: Layer, data: bytes, version: KpmVersion | None) -> dict[s
     }
 
 
+def _inner(layer: Layer, data: bytes, version: KpmVersion | None) -> dict[str, Any]:
+    """An E2SM-KPM container inside an E2AP message; one that does not read is an error entry
+    (the E2AP around it still shows)."""
+    try:
+        return _decode_kpm(layer, data, version)
+    except CodecError as error:
+        return {"as": layer.value, "error": {"cause": error.cause, "message": str(error)}}
+
+
+def _has_errors(decoded: Any) -> bool:
+    if isinstance(decoded, dict):
+        return "error" in decoded or any(_has_errors(v) for v in decoded.values())
+    if isinstance(decoded, list):
+        return any(_has_errors(v) for v in decoded)
+    return False
+
+
 def _decode_e2ap(data: bytes, version: KpmVersion | None) -> dict[str, Any]:
     message = e2ap.decode(data)
     out: dict[str, Any] = {"as": "e2ap", **jsonview.message_to_json(message)}
     inner: dict[str, Any] = {}
     if isinstance(message, e2ap.Indication):
-        header = _decode_kpm(Layer.HEADER, message.header, version)
-        inner["header"] = header
-        inner["message"] = _decode_kpm(
-            Layer.MESSAGE, message.message, parse_version(header["version"])
-        )
+        inner["header"] = header = _inner(Layer.HEADER, message.header, version)
+        found = parse_version(header["version"]) if "version" in header else version
+        inner["message"] = _inner(Layer.MESSAGE, message.message, found)
     elif isinstance(message, e2ap.SubscriptionRequest):
-        inner["trigger"] = _decode_kpm(Layer.TRIGGER, message.event_trigger, version)
-        inner["actions"] = [
-            _decode_kpm(Layer.ACTION, a.definition, version) for a in message.actions
-        ]
+        inner["trigger"] = _inner(Layer.TRIGGER, message.event_trigger, version)
+        inner["actions"] = [_inner(Layer.ACTION, a.definition, version) for a in message.actions]
     elif isinstance(message, e2ap.E2SetupRequest):
         inner["node_name"] = message.node_name
         functions = []
@@ -132,10 +145,7 @@ def _decode_e2ap(data: bytes, version: KpmVersion | None) -> dict[str, Any]:
             entry["kpm_version"] = chosen.value
             entry["kpm_layouts"] = [v.value for v in detection.candidates]
             entry["note"] = detection.note
-            try:
-                entry["description"] = _decode_kpm(Layer.RANFUNCTION, function.definition, chosen)
-            except CodecError as error:
-                entry["description_error"] = str(error)
+            entry["description"] = _inner(Layer.RANFUNCTION, function.definition, chosen)
             functions.append(entry)
         inner["ran_functions"] = functions
     if inner:
@@ -158,7 +168,9 @@ def decode(
     """Decode bytes to JSON; with --version auto, say which E2SM-KPM layout was found.
 
     A PDU is shown only if it reads cleanly: every byte consumed and re-encoded to the same
-    bytes. Anything else is an error that names the cause; no value is guessed.
+    bytes. Anything else is an error that names the cause; no value is guessed. Exit status: 0
+    decoded, 2 not decoded, 1 an E2AP message whose E2SM-KPM part did not decode (shown as an
+    "error" entry in the JSON).
     """
     chosen = _version_option(version)
     payload = _bytes_from(data)
@@ -171,6 +183,9 @@ def decode(
     except CodecError as error:
         _fail(str(error))
     typer.echo(json.dumps(result, indent=2))
+    if _has_errors(result.get("decoded")):
+        typer.echo("error: the E2AP message decoded; an E2SM-KPM part in it did not", err=True)
+        raise typer.Exit(1)
 
 
 @kpm_app.command("encode")

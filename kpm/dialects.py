@@ -72,7 +72,8 @@ def read(pdu: KpmPdu, data: bytes, candidates: Sequence[KpmVersion] = PREFERENCE
     if len(candidates) == 1 and first_error is not None:
         raise first_error
     tried = ", ".join(v.value for v in candidates)
-    detail = f" (as {candidates[0]}: {first_error})" if first_error else ""
+    reason = str(first_error).split("; bytes: ")[0] if first_error else ""
+    detail = f" (as {candidates[0]}: {reason})" if reason else ""
     raise CodecError("malformed", f"E2SM-KPM {pdu} reads cleanly in none of {tried}{detail}", data)
 
 

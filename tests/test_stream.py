@@ -176,3 +176,23 @@ def test_framing_limits() -> None:
         left.shutdown(socket.SHUT_WR)
         with pytest.raises(ConnectionError, match="inside a frame"):
             recv_frame(right)
+
+
+def test_node_names_follow_the_configured_naming_style() -> None:
+    old_style = e2_node_name(b"\x00\xf1\x10", 1, style="plmn-hex")
+    assert old_style == "gnb_00f110_00000001" != NODE
+    settings = E2Settings(
+        nodes=(E2NodeConfig(node=old_style, access="nr", measurements=NAMES),),
+        node_naming="plmn-hex",
+    )
+    processor = IndicationProcessor([])
+    server = StandaloneE2Termination(settings, processor, lambda _: None, MemoryStateStore())
+    server.start()
+    node = E2NodeClient(server.address, 1, NAMES)
+    node.connect()
+    try:
+        assert node.wait_subscribed() is not None
+        assert server.wait_for(lambda r: old_style in r and r[old_style].status == "active", 5)
+    finally:
+        node.close()
+        server.stop()
