@@ -16,7 +16,7 @@ from typing import Any
 import asn1tools
 from asn1tools.codecs import per as asn1tools_per
 
-from kpm import aper_strings
+from kpm import aper_open_types, aper_strings
 from kpm.errors import CodecError
 from kpm.versions import KpmVersion
 
@@ -68,6 +68,7 @@ TYPE_NAMES: dict[KpmPdu, str] = {
 @functools.cache
 def _specification(version: KpmVersion, rules: str) -> Any:
     aper_strings.install()
+    aper_open_types.install()
     files = [str(ASN1_DIR / name) for name in _MODULE_FILES[version]]
     return asn1tools.compile_files(files, rules)
 

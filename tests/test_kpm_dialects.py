@@ -232,3 +232,33 @@ def test_setup_detection_narrows_the_layouts_by_the_description() -> None:
     detection = dialects.detect_from_setup("1.3.6.1.4.1.53148.1.2.2.2", v2_00)
     assert detection.candidates == (KpmVersion.V2_00,)
     assert not detection.ambiguous
+
+
+@pytest.mark.parametrize("ues", [400, 1000])
+def test_a_per_ue_report_beyond_16k_octets_is_fragmented_as_x691_says(ues: int) -> None:
+    """Format 3 is an extension alternative, carried as an open type: above 16383 octets its
+    length comes in fragments (X.691 §11.9), which we walk here by hand."""
+    reports = [(gnb_du_ueid(i), NAMES, [[100_000 + i, 2_000]]) for i in range(ues)]
+    message = builders.message_format3(reports, 1000)
+    data = codec_for(V3).encode(KpmPdu.MESSAGE, message)
+    # SEQUENCE extension bit 0, CHOICE extension bit 1, alternative index 0 (normally small
+    # number, 7 bits), padding: 0x40 0x00, then the open type's length determinant.
+    assert data[:2] == b"\x40\x00"
+    position, content = 2, bytearray()
+    while True:
+        first = data[position]
+        if first & 0xC0 == 0xC0:  # a fragment of 16K × (1..4) octets; more follow
+            length, position = 16384 * (first & 0x3F), position + 1
+        elif first & 0x80:
+            length, position = ((first & 0x3F) << 8) | data[position + 1], position + 2
+        else:
+            length, position = first, position + 1
+        content += data[position : position + length]
+        position += length
+        if first & 0xC0 != 0xC0:
+            break
+    assert position == len(data)
+    assert len(content) > 16384
+    inner = codec_for(V3)._per.decode("E2SM-KPM-IndicationMessage-Format3", bytes(content))
+    assert inner == message["indicationMessage-formats"][1]
+    assert codec_for(V3).decode(KpmPdu.MESSAGE, data) == message
