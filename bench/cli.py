@@ -269,7 +269,9 @@ def bench_e2sim(
     duration: Annotated[
         float, typer.Option(help="Seconds of scenario to run in real time.")
     ] = 20.0,
-    kpm_version: Annotated[str, typer.Option(help="v3.00 or v2.03.")] = "v3.00",
+    kpm_version: Annotated[
+        str, typer.Option(help="v3.00, v2.03, flexric-v3.00 or flexric-v2.03.")
+    ] = "v3.00",
 ) -> None:
     """The simulator in real time against a standalone xApp process: can it keep up?"""
     import subprocess
@@ -278,11 +280,11 @@ def bench_e2sim(
     from core.scenario.load import ScenarioError, load_scenario
     from e2sim.runner import SimRunner
     from e2sim.world import SimWorld
-    from kpm.versions import parse_version
+    from kpm.versions import parse_builder_layout
 
     try:
         loaded = load_scenario(scenario)
-        version = parse_version(kpm_version)
+        version = parse_builder_layout(kpm_version)
     except (ScenarioError, ValueError) as error:
         fail(str(error))
     loaded = loaded.cut(duration)

@@ -51,11 +51,10 @@ class E2Node(_Strict):
     name: str = Field(min_length=1, description="the node's name in the RIC (its MEID)")
     access: str = Field(pattern=ACCESS_NAME, description="the access it serves: nr, wifi, lifi")
     ran_function_id: int = Field(default=2, ge=0, le=4095)
-    kpm_version: Literal[
-        "auto", "v2.00", "v2.01", "v2.03", "v3.00", "flexric-v2.03", "flexric-v3.00"
-    ] = Field(
+    kpm_version: Literal["auto", "v2.03", "v3.00", "flexric-v2.03", "flexric-v3.00"] = Field(
         default="auto",
-        description="E2SM-KPM layout; auto: learn it from the E2 setup and the first indications",
+        description="E2SM-KPM layout; auto: learn it from the E2 setup and the node's answers "
+        "(v2.00 and v2.01 nodes can be decoded with `atsss kpm decode`, not subscribed to)",
     )
     report: Literal["per-ue", "cell"] = "per-ue"
     measurements: tuple[str, ...] = Field(min_length=1)

@@ -19,7 +19,7 @@ from core.standards.nr import PATTERNS
 from e2sim.dataset import write_dataset
 from e2sim.runner import RunStats, SimRunner
 from e2sim.world import SimWorld
-from kpm.versions import parse_version
+from kpm.versions import parse_builder_layout
 
 e2sim_app = typer.Typer(
     help="KPM simulator of 5G NR, Wi-Fi and LiFi access nodes.", no_args_is_help=True
@@ -76,7 +76,10 @@ def run(
     ] = None,
     period_ms: Annotated[int, typer.Option(help="Reporting (and granularity) period.")] = 1000,
     kpm_version: Annotated[
-        str, typer.Option(help="E2SM-KPM version the nodes speak: v3.00 or v2.03.")
+        str,
+        typer.Option(
+            help="E2SM-KPM layout the nodes speak: v3.00, v2.03, flexric-v3.00 or flexric-v2.03."
+        ),
     ] = "v3.00",
     truth: Annotated[
         Path | None, typer.Option(help="Write the ground truth here (JSON lines).")
@@ -105,7 +108,7 @@ def run(
 ) -> None:
     """Connect one E2 node per access to the xApp and report every period."""
     try:
-        version = parse_version(kpm_version)
+        version = parse_builder_layout(kpm_version)
     except ValueError as error:
         _fail(str(error))
     loaded = _scenario(scenario, duration)

@@ -42,6 +42,24 @@ OID_BY_VERSION: dict[KpmVersion, str] = {
 # The standard versions: what an OID names, and what we subscribe in unless told otherwise.
 STANDARD_VERSIONS: tuple[KpmVersion, ...] = (KpmVersion.V2_03, KpmVersion.V3_00)
 
+# The layouts whose values have the shapes kpm.builders makes: what we subscribe in and what
+# the simulator speaks (v2.00 and v2.01 name and nest things differently).
+BUILDER_LAYOUTS: tuple[KpmVersion, ...] = (
+    *STANDARD_VERSIONS,
+    KpmVersion.FLEXRIC_V2_03,
+    KpmVersion.FLEXRIC_V3_00,
+)
+
+
+def parse_builder_layout(text: str) -> KpmVersion:
+    """A layout the simulator can speak, from user input."""
+    version = parse_version(text)
+    if version not in BUILDER_LAYOUTS:
+        known = ", ".join(v.value for v in BUILDER_LAYOUTS)
+        raise ValueError(f"the simulator speaks {known}, not {version}")
+    return version
+
+
 DEFAULT_VERSION = KpmVersion.V3_00
 
 TIMESTAMP_BYTES: dict[KpmVersion, int] = {

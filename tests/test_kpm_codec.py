@@ -13,14 +13,19 @@ from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
 from kpm.reports import decode_header, decode_message
 from kpm.timestamps import decode_timestamp, encode_timestamp
-from kpm.versions import STANDARD_VERSIONS, KpmVersion, parse_version, version_from_oid
+from kpm.versions import (
+    BUILDER_LAYOUTS,
+    STANDARD_VERSIONS,
+    KpmVersion,
+    parse_version,
+    version_from_oid,
+)
 from scripts.make_kpm_vectors import cases
 
 VECTORS = json.loads((Path(__file__).parent / "vectors" / "e2sm_kpm.json").read_text())["vectors"]
 V2, V3 = KpmVersion.V2_03, KpmVersion.V3_00
 NOW = 1_700_000_000.0
-# The layouts whose values have the shapes our builders make (v2.00 and v2.01 differ).
-SAME_SHAPES = (*STANDARD_VERSIONS, KpmVersion.FLEXRIC_V2_03, KpmVersion.FLEXRIC_V3_00)
+SAME_SHAPES = BUILDER_LAYOUTS
 
 
 @pytest.mark.parametrize("version", SAME_SHAPES)

@@ -80,8 +80,8 @@ BAD = [
     ),
     (
         lambda d: d["e2"]["nodes"][0].update(kpm_version="v2.02"),
-        "e2.nodes.0.kpm_version: Input should be 'auto', 'v2.00', 'v2.01', 'v2.03', 'v3.00', "
-        "'flexric-v2.03' or 'flexric-v3.00', got 'v2.02'",
+        "e2.nodes.0.kpm_version: Input should be 'auto', 'v2.03', 'v3.00', 'flexric-v2.03' or "
+        "'flexric-v3.00', got 'v2.02'",
     ),
     (
         lambda d: d["cpes"][0]["accesses"]["wifi"].update(station_mac="02:00"),
