@@ -196,3 +196,17 @@ def test_node_names_follow_the_configured_naming_style() -> None:
     finally:
         node.close()
         server.stop()
+
+
+def test_a_ran_function_of_another_service_model_is_named_not_decoded_as_kpm(
+    termination: Running,
+) -> None:
+    server, _, processor, _ = termination
+    node = E2NodeClient(server.address, 1, NAMES, oid="1.3.6.1.4.1.53148.1.1.2.3")  # E2SM-RC
+    node.connect()
+    try:
+        assert node.wait_subscribed(2) is None
+        assert processor.rejected_count("no-kpm-function") == 1
+        assert processor.rejected_count("ran-function") == 0
+    finally:
+        node.close()

@@ -23,7 +23,7 @@ from kpm import dialects, e2ap
 from kpm.codec import compile_all
 from kpm.errors import CodecError
 from kpm.reports import read_ran_function
-from kpm.versions import DEFAULT_VERSION, KpmVersion, version_from_oid
+from kpm.versions import DEFAULT_VERSION, KpmVersion, service_model_name, version_from_oid
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.subscriptions import plan_subscription
@@ -264,6 +264,15 @@ class StandaloneE2Termination:
         if function is None:
             self._processor.reject(
                 name, "no-kpm-function", f"node offers no RAN function {config.ran_function_id}"
+            )
+            return
+        service_model = service_model_name(function.oid)
+        if service_model not in ("E2SM-KPM", None):
+            self._processor.reject(
+                name,
+                "no-kpm-function",
+                f"RAN function {function.function_id} is {service_model} ({function.oid}), "
+                "not E2SM-KPM: check the node's ran_function_id",
             )
             return
         if layout is None:
