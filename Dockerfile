@@ -36,12 +36,14 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 \
     CONFIG_FILE=/opt/ric/config/config-file.json \
     XAPP_DESCRIPTOR_PATH=/opt/ric/config \
     RMR_SEED_RT=/opt/ric/config/router.txt \
-    RMR_SRC_ID=service-ricxapp-atsss-xapp-rmr.ricxapp
+    RMR_SRC_ID=service-ricxapp-atsss-xapp-rmr.ricxapp \
+    ATSSS_CACHE_DIR=/opt/atsss/cache
 COPY --from=rmr /usr/local/lib/librmr_si.so* /usr/local/lib/
 COPY --from=build /wheels /wheels
 RUN ldconfig \
     && pip install --no-index --find-links /wheels "atsss-xapp[xapp]==${VERSION}" \
     && rm -rf /wheels \
+    && python -c "from kpm.codec import compile_all; compile_all()" \
     && useradd --system --uid 10001 --user-group --no-create-home atsss
 # The descriptor is the configuration (its controls); a RIC mounts its own over it.
 COPY xapp-descriptor.json /opt/ric/config/config-file.json

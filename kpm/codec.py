@@ -7,7 +7,11 @@ bytes, BIT STRING → (bytes, bits)); JSON uses the ASN.1 JSON encoding rules (J
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import os
+import pickle
 import threading
 from enum import StrEnum
 from pathlib import Path
@@ -69,8 +73,34 @@ TYPE_NAMES: dict[KpmPdu, str] = {
 def _specification(version: KpmVersion, rules: str) -> Any:
     aper_strings.install()
     aper_open_types.install()
-    files = [str(ASN1_DIR / name) for name in _MODULE_FILES[version]]
-    return asn1tools.compile_files(files, rules)
+    return asn1tools.compile_dict(_parsed(version), rules)
+
+
+@functools.cache
+def _parsed(version: KpmVersion) -> Any:
+    """The layout's ASN.1 parsed: about a second per layout, so kept on disk between runs
+    (keyed by the modules' text and asn1tools' version); compiling from it takes milliseconds."""
+    paths = [ASN1_DIR / name for name in _MODULE_FILES[version]]
+    texts = [path.read_bytes() for path in paths]
+    key = hashlib.sha256(asn1tools.__version__.encode() + b"\0".join(texts)).hexdigest()[:24]
+    cache = _cache_dir() / f"kpm-{version.value}-{key}.pickle"
+    with contextlib.suppress(OSError, pickle.UnpicklingError, EOFError, AttributeError):
+        return pickle.loads(cache.read_bytes())
+    parsed = asn1tools.parse_files([str(path) for path in paths])
+    with contextlib.suppress(OSError):
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        partial = cache.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_bytes(pickle.dumps(parsed))
+        os.replace(partial, cache)
+    return parsed
+
+
+def _cache_dir() -> Path:
+    chosen = os.environ.get("ATSSS_CACHE_DIR")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "atsss"
 
 
 class KpmCodec:

@@ -135,3 +135,22 @@ def test_versions_from_oid_and_text() -> None:
 def test_encode_errors_name_the_problem() -> None:
     with pytest.raises(CodecError, match=r"cannot encode E2SM-KPM v3\.00 trigger"):
         codec_for(V3).encode(KpmPdu.TRIGGER, builders.trigger(0))
+
+
+def test_parsed_modules_are_kept_on_disk_and_a_broken_cache_is_ignored(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kpm import codec as codec_module
+
+    monkeypatch.setenv("ATSSS_CACHE_DIR", str(tmp_path))
+    codec_module._parsed.cache_clear()
+    try:
+        first = codec_module._parsed(V3)
+        (cached,) = tmp_path.glob("kpm-v3.00-*.pickle")
+        codec_module._parsed.cache_clear()
+        assert codec_module._parsed(V3) == first
+        cached.write_bytes(b"not a pickle")
+        codec_module._parsed.cache_clear()
+        assert codec_module._parsed(V3) == first
+    finally:
+        codec_module._parsed.cache_clear()
