@@ -55,3 +55,22 @@ def test_missing_or_unreachable_agents_are_push_errors() -> None:
     other = WeightSet("cpe-2", Direction.UPLINK, {"nr": 1}, SteeringMode.LOAD_BALANCING, 1)
     with pytest.raises(WeightPushError, match="no agent configured for CPE cpe-2"):
         nobody.push(other)
+
+
+def test_a_lost_answer_does_not_lock_the_xapp_out(tmp_path: Path) -> None:
+    """The agent applied a set but its answer never came: the same push again is not a failure,
+    and a different set with a used sequence fails with what the agent holds, so the loop can
+    follow its sequence (before, every later push got 409 for good)."""
+    config, port = write_config(tmp_path)
+    sink = AgentWeightSink({}, AgentEndpoint(f"http://127.0.0.1:{port}", TOKEN))
+    first = weight_set({"nr": 30, "wifi": 100, "lifi": 1}, 1)
+    with agent(config, port):
+        sink.push(first)
+        sink.push(first)  # the retry of a push whose answer was lost
+        with pytest.raises(WeightPushError, match=r"409.*holds sequence 1") as refused:
+            sink.push(weight_set({"nr": 1, "wifi": 1, "lifi": 1}, 1))
+        held = refused.value.held
+        assert held is not None
+        assert held.sequence == 1
+        assert dict(held.weights) == {"nr": 30, "wifi": 100, "lifi": 1}
+        sink.push(weight_set({"nr": 1, "wifi": 1, "lifi": 1}, held.sequence + 1))

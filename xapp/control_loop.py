@@ -184,8 +184,12 @@ class ControlLoop:
         try:
             self._sink.push(weight_set)
         except WeightPushError as error:
-            # Leave the remembered rule and override untouched so the next step tries again.
+            # Leave the remembered rule and override untouched so the next step tries again,
+            # from what the agent holds if it said (its sequence, so the retry is not refused).
             log.warning("push to %s %s failed: %s", cpe.cpe_id, direction, error)
+            held = error.held
+            if held is not None and (current is None or held.sequence >= current.sequence):
+                self._store.save_weights(held)
             return StepOutcome(cpe.cpe_id, direction, None, f"push failed: {error}")
         self._store.save_weights(weight_set)
         self._last_rule[key] = rule
