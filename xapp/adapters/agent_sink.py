@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import httpx
 
 from core.domain import Direction, SteeringMode, WeightSet
-from xapp.adapters.agent_http import AgentEndpoint, refusal
+from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.ports import WeightPushError
 
 
@@ -25,7 +25,7 @@ class AgentWeightSink:
         self,
         cpe_agents: Mapping[str, AgentEndpoint],
         proxy_agent: AgentEndpoint | None = None,
-        timeout_s: float = 5.0,
+        timeout_s: float = 2.0,
         requested_by: str = "xapp",
         *,
         downlink_via_cpe: bool = False,
@@ -56,8 +56,13 @@ class AgentWeightSink:
             "requested_by": self._requested_by,
         }
         try:
-            with agent.client(self._timeout_s) as client:
-                response = client.put(f"/v1/weights/{weight_set.direction.value}", json=body)
+            response = request_within(
+                agent,
+                "PUT",
+                f"/v1/weights/{weight_set.direction.value}",
+                self._timeout_s,
+                json=body,
+            )
         except httpx.ConnectError as error:  # never reached the agent: nothing to find out
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
         except httpx.HTTPError as error:
@@ -93,8 +98,13 @@ class AgentWeightSink:
         sequence numbers and knows which paths are weighted."""
         agent = self._agent(cpe_id, direction)
         try:
-            with agent.client(self._timeout_s) as client:
-                response = client.get(f"/v1/weights/{direction.value}", params={"cpe_id": cpe_id})
+            response = request_within(
+                agent,
+                "GET",
+                f"/v1/weights/{direction.value}",
+                self._timeout_s,
+                params={"cpe_id": cpe_id},
+            )
         except httpx.HTTPError as error:
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
         if response.status_code == 404:
