@@ -16,6 +16,7 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
+from agent.guard import RequestGuard
 from agent.probes import ProbeError, iperf3_probe
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
 from core.domain import Direction
@@ -28,7 +29,7 @@ class WeightsBody(BaseModel):
 
     cpe_id: str | None = None
     weights: dict[str, StrictInt]
-    sequence: StrictInt = Field(ge=0)
+    sequence: StrictInt = Field(ge=0, le=2**63 - 1)
     requested_by: str = Field(default="xapp", max_length=100)
 
 
@@ -52,6 +53,7 @@ def read_token(path: Path | None) -> str | None:
 
 def create_app(service: WeightService, token: str | None) -> FastAPI:
     app = FastAPI(title="atsss agent", version="0.1.0")
+    app.add_middleware(RequestGuard, token=token)
     bearer = HTTPBearer(auto_error=False)
     config = service.config
 
@@ -95,6 +97,8 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         who: Annotated[str, Depends(caller)],
     ) -> dict[str, Any]:
         client = request.client.host if request.client else "?"
+        if body.cpe_id is None and config.role == "proxy":
+            raise HTTPException(422, "cpe_id: a proxy serves several CPEs; name the one meant")
         update = WeightUpdate(
             cpe_id=body.cpe_id or config.cpe_id,
             direction=direction,
@@ -114,6 +118,8 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
     def get_weights(
         direction: Direction, who: Annotated[str, Depends(caller)], cpe_id: str | None = None
     ) -> dict[str, Any]:
+        if cpe_id is None and config.role == "proxy":
+            raise HTTPException(422, "cpe_id: a proxy serves several CPEs; name the one meant")
         chosen = cpe_id or config.cpe_id
         applied = service.applied(chosen)
         if applied is None or applied.direction != direction.value:

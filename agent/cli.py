@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -15,6 +16,7 @@ from agent.config import AgentConfig, AgentConfigError, load_config
 from agent.host import local_addresses
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
 from agent.testbed import ACCESSES, Testbed, TestbedError
+from core.console import LOG_LEVEL_VARIABLE
 from core.domain import Direction
 
 agent_app = typer.Typer(
@@ -147,6 +149,10 @@ def run(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if LOG_LEVEL_VARIABLE not in os.environ:
+        # The audit log: every change of weights, at INFO, even though the command line's
+        # default level (set before this command runs) is WARNING.
+        logging.getLogger("agent").setLevel(logging.INFO)
     loaded = _config(config)
     service = _service(loaded, backend, procfs_root, sysfs_root)
     try:

@@ -7,6 +7,7 @@ the last good state is kept in a file and written again when the agent starts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -142,6 +143,7 @@ class WeightService:
                 raise UpdateRejectedError(f"more than {self.config.max_rules} rules on this agent")
             previous = [p for a in self._applied.values() for p in self._paths(a)]
             self._write_checked(others + paths, previous)
+            before = dict(self._applied)
             applied = AppliedWeights(
                 update.cpe_id,
                 update.direction.value,
@@ -151,7 +153,16 @@ class WeightService:
                 self._clock(),
             )
             self._applied[update.cpe_id] = applied
-            self._persist()
+            try:
+                self._persist()
+            except OSError as error:
+                # Applied but not remembered would come back older after a restart: undo it.
+                self._applied = before
+                self._write_checked(previous, previous)
+                raise ApplyFailedError(
+                    f"cannot save the state file {self.config.state_file}: "
+                    f"{error.strerror or error}; the previous weights are back in force"
+                ) from error
         log.info(
             "applied %s weights %s for %s (sequence %d) as asked by %s",
             applied.direction,
@@ -163,22 +174,61 @@ class WeightService:
         return applied
 
     def restore(self) -> list[AppliedWeights]:
-        """Write the last good state again (agent or host restart)."""
+        """Write the last good state again (agent or host restart).
+
+        Each entry is checked as a request would be: the file may be older than the
+        configuration (a CPE or access since removed), or edited by hand. What does not pass is
+        skipped, with its reason in the log; the agent starts either way.
+        """
         path = self.config.state_file
         if not path.exists():
             return []
         try:
             raw = json.loads(path.read_text())
-            restored = [AppliedWeights(**item) for item in raw["applied"]]
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError) as error:
             log.error("state file %s unreadable, starting without weights: %s", path, error)
             return []
+        entries = raw.get("applied") if isinstance(raw, dict) else None
+        if not isinstance(entries, list):
+            log.error("state file %s has no list of applied weights; starting without", path)
+            return []
+        restored = []
+        for index, item in enumerate(entries):
+            try:
+                restored.append(self._checked_entry(item))
+            except (UpdateRejectedError, ValueError, TypeError) as error:
+                log.error("state file %s: entry %d skipped: %s", path, index, error)
         with self._lock:
             paths = [p for a in restored for p in self._paths(a)]
             self._write_checked(paths, [])
             self._applied = {a.cpe_id: a for a in restored}
         log.info("reapplied the last good weights of %d CPEs from %s", len(restored), path)
         return restored
+
+    def _checked_entry(self, item: object) -> AppliedWeights:
+        if not isinstance(item, dict):
+            raise TypeError("not an object")
+        expected = {"cpe_id", "direction", "weights", "sequence", "requested_by", "applied_at_s"}
+        if set(item) != expected:
+            raise ValueError(f"fields {sorted(item)} instead of {sorted(expected)}")
+        cpe_id, weights, sequence = item["cpe_id"], item["weights"], item["sequence"]
+        if not isinstance(cpe_id, str) or not isinstance(weights, dict):
+            raise TypeError("cpe_id must be a string and weights an object")
+        if isinstance(sequence, bool) or not isinstance(sequence, int):
+            raise TypeError(f"sequence {sequence!r} is not an integer")
+        at_s = item["applied_at_s"]
+        if isinstance(at_s, bool) or not isinstance(at_s, int | float):
+            raise TypeError(f"applied_at_s {at_s!r} is not a number")
+        update = WeightUpdate(cpe_id, Direction(item["direction"]), weights, sequence)
+        self.validate(update)
+        return AppliedWeights(
+            cpe_id,
+            update.direction.value,
+            dict(weights),
+            sequence,
+            str(item["requested_by"]),
+            float(at_s),
+        )
 
     def _paths(self, applied: AppliedWeights) -> list[PathWeight]:
         addresses = self.config.cpe_addresses(applied.cpe_id)
@@ -206,7 +256,14 @@ class WeightService:
         path = self.config.state_file
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
-        temporary.write_text(
-            json.dumps({"applied": [asdict(a) for a in self._applied.values()]}, indent=1)
-        )
-        os.replace(temporary, path)
+        text = json.dumps({"applied": [asdict(a) for a in self._applied.values()]}, indent=1)
+        try:
+            with open(temporary, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise

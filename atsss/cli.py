@@ -19,7 +19,7 @@ from typing import Any
 
 import typer
 
-from core.console import fail
+from core.console import LOG_LEVEL_VARIABLE, fail
 
 app = typer.Typer(
     name="atsss",
@@ -30,7 +30,6 @@ app = typer.Typer(
     rich_markup_mode="markdown",
 )
 
-LOG_LEVEL_VARIABLE = "ATSSS_LOG_LEVEL"
 OWN_PACKAGES = frozenset({"atsss", "core", "kpm", "e2sim", "agent", "models", "xapp", "bench"})
 FULL_INSTALL = "pip install 'atsss-xapp[xapp]'"
 

@@ -7,6 +7,9 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
+# The environment variable that sets the log level of every command (default WARNING).
+LOG_LEVEL_VARIABLE = "ATSSS_LOG_LEVEL"
+
 # Tables are wider than 80 columns; pipes and CI logs get 110 rather than rich's default 80.
 out = Console(width=max(110, Console().size.width))
 err = Console(stderr=True)

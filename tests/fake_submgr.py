@@ -3,7 +3,8 @@
 It records every request and answers each POST by the next behaviour in its script: success
 (notification first, then 201 — the order that trips naive xApps), success-late (201 first, the
 notification after), failure (E2 node refused: ErrorCause in the notification), unavailable
-(503, no E2 connection) or reject (400).
+(503, no E2 connection), reject (400) or not-json (a 201 whose body is not JSON); per node
+if `per_node` says so.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from fastapi.responses import JSONResponse
 @dataclass
 class FakeSubmgr:
     script: list[str] = field(default_factory=list)
+    # Per node (Meid): its own behaviours, the last one repeated for ever.
+    per_node: dict[str, list[str]] = field(default_factory=dict)
     requests: list[dict[str, Any]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     notifications_sent: int = 0
@@ -32,10 +35,15 @@ class FakeSubmgr:
             body = await request.json()
             self.requests.append(body)
             behaviour = self.script.pop(0) if self.script else "success"
+            own = self.per_node.get(body.get("Meid"))
+            if own:
+                behaviour = own.pop(0) if len(own) > 1 else own[0]
             if behaviour == "unavailable":
                 return JSONResponse({"error": "no E2 connection"}, status_code=503)
             if behaviour == "reject":
                 return JSONResponse({"error": "bad request"}, status_code=400)
+            if behaviour == "not-json":
+                return Response("<html>created</html>", status_code=201)
             self._next_id += 1
             subscription_id = f"sub-{self._next_id}"
             notification = self._notification(body, subscription_id, failed=behaviour == "failure")

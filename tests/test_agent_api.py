@@ -48,9 +48,13 @@ def write_config(tmp_path: Path, role: str = "proxy", **extra: object) -> tuple[
 
 @contextlib.contextmanager
 def agent(
-    config: Path, port: int, atsss: Sequence[str] = (sys.executable, "-m", "atsss")
+    config: Path,
+    port: int,
+    atsss: Sequence[str] = (sys.executable, "-m", "atsss"),
+    output: list[str] | None = None,
 ) -> Iterator[httpx.Client]:
-    """The agent as a process (``atsss``: which command line), and a client of its API."""
+    """The agent as a process (``atsss``: which command line), and a client of its API;
+    ``output`` gets what the process printed, once it has stopped."""
     process = subprocess.Popen(
         [*atsss, "agent", "run", "--config", str(config)],
         stdout=subprocess.PIPE,
@@ -75,7 +79,9 @@ def agent(
     finally:
         client.close()
         process.terminate()
-        process.communicate(timeout=30)
+        printed, _ = process.communicate(timeout=30)
+        if output is not None:
+            output.append(printed or "")
 
 
 def put(
@@ -118,7 +124,10 @@ def test_weights_over_http_bad_input_and_restart(tmp_path: Path) -> None:
                 "not valid JSON",
             ),
             (
-                client.put("/v1/weights/uplink", json={"weights": {"nr": 1}, "sequence": 2}),
+                client.put(
+                    "/v1/weights/uplink",
+                    json={"cpe_id": "cpe-1", "weights": {"nr": 1}, "sequence": 2},
+                ),
                 400,
                 "applies downlink weights",
             ),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import subprocess
 from ipaddress import IPv4Address
 from pathlib import Path
 
@@ -183,3 +186,77 @@ def test_a_mainline_cpe_agent_also_steers_the_downlink_and_a_wrr_one_does_not(
     assert applied.direction == "downlink"
     assert table.backup == {"10.1.0.1": False, "10.2.0.1": False, "10.3.0.1": True}
     assert service(tmp_path).directions == frozenset({UP})
+
+
+def test_restored_state_is_checked_like_a_request(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before: a CPE or access the configuration no longer has crashed the agent at start,
+    and weights 9999, -5 or all zeros went to the kernel."""
+    good = {
+        "cpe_id": "cpe-1",
+        "direction": "uplink",
+        "weights": {"nr": 3, "wifi": 1},
+        "sequence": 4,
+        "requested_by": "xapp",
+        "applied_at_s": 1.0,
+    }
+    bad = [
+        {**good, "cpe_id": "cpe-9"},
+        {**good, "weights": {"nr": 9999}},
+        {**good, "weights": {"nr": -5}},
+        {**good, "weights": {"nr": 0, "wifi": 0}},
+        {**good, "weights": {"satellite": 1}},
+        {**good, "weights": [1, 2]},
+        {**good, "sequence": "7"},
+        {**good, "direction": "sideways"},
+        "not an object",
+    ]
+    (tmp_path / "state.json").write_text(json.dumps({"applied": [*bad, good]}))
+    backend = DryRunBackend()
+    restored = service(tmp_path, backend).restore()
+    assert [(a.cpe_id, a.weights) for a in restored] == [("cpe-1", {"nr": 3, "wifi": 1})]
+    assert backend.held == {("cpe-1", "nr"): 3, ("cpe-1", "wifi"): 1}
+    assert caplog.text.count("skipped") == len(bad)
+    (tmp_path / "state.json").write_text(json.dumps({"applied": {"weights": "x"}}))
+    assert service(tmp_path, DryRunBackend()).restore() == []
+    (tmp_path / "state.json").write_text(json.dumps(["a list"]))
+    assert service(tmp_path, DryRunBackend()).restore() == []
+
+
+def test_weights_that_cannot_be_saved_are_rolled_back(tmp_path: Path) -> None:
+    """Before: the kernel kept the new weights while the file kept the old ones (500), and a
+    restart went back to the old."""
+    backend = DryRunBackend()
+    weights = service(tmp_path, backend)
+    weights.apply(update({"nr": 3, "wifi": 1}, 1))
+    (tmp_path / "state.json").unlink()
+    (tmp_path / "state.json").mkdir()  # the state file cannot be replaced now
+    with pytest.raises(ApplyFailedError, match="cannot save the state file"):
+        weights.apply(update({"nr": 1, "wifi": 5}, 2))
+    assert backend.held == {("cpe-1", "nr"): 3, ("cpe-1", "wifi"): 1}
+    applied = weights.applied("cpe-1")
+    assert applied is not None
+    assert applied.sequence == 1
+    assert not (tmp_path / "state.tmp").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a full filesystem needs root")
+def test_a_full_disk_leaves_no_empty_temporary_file(tmp_path: Path) -> None:
+    tiny = tmp_path / "tiny"
+    tiny.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(tiny)], check=True)
+    try:
+        config = cpe_config(tiny)
+        backend = DryRunBackend()
+        weights = WeightService(config, backend, lambda a: True)
+        weights.apply(update({"nr": 3, "wifi": 1}, 1))
+        with contextlib.suppress(OSError):
+            (tiny / "filler").write_bytes(b"\0" * 65536)
+        with pytest.raises(ApplyFailedError, match="No space left"):
+            weights.apply(update({"nr": 1, "wifi": 5}, 2))
+        assert not (tiny / "state.tmp").exists()
+        assert json.loads((tiny / "state.json").read_text())["applied"][0]["sequence"] == 1
+        assert backend.held == {("cpe-1", "nr"): 3, ("cpe-1", "wifi"): 1}
+    finally:
+        subprocess.run(["umount", str(tiny)], check=False)

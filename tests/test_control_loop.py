@@ -204,3 +204,31 @@ def test_an_access_that_never_reports_is_left_out_after_the_warm_up() -> None:
     (later,) = loop.step(4.5)
     assert later.pushed is not None
     assert later.pushed.weights == {"nr": 1, "wifi": 0, "lifi": 0}
+
+
+class AgentLikeSink(RecordingSink):
+    """Refuses sequences it has seen, as an agent does, and says what it holds."""
+
+    def __init__(self, holds: WeightSet) -> None:
+        super().__init__()
+        self.holds = holds
+
+    def push(self, weight_set: WeightSet) -> None:
+        if weight_set.sequence <= self.holds.sequence:
+            raise WeightPushError("409: sequence not after", held=self.holds)
+        self.holds = weight_set
+        self.pushed.append(weight_set)
+
+
+def test_after_a_refused_sequence_the_loop_continues_from_the_agents() -> None:
+    loop, _, store, _, _ = make_loop(paper_table())
+    held = WeightSet("cpe-1", DL, {"nr": 1, "wifi": 1, "lifi": 1}, SteeringMode.LOAD_BALANCING, 7)
+    sink = AgentLikeSink(held)
+    loop._sink = sink
+    first = loop.step(0.0)
+    assert first[0].pushed is None
+    assert store.load_weights("cpe-1", DL) == held
+    second = loop.step(1.0)
+    assert second[0].pushed is not None
+    assert second[0].pushed.sequence == 8
+    assert sink.holds.sequence == 8

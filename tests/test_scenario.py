@@ -185,3 +185,43 @@ def test_uplink_needs_uplink_figures() -> None:
         sample_truth(scenario, Direction.UPLINK, 0.1)
     uplink = sample_truth(load_scenario("paper-static"), Direction.UPLINK, 0.5)
     assert uplink.capacity_mbps[0, 0].tolist() == [90.0, 900.0, 10.0]
+
+
+def nr_capacity(value: object) -> dict[str, object]:
+    return minimal(cpes=[{"id": "c", "accesses": {"nr": {"downlink_mbps": value}}}])
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_numbers_are_refused(tmp_path: Path, value: float) -> None:
+    assert "finite" in problem(tmp_path, nr_capacity(value))
+    assert "finite" in problem(tmp_path, minimal(duration_s=value))
+
+
+def test_what_a_scenario_may_ask_for_is_bounded(tmp_path: Path) -> None:
+    many = minimal(
+        cpes=[{"id": "c-{index}", "count": 100_000, "accesses": {"nr": {"downlink_mbps": 1}}}]
+    )
+    assert "at most 10000" in problem(tmp_path, many)
+    long = minimal(
+        duration_s=86_400,
+        cpes=[{"id": "c-{index}", "count": 1000, "accesses": {"nr": {"downlink_mbps": 1}}}],
+    )
+    assert "CPE-seconds" in problem(tmp_path, long)
+
+
+def test_hostile_yaml_gets_one_short_line_quickly(tmp_path: Path) -> None:
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(9)
+    )
+    path = tmp_path / "laughs.yaml"
+    path.write_text(laughs)
+    with pytest.raises(ScenarioError, match="aliases are expanded"):
+        load_scenario(str(path))
+    path.write_bytes(b"\xff\xfe name: t")
+    with pytest.raises(ScenarioError, match=r"not UTF-8 text \(byte 0\)"):
+        load_scenario(str(path))
+    path.write_text("a: " + "[" * 5000 + "]" * 5000)
+    with pytest.raises(ScenarioError, match="nested too deeply"):
+        load_scenario(str(path))
+    message = problem(tmp_path, minimal(name=["x" * 1000] * 1000))
+    assert len(message) < 500

@@ -77,7 +77,9 @@ def test_node_is_subscribed_and_its_indications_become_samples(
     node.connect()
     try:
         assert server.wait_for(lambda r: NODE in r and r[NODE].status == "active", 10)
-        active = node.wait_subscribed()
+        with node._changed:  # the node answers before it records its subscription
+            node._changed.wait_for(lambda: node.subscription is not None, 5)
+        active = node.subscription
         assert active is not None
         assert active.measurements == NAMES
         assert active.style == 4
@@ -210,3 +212,32 @@ def test_a_ran_function_of_another_service_model_is_named_not_decoded_as_kpm(
         assert processor.rejected_count("ran-function") == 0
     finally:
         node.close()
+
+
+def test_a_connection_claiming_a_nodes_name_and_closing_leaves_the_node_subscribed(
+    termination: Running,
+) -> None:
+    """Before: the real node was marked disconnected and left without a subscription."""
+    server, collected, _, _ = termination
+    real = E2NodeClient(server.address, 1, NAMES)
+    real.connect()
+    try:
+        assert real.wait_subscribed() is not None
+        impostor = E2NodeClient(server.address, 1, NAMES)
+        impostor.connect()
+        assert impostor.wait_subscribed() is not None
+        impostor.close()
+        assert server.wait_for(
+            lambda r: r[NODE].status == "active" and r[NODE].xapp_event_instance_id == 3, 5
+        )
+        with real._changed:
+            assert real._changed.wait_for(
+                lambda: (
+                    real.subscription is not None and real.subscription.request_id.instance_id == 3
+                ),
+                5,
+            )
+        real.send_indication(builders.header(time.time(), KpmVersion.V3_00), report(7000))
+        assert collected.wait(1)[0].throughput_mbps == pytest.approx(7.0)
+    finally:
+        real.close()

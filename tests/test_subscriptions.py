@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -217,3 +218,39 @@ def test_version_learned_from_oid_shapes_nothing_but_the_header() -> None:
     v3 = plan_subscription(NODES[0], settings, 1, KpmVersion.V3_00)
     assert v2.version != v3.version
     assert v2.action_definition == v3.action_definition
+
+
+def test_a_node_without_e2_connection_keeps_no_other_node_waiting() -> None:
+    """Before: subscribe_all retried the first node's 503 for ever and never got to the rest."""
+    down, up = NODES[0].node, NODES[1].node
+    submgr = FakeSubmgr(per_node={down: ["unavailable"], up: ["success"]})
+    with running(submgr) as (manager, _):
+        manager._backoff = Backoff(first_s=0.01, cap_s=0.05, max_attempts=None)
+        manager._sleep = manager._stopping.wait
+        done: list[str] = []
+        worker = threading.Thread(
+            target=manager.subscribe_all, args=(lambda r: done.append(r.node),)
+        )
+        worker.start()
+        try:
+            assert wait_until(
+                lambda: (
+                    manager.records().get(up, None) is not None
+                    and manager.records()[up].status == "active"
+                )
+            )
+            assert done == [up]
+            assert manager.records()[down].status == "pending"
+        finally:
+            manager.shutdown()
+            worker.join(5)
+        assert not worker.is_alive()
+
+
+def test_a_201_whose_body_is_not_json_fails_that_node_only() -> None:
+    bad, good = NODES[0].node, NODES[1].node
+    with running(FakeSubmgr(per_node={bad: ["not-json"], good: ["success"]})) as (manager, _):
+        records = manager.subscribe_all()
+    assert records[bad].status == "failed"
+    assert "not JSON" in records[bad].cause
+    assert records[good].status == "active"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from core.domain import Cpe, Direction, KpiSample, Override, SteeringRule, WeightSet
@@ -36,6 +37,22 @@ class _PathConditions:
     rtt_ms: float | None = None
     loss_rate_permille: float | None = None
     throughput_mbps: float | None = None
+
+
+# Pushes in flight at once, each to its own agent.
+MAX_PARALLEL_PUSHES = 32
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """A set decided this step, to push; what to remember once it is in force."""
+
+    cpe_id: str
+    direction: Direction
+    weight_set: WeightSet
+    rule: SteeringRule
+    override_revision: int | None
+    current: WeightSet | None
 
 
 class ControlLoop:
@@ -77,11 +94,37 @@ class ControlLoop:
         samples = self._source.poll(now_s)
         self._estimator.update(samples, now_s)
         self._remember_conditions(samples, now_s)
-        return [
+        planned = [
             self._decide(cpe, direction, now_s)
             for cpe in self._cpes
             for direction in self._directions
         ]
+        pending = [p for p in planned if isinstance(p, _Pending)]
+        failures = self._push_all(pending)
+        return [
+            p if isinstance(p, StepOutcome) else self._finish(p, failures.get(id(p)))
+            for p in planned
+        ]
+
+    def _push_all(self, pending: Sequence[_Pending]) -> dict[int, WeightPushError]:
+        """Push every decided set, side by side: a slow or hung agent costs its own CPE the
+        sink's deadline, not every CPE after it."""
+        failures: dict[int, WeightPushError] = {}
+
+        def push(item: _Pending) -> None:
+            try:
+                self._sink.push(item.weight_set)
+            except WeightPushError as error:
+                failures[id(item)] = error
+
+        if len(pending) <= 1:
+            for item in pending:
+                push(item)
+            return failures
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PUSHES, len(pending))) as pool:
+            for future in [pool.submit(push, item) for item in pending]:
+                future.result()
+        return failures
 
     def set_cpes(self, cpes: Sequence[Cpe]) -> None:
         """A reloaded configuration: CPEs kept keep their history, removed ones are forgotten."""
@@ -112,7 +155,7 @@ class ControlLoop:
             if s.throughput_mbps is not None:
                 conditions.throughput_mbps = s.throughput_mbps
 
-    def _decide(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome:
+    def _decide(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Pending:
         key = (cpe.cpe_id, direction)
         current = self._store.load_weights(cpe.cpe_id, direction)
         override = self._store.load_override(cpe.cpe_id, direction)
@@ -181,16 +224,22 @@ class ControlLoop:
             sequence=(current.sequence + 1) if current is not None else 1,
             reason=f"{decision.reason}: {reason}",
         )
-        try:
-            self._sink.push(weight_set)
-        except WeightPushError as error:
-            # Leave the remembered rule and override untouched so the next step tries again.
-            log.warning("push to %s %s failed: %s", cpe.cpe_id, direction, error)
-            return StepOutcome(cpe.cpe_id, direction, None, f"push failed: {error}")
-        self._store.save_weights(weight_set)
-        self._last_rule[key] = rule
-        self._last_override[key] = override_revision
-        return StepOutcome(cpe.cpe_id, direction, weight_set, weight_set.reason)
+        return _Pending(cpe.cpe_id, direction, weight_set, rule, override_revision, current)
+
+    def _finish(self, item: _Pending, failure: WeightPushError | None) -> StepOutcome:
+        key = (item.cpe_id, item.direction)
+        if failure is not None:
+            # Leave the remembered rule and override untouched so the next step tries again,
+            # from what the agent holds if it said (its sequence, so the retry is not refused).
+            log.warning("push to %s %s failed: %s", item.cpe_id, item.direction, failure)
+            held, current = failure.held, item.current
+            if held is not None and (current is None or held.sequence >= current.sequence):
+                self._store.save_weights(held)
+            return StepOutcome(item.cpe_id, item.direction, None, f"push failed: {failure}")
+        self._store.save_weights(item.weight_set)
+        self._last_rule[key] = item.rule
+        self._last_override[key] = item.override_revision
+        return StepOutcome(item.cpe_id, item.direction, item.weight_set, item.weight_set.reason)
 
     def _not_heard_from(self, cpe: Cpe, direction: Direction, now_s: float) -> list[str]:
         """Accesses without any estimate yet, while the CPE is still warming up."""

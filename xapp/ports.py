@@ -61,7 +61,16 @@ class ProbeRecordStore(Protocol):
 
 
 class WeightPushError(RuntimeError):
-    """A sink could not apply a weight set; the previous weights stay in force."""
+    """A sink could not apply a weight set; the previous weights stay in force.
+
+    ``held`` is what the agent holds when the sink could find out after an uncertain outcome
+    (a refused sequence, a lost answer, a server error): the loop continues from it rather than
+    reusing a sequence the agent has already seen.
+    """
+
+    def __init__(self, message: str, held: WeightSet | None = None) -> None:
+        super().__init__(message)
+        self.held = held
 
 
 class WeightSink(Protocol):

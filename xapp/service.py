@@ -276,8 +276,11 @@ class XappService:
             removed = manager.recover()
             if removed:
                 log.info("deleted %d subscriptions of a previous run", len(removed))
-            for record in manager.subscribe_all().values():
-                log.info("subscription for %s: %s %s", record.node, record.status, record.cause)
+            manager.subscribe_all(
+                on_done=lambda record: log.info(
+                    "subscription for %s: %s %s", record.node, record.status, record.cause
+                )
+            )
 
         self._spawn("subscribe", subscribe)
         self._spawn("register", self._register)

@@ -53,19 +53,61 @@ def resolve_scenario_path(name_or_path: str) -> Path:
     )
 
 
+# A scenario is a page of YAML; these bound what a file can make the loader do.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_YAML_VALUES = 1_000_000  # after expanding aliases (a "billion laughs" file expands to 10^9)
+
+
 def load_scenario(name_or_path: str) -> Scenario:
     path = resolve_scenario_path(name_or_path)
     try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise ScenarioError(f"{path}: {size} bytes; a scenario has at most {MAX_FILE_BYTES}")
         text = path.read_text(encoding="utf-8")
     except OSError as error:
         raise ScenarioError(f"{path}: cannot read: {error.strerror}") from error
+    except UnicodeDecodeError as error:
+        raise ScenarioError(f"{path}: not UTF-8 text (byte {error.start})") from None
     try:
+        _check_size(yaml.compose(text, Loader=yaml.SafeLoader), path)
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
         where = getattr(error, "problem_mark", None)
         line = f" line {where.line + 1}" if where is not None else ""
-        raise ScenarioError(f"{path}:{line} is not valid YAML: {error}") from error
+        raise ScenarioError(f"{path}:{line} is not valid YAML: {_short(error)}") from error
+    except RecursionError:
+        raise ScenarioError(f"{path}: nested too deeply to be a scenario") from None
     return parse_scenario(data, source=str(path))
+
+
+def _check_size(root: yaml.Node | None, path: Path) -> None:
+    """Count the values the document stands for, aliases expanded, without expanding them."""
+    counted: dict[int, int] = {}
+
+    def values(node: yaml.Node) -> int:
+        known = counted.get(id(node))
+        if known is not None:
+            return known
+        counted[id(node)] = 1  # a node that contains itself counts once
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            total += sum(values(item) for item in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            total += sum(values(key) + values(item) for key, item in node.value)
+        counted[id(node)] = min(total, MAX_YAML_VALUES + 1)
+        return counted[id(node)]
+
+    if root is not None and values(root) > MAX_YAML_VALUES:
+        raise ScenarioError(
+            f"{path}: stands for more than {MAX_YAML_VALUES} values once its aliases are "
+            "expanded; a scenario is far smaller"
+        )
+
+
+def _short(error: object, limit: int = 300) -> str:
+    text = str(error)
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
@@ -173,10 +215,10 @@ def _expectation(detail: ErrorDetails) -> str:
             "less_than": "<",
         }[kind]
         bound = next(iter(ctx.values()))
-        return f"expected a value {op} {bound}, got {got!r}"
+        return f"expected a value {op} {bound}, got {_short(repr(got), 80)}"
     if kind == "value_error":
-        return str(ctx.get("error", detail["msg"]))
-    return f"{detail['msg'].rstrip('.').lower()}, got {got!r}"
+        return _short(str(ctx.get("error", detail["msg"])))
+    return f"{detail['msg'].rstrip('.').lower()}, got {_short(repr(got), 80)}"
 
 
 def _allowed_keys(loc: tuple[int | str, ...]) -> list[str]:

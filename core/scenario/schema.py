@@ -19,7 +19,13 @@ from core.domain import SteeringMode
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # No NaN or infinity anywhere: a capacity or a time must be a number.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# What one scenario may ask of the simulator and the benches (a loop step per CPE and second).
+MAX_CPES = 10_000
+MAX_CPE_SECONDS = 20_000_000
 
 
 class JitterSpec(_Strict):
@@ -215,3 +221,16 @@ class ScenarioSpec(_Strict):
     seed: int = 0
     access_technologies: list[AccessTechnologySpec] = []
     cpes: list[CpeSpec] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _bounded(self) -> ScenarioSpec:
+        cpes = sum(template.count for template in self.cpes)
+        if cpes > MAX_CPES:
+            raise ValueError(f"{cpes} CPEs; a scenario has at most {MAX_CPES}")
+        if cpes * self.duration_s > MAX_CPE_SECONDS:
+            raise ValueError(
+                f"{cpes} CPEs for {self.duration_s:g} s is {cpes * self.duration_s:.3g} "
+                f"CPE-seconds; a scenario has at most {MAX_CPE_SECONDS:.3g} (fewer CPEs or a "
+                "shorter run)"
+            )
+        return self

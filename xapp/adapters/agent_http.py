@@ -7,7 +7,9 @@ report an agent's refusals the same way.
 from __future__ import annotations
 
 import ssl
+import time
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 
@@ -25,6 +27,36 @@ class AgentEndpoint:
             headers=headers,
             verify=_ssl_context(self.verify),
             timeout=timeout_s,
+        )
+
+
+class DeadlineExceededError(httpx.TimeoutException):
+    """The whole exchange took longer than its deadline (an agent trickling its answer)."""
+
+
+def request_within(
+    agent: AgentEndpoint, method: str, path: str, deadline_s: float, **kwargs: Any
+) -> httpx.Response:
+    """One request whose whole exchange ends within ``deadline_s``, answer included.
+
+    httpx's timeouts bound each phase and each read, so an agent sending its answer a byte at
+    a time could hold a caller for ever; here the body is read chunk by chunk against the
+    deadline. The response returned has its body read.
+    """
+    deadline = time.monotonic() + deadline_s
+    with agent.client(deadline_s) as client, client.stream(method, path, **kwargs) as response:
+        body = bytearray()
+        for chunk in response.iter_raw():
+            body += chunk
+            if time.monotonic() > deadline:
+                raise DeadlineExceededError(
+                    f"no complete answer within {deadline_s:g} s", request=response.request
+                )
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            content=bytes(body),
+            request=response.request,
         )
 
 

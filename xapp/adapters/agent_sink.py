@@ -16,7 +16,7 @@ from collections.abc import Mapping
 import httpx
 
 from core.domain import Direction, SteeringMode, WeightSet
-from xapp.adapters.agent_http import AgentEndpoint, refusal
+from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.ports import WeightPushError
 
 
@@ -25,7 +25,7 @@ class AgentWeightSink:
         self,
         cpe_agents: Mapping[str, AgentEndpoint],
         proxy_agent: AgentEndpoint | None = None,
-        timeout_s: float = 5.0,
+        timeout_s: float = 2.0,
         requested_by: str = "xapp",
         *,
         downlink_via_cpe: bool = False,
@@ -56,20 +56,55 @@ class AgentWeightSink:
             "requested_by": self._requested_by,
         }
         try:
-            with agent.client(self._timeout_s) as client:
-                response = client.put(f"/v1/weights/{weight_set.direction.value}", json=body)
-        except httpx.HTTPError as error:
+            response = request_within(
+                agent,
+                "PUT",
+                f"/v1/weights/{weight_set.direction.value}",
+                self._timeout_s,
+                json=body,
+            )
+        except httpx.ConnectError as error:  # never reached the agent: nothing to find out
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
-        if response.status_code != 200:
-            raise WeightPushError(refusal(agent, response))
+        except httpx.HTTPError as error:
+            self._settle(weight_set, f"agent at {agent.base_url}: {error}")
+            return
+        if response.status_code == 200:
+            return
+        if response.status_code == 409 or response.status_code >= 500:
+            self._settle(weight_set, refusal(agent, response))
+            return
+        raise WeightPushError(refusal(agent, response))
+
+    def _settle(self, weight_set: WeightSet, problem: str) -> None:
+        """After an uncertain outcome, ask the agent what it holds. Our own set means the push
+        landed and only its answer was lost; anything else goes back to the loop with the
+        failure, so that its next push follows the agent's sequence instead of repeating one
+        the agent refuses for ever."""
+        try:
+            held = self.in_force(weight_set.cpe_id, weight_set.direction)
+        except WeightPushError:
+            raise WeightPushError(problem) from None
+        if (
+            held is not None
+            and held.sequence == weight_set.sequence
+            and dict(held.weights) == dict(weight_set.weights)
+        ):
+            return
+        where = f"the agent holds sequence {held.sequence}" if held else "the agent holds none"
+        raise WeightPushError(f"{problem} ({where})", held=held)
 
     def in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         """The set the agent has applied (None if none yet), so a restarted xApp continues its
         sequence numbers and knows which paths are weighted."""
         agent = self._agent(cpe_id, direction)
         try:
-            with agent.client(self._timeout_s) as client:
-                response = client.get(f"/v1/weights/{direction.value}", params={"cpe_id": cpe_id})
+            response = request_within(
+                agent,
+                "GET",
+                f"/v1/weights/{direction.value}",
+                self._timeout_s,
+                params={"cpe_id": cpe_id},
+            )
         except httpx.HTTPError as error:
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
         if response.status_code == 404:

@@ -42,6 +42,7 @@ class _Connection:
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Other E2SM-KPM layouts the node's E2 setup fits, to subscribe in if it cannot read ours.
     untried_layouts: list[KpmVersion] = field(default_factory=list)
+    closed: bool = False
 
 
 class StandaloneE2Termination:
@@ -64,6 +65,9 @@ class StandaloneE2Termination:
         self._connections: dict[str, _Connection] = {}
         self._records: dict[str, SubscriptionRecord] = {}
         self._unconfigured: set[_Connection] = set()  # set up, but not (yet) in the config
+        # A node's earlier connection, still open, that a newer one claiming its name replaced:
+        # if the newer one goes, the earlier one is the node again (an impostor, or a retry).
+        self._superseded: dict[str, _Connection] = {}
         self._instance = 0
         self._changed = threading.Condition(self._lock)
         termination = self
@@ -153,16 +157,34 @@ class StandaloneE2Termination:
         except (ConnectionError, OSError) as error:
             log.info("E2 stream from %s closed: %s", connection.node or "an unknown node", error)
         finally:
-            with self._lock:
-                self._unconfigured.discard(connection)
-            if connection.node is not None:
-                with self._changed:
-                    if self._connections.get(connection.node) is connection:
-                        del self._connections[connection.node]
-                        record = self._records.get(connection.node)
-                        if record is not None and record.status == "active":
-                            self._records[connection.node] = replace(record, status="disconnected")
-                    self._changed.notify_all()
+            self._closed(connection)
+
+    def _closed(self, connection: _Connection) -> None:
+        reinstated: _Connection | None = None
+        with self._changed:
+            connection.closed = True
+            self._unconfigured.discard(connection)
+            name = connection.node
+            if name is not None and self._superseded.get(name) is connection:
+                del self._superseded[name]
+            if name is not None and self._connections.get(name) is connection:
+                del self._connections[name]
+                earlier = self._superseded.pop(name, None)
+                if earlier is not None and not earlier.closed and earlier.setup is not None:
+                    reinstated = earlier
+                else:
+                    record = self._records.get(name)
+                    if record is not None and record.status == "active":
+                        self._records[name] = replace(record, status="disconnected")
+            self._changed.notify_all()
+        if reinstated is not None and reinstated.setup is not None:
+            log.warning(
+                "E2 node %s: the connection that claimed its name closed; the earlier one, "
+                "still open, is the node again",
+                name,
+            )
+            with contextlib.suppress(OSError):
+                self._subscribe(reinstated, reinstated.setup)
 
     def _dispatch(self, connection: _Connection, payload: bytes) -> None:
         node = connection.node or "unknown"
@@ -290,6 +312,10 @@ class StandaloneE2Termination:
         self._processor.set_node(config, version)
         self._check_offer(name, config, function, version)
         with self._changed:
+            earlier = self._connections.get(name)
+            if earlier is not None and earlier is not connection and not earlier.closed:
+                log.warning("E2 node %s: a second connection claims its name", name)
+                self._superseded[name] = earlier
             self._connections[name] = connection
             self._instance = self._instance % 65535 + 1
             record = SubscriptionRecord(

@@ -116,7 +116,13 @@ class SubmgrClient:
             raise SubmgrError(
                 f"submgr refused the subscription: {response.status_code} {response.text}"
             )
-        body = response.json()
+        try:
+            body = response.json()
+        except ValueError:
+            raise SubmgrError(
+                f"submgr answered {response.status_code} with a body that is not JSON: "
+                f"{response.text[:200]!r}"
+            ) from None
         subscription_id = body.get("SubscriptionId") if isinstance(body, dict) else None
         if not subscription_id:
             raise SubmgrError(f"submgr answered without a SubscriptionId: {response.text}")
@@ -212,9 +218,30 @@ class SubscriptionManager:
             self._store.delete_subscription(record.node)
         return removed
 
-    def subscribe_all(self) -> dict[str, SubscriptionRecord]:
-        for node in self._settings.nodes:
-            self.subscribe(node.node)
+    def subscribe_all(
+        self, on_done: Callable[[SubscriptionRecord], None] | None = None
+    ) -> dict[str, SubscriptionRecord]:
+        """Subscribe every node, each on its own: one whose E2 connection is down (503,
+        retried until it comes up) or whose answer is broken keeps no other node waiting.
+        ``on_done`` hears each node's outcome as it comes; returns when all are settled."""
+
+        def one(node_name: str) -> None:
+            try:
+                record = self.subscribe(node_name)
+            except Exception:  # one node's surprise must not end the others' subscriptions
+                log.exception("subscribing %s failed", node_name)
+                return
+            if on_done is not None:
+                on_done(record)
+
+        threads = [
+            threading.Thread(target=one, args=(node.node,), name=f"subscribe-{node.node}")
+            for node in self._settings.nodes
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
         return self.records()
 
     def subscribe(self, node_name: str) -> SubscriptionRecord:
