@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.domain import Direction
 
@@ -43,6 +43,14 @@ class AgentConfig(BaseModel):
     probe_server: IPv4Address | None = None  # the proxy's iperf3 server
     max_rules: int = Field(default=64, ge=1, le=1024)
     xapp_url: str | None = None
+
+    @field_validator("listen")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        host, _, port = value.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) <= 65535:
+            raise ValueError(f"expected HOST:PORT with a port in 1..65535, got {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> AgentConfig:

@@ -15,7 +15,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from models.runtime import OnnxCapacityModel
+from models.data import DataError
+from models.runtime import ModelError, OnnxCapacityModel
 from models.train import Metrics, metrics, usable_rows
 
 
@@ -38,7 +39,18 @@ class Evaluation:
 
 def evaluate(model: OnnxCapacityModel, frame: pd.DataFrame) -> Evaluation:
     features, y, groups, _ = usable_rows(frame, model.access)
+    if len(y) == 0:
+        raise DataError(
+            f"no usable rows for {model.access}: every row lacks a finite capacity target or "
+            "a feature the model needs"
+        )
     prediction = model.predict(features)
+    if prediction.crossed_share > 0.5:
+        raise ModelError(
+            f"{model.card_path}: the lower model is above the upper one on "
+            f"{prediction.crossed_share:.0%} of the rows; the card's lower and upper files look "
+            "swapped"
+        )
     estimate = prediction.estimate_mbps.astype(np.float64)
     inside = (prediction.lower_mbps <= y) & (y <= prediction.upper_mbps)
     edges = np.quantile(y, [0, 1 / 3, 2 / 3, 1]) if len(y) else np.zeros(4)

@@ -30,6 +30,9 @@ class Prediction:
     estimate_mbps: npt.NDArray[np.float32]
     lower_mbps: npt.NDArray[np.float32]
     upper_mbps: npt.NDArray[np.float32]
+    # Rows where the lower model said more than the upper one (before the two were put around
+    # the estimate): most of them means the card swapped the two files.
+    crossed_share: float = 0.0
 
 
 class OnnxCapacityModel:
@@ -40,8 +43,14 @@ class OnnxCapacityModel:
             self.card = json.loads(card_path.read_text())
         except (OSError, ValueError) as error:
             raise ModelError(f"{card_path}: cannot read the model card: {error}") from error
-        self.access = str(self.card["access"])
-        names = [f["name"] for f in self.card["features"]]
+        try:
+            self.access = str(self.card["access"])
+            names = [f["name"] for f in self.card["features"]]
+        except (KeyError, TypeError) as error:
+            raise ModelError(
+                f"{card_path}: not a model card (it needs access, features[].name and onnx; "
+                f"missing or malformed: {error})"
+            ) from None
         if names != feature_names(self.access):
             raise ModelError(
                 f"{card_path}: the card's features differ from models/features.py; retrain"
@@ -93,6 +102,7 @@ class OnnxCapacityModel:
                     f"({float(result.min()):.1f} Mbit/s)"
                 )
             out[part] = np.maximum(result, 0.0)
+        crossed = float(np.mean(out["lower"] > out["upper"])) if len(batch) else 0.0
         lower = np.minimum(out["lower"], out["estimate"])
         upper = np.maximum(out["upper"], out["estimate"])
-        return Prediction(out["estimate"], lower, upper)
+        return Prediction(out["estimate"], lower, upper, crossed)

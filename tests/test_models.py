@@ -14,7 +14,7 @@ import pytest
 
 from models.data import DataError, load
 from models.features import GROUP, THROUGHPUT, TIME, build_features, feature_names
-from models.runtime import ModelError, OnnxCapacityModel
+from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
 from models.train import TrainingError, train
 
 RACA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "raca5g-download"
@@ -200,3 +200,40 @@ def test_shipped_models_load_and_predict(access: str) -> None:
     assert np.all(prediction.estimate_mbps <= prediction.upper_mbps)
     for part in model.card["onnx"].values():
         assert part["parity_worst_relative"] <= model.card["parity_rtol"]
+
+
+def test_eval_notices_swapped_bounds_and_data_without_targets(tmp_path: Path) -> None:
+    """Before: the shipped model with its lower/upper files swapped gave "coverage 1.7 %",
+    and NaN targets "0 rows, R² nan", both with exit 0."""
+    for item in SHIPPED.glob("nr.*"):
+        shutil.copy(item, tmp_path / item.name)
+    card = json.loads((tmp_path / "nr.card.json").read_text())
+    card["onnx"]["lower"], card["onnx"]["upper"] = card["onnx"]["upper"], card["onnx"]["lower"]
+    (tmp_path / "nr.card.json").write_text(json.dumps(card))
+    data = RACA / "driving" / "B_2019.12.16_07.22.43.csv"
+    swapped = evaluate_cli(tmp_path / "nr.card.json", data)
+    assert swapped.returncode == 2
+    assert "look swapped" in swapped.stderr
+    no_targets = tmp_path / "nan.csv"
+    frame = pd.read_csv(data)
+    frame["DL_bitrate"] = float("nan")
+    frame.to_csv(no_targets, index=False)
+    empty = evaluate_cli(SHIPPED / "nr.card.json", no_targets)
+    assert empty.returncode == 2
+    assert "no usable rows" in empty.stderr
+
+
+def test_a_malformed_card_is_named(tmp_path: Path) -> None:
+    for bad in ({"features": []}, ["a", "list"], {"access": "nr", "features": [1, 2]}):
+        (tmp_path / "nr.card.json").write_text(json.dumps(bad))
+        with pytest.raises(ModelError, match="not a model card"):
+            OnnxCapacityModel(tmp_path / "nr.card.json")
+
+
+def evaluate_cli(card: Path, data: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "atsss", "train", "eval", "--model", str(card), "--data", str(data)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -37,8 +38,9 @@ def weights(
             parsed[name.strip()] = float(value)
         except ValueError:
             fail(f"capacities: {item!r} is not ACCESS=MBPS (e.g. nr=342)")
-        if not sep or not name.strip() or parsed[name.strip()] < 0:
-            fail(f"capacities: {item!r} is not ACCESS=MBPS with MBPS ≥ 0")
+        mbps = parsed[name.strip()]
+        if not sep or not name.strip() or not math.isfinite(mbps) or mbps < 0:
+            fail(f"capacities: {item!r} is not ACCESS=MBPS with a finite MBPS ≥ 0")
     if not 1 <= max_weight <= 255:
         fail(f"--max-weight must be in 1..255, got {max_weight}")
     caps = list(parsed.values())
@@ -112,9 +114,11 @@ def xapp_run(
         loaded = load_scenario(scenario)
     except ScenarioError as error:
         fail(str(error))
-    host, _, port = listen.rpartition(":")
-    if not host or not port.isdigit():
-        fail(f"--listen is HOST:PORT, got {listen!r}")
+    host, port = _host_port("--listen", listen)
+    if not 1 <= period_ms <= 3_600_000:
+        fail(f"--period-ms must be in 1..3600000, got {period_ms}")
+    if samples is not None and not samples.parent.is_dir():
+        fail(f"--samples: no directory {samples.parent}")
     control = (
         _live_control(
             loaded,
@@ -158,14 +162,18 @@ def xapp_run(
         )
 
     try:
+        out_file = samples.open("w") if samples is not None else None
+    except OSError as error:
+        fail(f"--samples: cannot write {samples}: {error.strerror or error}")
+    try:
         with contextlib.ExitStack() as stack:
-            out = stack.enter_context(samples.open("w")) if samples is not None else None
+            out = stack.enter_context(out_file) if out_file is not None else None
             if control is not None:
                 stack.callback(control.stop)
             stats = run_standalone(
                 loaded,
                 host,
-                int(port),
+                port,
                 duration,
                 out,
                 period_ms,
