@@ -7,6 +7,7 @@ from their annotations at run time, and these refer to names local to `create_ap
 import hmac
 import logging
 import subprocess
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,6 +54,9 @@ def read_token(path: Path | None) -> str | None:
 
 def create_app(service: WeightService, token: str | None) -> FastAPI:
     app = FastAPI(title="atsss agent", version="0.1.0")
+    # Tells this run of the agent from the previous one: an xApp seeing it change knows the
+    # agent restarted and checks that it holds what it should.
+    instance = uuid.uuid4().hex
     app.add_middleware(RequestGuard, token=token)
     bearer = HTTPBearer(auto_error=False)
     config = service.config
@@ -87,6 +91,7 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             "backend": service.backend.name,
             "lever": service.backend.lever,
             "directions": sorted(d.value for d in service.directions),
+            "instance": instance,
         }
 
     @app.put("/v1/weights/{direction}")

@@ -96,3 +96,34 @@ def test_prepare_waits_for_an_agent_that_comes_up_later(tmp_path: Path) -> None:
     assert result.get("levers") == {url: "weights"}, result
     assert f"agent at {url}" in waits[0]
     assert "retrying for up to" in waits[0]
+
+
+def test_an_agent_restarted_without_its_state_is_refilled(tmp_path: Path) -> None:
+    """Before: the loop pushes only when it expects a gain, so a restarted agent that had lost
+    its state file held nothing for good."""
+    config, port = write_config(tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    cpes = e2_cpes(load_scenario("paper-static"))
+    settings = LiveSettings(
+        cpe_agents={}, proxy_agent=AgentEndpoint(url, TOKEN), directions=(Direction.DOWNLINK,)
+    )
+    control = LiveControl(cpes, settings)
+    try:
+        with agent(config, port) as client:
+            assert put(client, {"nr": 28, "wifi": 99, "lifi": 1}, 5).status_code == 200
+            control.prepare()
+            control.step(0.0)  # notes the agent's run
+        (tmp_path / "state.json").unlink()
+        with agent(config, port) as client:
+            assert client.get("/v1/weights/downlink", params={"cpe_id": "cpe-1"}).status_code == 404
+            control.step(10.0)
+            held = client.get("/v1/weights/downlink", params={"cpe_id": "cpe-1"})
+            assert held.status_code == 200, held.text
+            applied = held.json()["applied"]
+            assert applied["weights"] == {"nr": 28, "wifi": 99, "lifi": 1}
+            assert applied["sequence"] == 6
+            assert control.refills == 1
+            control.step(20.0)  # same run: nothing more
+            assert control.refills == 1
+    finally:
+        control.stop()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 import httpx
 
 from core.domain import Cpe, Direction, KpiSample, WeightSet
-from xapp.adapters.agent_http import AgentEndpoint, refusal
+from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink
 from xapp.adapters.memory_store import MemoryStateStore
@@ -52,6 +52,8 @@ class AgentUnreachableError(LiveSetupError):
 
 # Waiting for an agent: the first retry after this, doubling up to the cap.
 FIRST_RETRY_S = 0.5
+# How often the agents are asked whether they restarted (one health request each).
+REFILL_CHECK_S = 5.0
 MAX_RETRY_S = 5.0
 
 
@@ -117,6 +119,10 @@ class LiveControl:
         # The outcome of the latest decision per CPE and direction that did something.
         self.last_push: dict[tuple[str, Direction], dict[str, object]] = {}
         self.levers: dict[str, str] = {}
+        # Each agent's run (its health's "instance"), to notice restarts; when to look next.
+        self._agent_instances: dict[str, str] = {}
+        self._next_refill_check_s = 0.0
+        self.refills = 0
 
     def add_samples(self, samples: Sequence[KpiSample]) -> None:
         """Called by the E2 transport's threads."""
@@ -193,6 +199,9 @@ class LiveControl:
             if [c.cpe_id for c in chosen] != self._stepping:
                 self._loop.set_cpes(chosen)
                 self._stepping = [c.cpe_id for c in chosen]
+        if now_s >= self._next_refill_check_s:
+            self._next_refill_check_s = now_s + REFILL_CHECK_S
+            self._refill_restarted_agents()
         started = time.perf_counter()
         outcomes = self._loop.step(now_s)
         self.on_step(time.perf_counter() - started, outcomes)
@@ -213,6 +222,48 @@ class LiveControl:
             elif outcome.reason.startswith("push failed"):
                 self.push_failures += 1
         return outcomes
+
+    def _refill_restarted_agents(self) -> None:
+        """An agent that restarted without its state holds nothing, and the loop pushes only
+        when it expects a gain: so when an agent's run changes, what it should hold is checked
+        and pushed again where it differs (with the next sequence number)."""
+        for url, agent in self._agents().items():
+            instance = _instance(agent)
+            if instance is None:
+                continue
+            previous = self._agent_instances.get(url)
+            self._agent_instances[url] = instance
+            if previous is None or previous == instance:
+                continue
+            log.warning("agent at %s restarted; checking the weights it holds", url)
+            for cpe in self.cpes:
+                for direction in self.settings.directions:
+                    endpoint = self.sink.endpoint(cpe.cpe_id, direction)
+                    if endpoint is not None and endpoint.base_url == url:
+                        self._refill(cpe.cpe_id, direction)
+
+    def _refill(self, cpe_id: str, direction: Direction) -> None:
+        wanted = self.store.load_weights(cpe_id, direction)
+        if wanted is None:
+            return
+        try:
+            held = self.sink.in_force(cpe_id, direction)
+            if held is not None and dict(held.weights) == dict(wanted.weights):
+                return
+            sequence = max(wanted.sequence, held.sequence if held else 0) + 1
+            again = replace(wanted, sequence=sequence, reason="the agent restarted: pushed again")
+            self.sink.push(again)
+        except WeightPushError as error:
+            log.warning("could not refill %s %s: %s", cpe_id, direction.value, error)
+            return
+        self.store.save_weights(again)
+        self.refills += 1
+        log.info(
+            "pushed %s %s %s again to its restarted agent",
+            cpe_id,
+            direction.value,
+            dict(again.weights),
+        )
 
     def _remember(self, outcome: StepOutcome, now_s: float) -> None:
         key = (outcome.cpe_id, outcome.direction)
@@ -287,6 +338,16 @@ def _lever_when_up(agent: AgentEndpoint, deadline: float, on_wait: Callable[[str
             on_wait(f"{error}; retrying for up to {left_s:.0f} s more")
             time.sleep(min(retry_s, left_s))
             retry_s = min(2 * retry_s, MAX_RETRY_S)
+
+
+def _instance(agent: AgentEndpoint) -> str | None:
+    """The agent's run as its health says, None when it does not answer now."""
+    try:
+        response = request_within(agent, "GET", "/v1/health", 1.0)
+        instance = response.json().get("instance") if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return None
+    return str(instance) if instance else None
 
 
 def _lever(agent: AgentEndpoint) -> str:
