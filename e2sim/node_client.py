@@ -130,6 +130,13 @@ class E2NodeClient:
         with self._send_lock:
             send_frame(self._sock, payload)
 
+    def send_raw_bytes(self, data: bytes) -> None:
+        """Bytes as they are, framing included or not (to test a termination's defences)."""
+        if self._sock is None:
+            raise RuntimeError("not connected")
+        with self._send_lock:
+            self._sock.sendall(data)
+
     def close(self) -> None:
         if self._sock is not None:
             with contextlib.suppress(OSError):

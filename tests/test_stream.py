@@ -20,7 +20,7 @@ from kpm.versions import STANDARD_VERSIONS, KpmVersion
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.e2.config import E2NodeConfig, E2Settings
 from xapp.e2.indications import IndicationProcessor
-from xapp.e2.stream import StandaloneE2Termination
+from xapp.e2.stream import StandaloneE2Termination, StreamLimits
 
 NODE = e2_node_name(b"\x00\xf1\x10", 1)
 NAMES = ("DRB.UEThpDl", "DRB.UEThpUl")
@@ -241,3 +241,79 @@ def test_a_connection_claiming_a_nodes_name_and_closing_leaves_the_node_subscrib
         assert collected.wait(1)[0].throughput_mbps == pytest.approx(7.0)
     finally:
         real.close()
+
+
+@pytest.fixture
+def guarded() -> Iterator[Running]:
+    settings = E2Settings(nodes=(E2NodeConfig(node=NODE, access="nr", measurements=NAMES),))
+    cpes = [Cpe("cpe-1", {"nr": AccessIdentity("nr", e2_node_id=NODE, ue_id="gnb-du:7")})]
+    processor = IndicationProcessor(cpes)
+    collected = Collected()
+    store = MemoryStateStore()
+    limits = StreamLimits(max_connections=4, setup_timeout_s=1.0, frame_deadline_s=1.0)
+    server = StandaloneE2Termination(settings, processor, collected.add, store, limits=limits)
+    server.start()
+    yield server, collected, processor, store
+    server.stop()
+
+
+def closed_by_peer(sock: socket.socket, within_s: float = 10.0) -> bool:
+    sock.settimeout(within_s)
+    try:
+        return sock.recv(1) == b""
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+
+
+def test_peers_that_stall_or_never_set_up_are_dropped(guarded: Running) -> None:
+    """Before: no read deadline and no setup deadline; each such peer held a thread for ever."""
+    server, _, _, _ = guarded
+    stalled = socket.create_connection(server.address)
+    stalled.sendall((1_000_000).to_bytes(4, "big") + b"0123456789")
+    silent = socket.create_connection(server.address)
+    try:
+        assert closed_by_peer(stalled)
+        assert closed_by_peer(silent)
+    finally:
+        stalled.close()
+        silent.close()
+
+
+def test_connections_beyond_the_cap_are_closed_and_good_nodes_get_in_later(
+    guarded: Running,
+) -> None:
+    server, _, _, _ = guarded
+    hogs = [socket.create_connection(server.address) for _ in range(4)]
+    try:
+        time.sleep(0.2)  # let the server take them in
+        extra = socket.create_connection(server.address)
+        assert closed_by_peer(extra, 5)
+        extra.close()
+        for hog in hogs:
+            assert closed_by_peer(hog)  # the setup deadline frees their slots
+        node = E2NodeClient(server.address, 1, NAMES)
+        node.connect()
+        try:
+            assert node.wait_subscribed() is not None
+        finally:
+            node.close()
+    finally:
+        for hog in hogs:
+            hog.close()
+
+
+def test_a_set_up_node_stalling_inside_a_frame_is_dropped(guarded: Running) -> None:
+    """A node may stay silent between frames once set up, but not inside one."""
+    server, _, _, _ = guarded
+    node = E2NodeClient(server.address, 1, NAMES)
+    node.connect()
+    try:
+        assert node.wait_subscribed() is not None
+        time.sleep(1.5)  # silent longer than the setup deadline: still connected
+        assert server.records()[NODE].status == "active"
+        node.send_raw_bytes((100_000).to_bytes(4, "big") + b"partial")
+        assert server.wait_for(lambda r: r[NODE].status == "disconnected", 10)
+    finally:
+        node.close()

@@ -45,6 +45,16 @@ class _Connection:
     closed: bool = False
 
 
+@dataclass(frozen=True)
+class StreamLimits:
+    """What one peer may hold of the termination: a connection slot, a thread, a frame."""
+
+    max_connections: int = 64  # open at once; more are closed at once (an E2 node needs one)
+    backlog: int = 128  # connections waiting to be accepted
+    setup_timeout_s: float = 30.0  # to send E2 setup after connecting
+    frame_deadline_s: float = 30.0  # for a frame, once begun, to arrive in full
+
+
 class StandaloneE2Termination:
     """Accepts E2 nodes on a TCP port and subscribes each configured one."""
 
@@ -56,8 +66,12 @@ class StandaloneE2Termination:
         store: SubscriptionStore,
         host: str = "127.0.0.1",
         port: int = 0,
+        limits: StreamLimits | None = None,
     ) -> None:
         self._settings = settings
+        self._limits = limits or StreamLimits()
+        self._open = 0  # connections being served
+        self._refused_logged = False
         self._processor = processor
         self._on_samples = on_samples
         self._store = store
@@ -81,6 +95,7 @@ class StandaloneE2Termination:
         )
         self._server.allow_reuse_address = True
         self._server.daemon_threads = True
+        self._server.request_queue_size = self._limits.backlog
         self._server.server_bind()
         self._server.server_activate()
         self._thread: threading.Thread | None = None
@@ -141,10 +156,32 @@ class StandaloneE2Termination:
                     connection.sock.shutdown(socket.SHUT_RDWR)
 
     def _serve(self, sock: socket.socket) -> None:
+        with self._lock:
+            full = self._open >= self._limits.max_connections
+            if not full:
+                self._open += 1
+        if full:
+            if not self._refused_logged:
+                self._refused_logged = True
+                log.warning(
+                    "E2 stream: %d connections open, the most allowed; refusing more",
+                    self._limits.max_connections,
+                )
+            sock.close()
+            return
+        try:
+            self._serve_counted(sock)
+        finally:
+            with self._lock:
+                self._open -= 1
+
+    def _serve_counted(self, sock: socket.socket) -> None:
         connection = _Connection(sock)
+        # Until its E2 setup a peer is nobody: it gets a short while to send one.
+        sock.settimeout(self._limits.setup_timeout_s)
         try:
             while True:
-                payload = recv_frame(sock)
+                payload = recv_frame(sock, self._limits.frame_deadline_s)
                 if payload is None:
                     break
                 try:
@@ -154,6 +191,8 @@ class StandaloneE2Termination:
                 except Exception as error:  # one bad message must not end the association
                     log.exception("E2 stream from %s: message not handled", connection.node)
                     self._processor.reject(connection.node or "unknown", "internal", repr(error))
+                if connection.setup is not None and sock.gettimeout() is not None:
+                    sock.settimeout(None)  # a node set up may stay silent until subscribed
         except (ConnectionError, OSError) as error:
             log.info("E2 stream from %s closed: %s", connection.node or "an unknown node", error)
         finally:
