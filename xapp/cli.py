@@ -105,7 +105,8 @@ def xapp_run(
     ] = 0.0,
 ) -> None:
     """Standalone mode: accept E2 nodes (e.g. `atsss e2sim run`), subscribe, decode their KPIs,
-    and with `--agent` run the control loop that keeps the agents' weights right."""
+    and with `--agent` run the control loop that keeps the agents' weights right. State goes
+    to SDL when DBAAS_SERVICE_HOST/PORT name one, else it stays in memory."""
     from core.scenario.load import ScenarioError, load_scenario
     from xapp.live import LiveSetupError
     from xapp.standalone import ReceivedStats, run_standalone
@@ -244,7 +245,18 @@ def _live_control(
         period_s=period_ms / 1000,
         estimator=EstimatorSettings(mode=estimator),
     )
-    return LiveControl(cpes, settings)
+    from xapp.adapters.sdl_store import SdlUnavailableError
+    from xapp.service import make_store
+
+    # As `xapp serve`: SDL when DBAAS_SERVICE_HOST names one (weights in force, overrides,
+    # probe records for `xapp export-dataset`), memory otherwise.
+    try:
+        store, in_sdl = make_store("atsss")
+        if in_sdl:
+            store.check()  # type: ignore[attr-defined]
+    except SdlUnavailableError as error:
+        fail(str(error))
+    return LiveControl(cpes, settings, store=store)
 
 
 @xapp_app.command("export-dataset")
@@ -255,16 +267,19 @@ def xapp_export_dataset(
     """Write the probe results the xApp stored in SDL, each with the KPIs of its moment, as a
     training dataset for `atsss train --data` (SDL found through DBAAS_SERVICE_HOST/PORT)."""
     from xapp.adapters.probe_records import write_dataset
-    from xapp.adapters.sdl_store import SdlStateStore
+    from xapp.adapters.sdl_store import SdlStateStore, SdlUnavailableError
 
     try:
         store = SdlStateStore(namespace=namespace)
-    except Exception as error:  # ricsdl raises its own types when Redis is unreachable
-        fail(f"cannot reach SDL (DBAAS_SERVICE_HOST/PORT): {error}")
-    try:
-        records = store.load_probe_records()
-    finally:
-        store.close()
+        try:
+            store.check()
+            records = store.load_probe_records()
+        finally:
+            store.close()
+    except SdlUnavailableError as error:
+        fail(str(error))
+    except Exception as error:  # ricsdl's own error types, after the check passed
+        fail(f"SDL: {error}")
     if not records:
         fail(f"no probe records in SDL namespace {namespace!r}")
     labelled = write_dataset(records, out_file)

@@ -7,6 +7,7 @@ O-RAN SC RIC does. Values are JSON, one key per CPE and direction, under our own
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -26,14 +27,42 @@ from xapp.adapters.probe_records import record_from_json, record_to_json
 NAMESPACE = "atsss"
 
 
+# ricsdl opens its Redis connections without timeouts: a Redis that stops answering (or a
+# DBAAS address that is not Redis) would hang a call for ever. Every SDL call gets these.
+SDL_TIMEOUT_S = 3.0
+
+
+class SdlUnavailableError(RuntimeError):
+    """SDL cannot be reached or did not answer in time."""
+
+
 class SdlStateStore:
-    def __init__(self, storage: Any | None = None, namespace: str = NAMESPACE) -> None:
+    def __init__(
+        self,
+        storage: Any | None = None,
+        namespace: str = NAMESPACE,
+        timeout_s: float = SDL_TIMEOUT_S,
+    ) -> None:
         if storage is None:
             from ricsdl.syncstorage import SyncStorage  # reads DBAAS_SERVICE_* when created
 
-            storage = SyncStorage()
+            try:
+                storage = SyncStorage()
+            except Exception as error:  # ricsdl raises its own types for a bad configuration
+                raise SdlUnavailableError(f"cannot set up SDL: {error}") from error
+            _bound_calls(storage, timeout_s)
         self._sdl = storage
         self._ns = namespace
+
+    def check(self) -> None:
+        """One round trip to SDL; SdlUnavailableError naming the address when it fails."""
+        try:
+            self._sdl.is_active()
+            self._sdl.get(self._ns, {"atsss-probe"})
+        except Exception as error:  # ricsdl wraps redis' errors in its own types
+            host = os.environ.get("DBAAS_SERVICE_HOST", "(DBAAS_SERVICE_HOST unset)")
+            port = os.environ.get("DBAAS_SERVICE_PORT", "(DBAAS_SERVICE_PORT unset)")
+            raise SdlUnavailableError(f"cannot reach SDL at {host}:{port}: {error}") from error
 
     def close(self) -> None:
         self._sdl.close()
@@ -103,6 +132,15 @@ class SdlStateStore:
 
     def _set(self, key: str, value: Mapping[str, Any]) -> None:
         self._sdl.set(self._ns, {key: json.dumps(value, sort_keys=True).encode()})
+
+
+def _bound_calls(storage: Any, timeout_s: float) -> None:
+    """Give ricsdl's Redis connections a connect and a read timeout (ricsdl 3.x keeps its
+    backend and clients in private attributes; the version is pinned in pyproject.toml)."""
+    backend = getattr(storage, "_SyncStorage__dbbackend", None)
+    for connection in getattr(backend, "clients", []):
+        pool = connection.redis_client.connection_pool
+        pool.connection_kwargs.update(socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
 
 
 def weight_set_to_json(weight_set: WeightSet) -> dict[str, Any]:
