@@ -160,6 +160,14 @@ class PolicySettings(_Strict):
     )
 
 
+# With mainline MPTCP the CPE's backup flags are the one lever for both directions (MP_PRIO
+# carries them to the proxy): one set steers both, so only one direction can be controlled.
+ONE_LEVER_FOR_BOTH = (
+    "with downlink_via_cpe (mainline MPTCP), the CPE's backup flags steer both directions at "
+    "once; control one of them (directions: [downlink] or [uplink])"
+)
+
+
 class Deployment(_Strict):
     """The whole configuration (the descriptor's ``controls``)."""
 
@@ -176,6 +184,8 @@ class Deployment(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Deployment:
+        if self.agents.downlink_via_cpe and len(set(self.directions)) > 1:
+            raise ValueError(f"directions: {ONE_LEVER_FOR_BOTH}")
         names = [n.name for n in self.e2.nodes]
         if len(set(names)) != len(names):
             raise ValueError(f"e2.nodes: a node name appears twice ({_first_repeat(names)})")

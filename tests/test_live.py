@@ -7,6 +7,8 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from core.domain import Direction
 from core.scenario.e2_identities import e2_cpes
 from core.scenario.load import load_scenario
@@ -127,3 +129,21 @@ def test_an_agent_restarted_without_its_state_is_refilled(tmp_path: Path) -> Non
             assert control.refills == 1
     finally:
         control.stop()
+
+
+def test_one_mainline_lever_cannot_be_given_two_directions() -> None:
+    """Before: both directions went to the CPE's agent, which keeps one sequence per CPE, and
+    every uplink push was refused with 409."""
+    both = run("--agent", "cpe-1=http://127.0.0.1:1", "--downlink-via-cpe", "--duration", "1")
+    assert both.returncode == 2
+    assert "steer both directions at once" in both.stderr
+    from core.deployment import Deployment
+
+    with pytest.raises(ValueError, match="steer both directions at once"):
+        Deployment.model_validate(
+            {
+                "e2": {"nodes": [{"name": "g", "access": "nr", "measurements": ["DRB.UEThpDl"]}]},
+                "cpes": [{"id": "c", "accesses": {"nr": {"ue_id": "gnb-du:1"}}}],
+                "agents": {"downlink_via_cpe": True},
+            }
+        )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 import httpx
 
+from core.deployment import ONE_LEVER_FOR_BOTH
 from core.domain import Cpe, Direction, KpiSample, WeightSet
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
@@ -152,6 +153,8 @@ class LiveControl:
 
         An agent that does not answer is retried for up to ``wait_s`` (in a RIC the agents
         may come up after the xApp); one that answers with a refusal fails at once."""
+        if self.settings.downlink_via_cpe and len(set(self.settings.directions)) > 1:
+            raise LiveSetupError(ONE_LEVER_FOR_BOTH)
         deadline = time.monotonic() + wait_s
         levers = {
             url: _lever_when_up(agent, deadline, on_wait) for url, agent in self._agents().items()
