@@ -224,7 +224,8 @@ def test_eval_notices_swapped_bounds_and_data_without_targets(tmp_path: Path) ->
 
 
 def test_a_malformed_card_is_named(tmp_path: Path) -> None:
-    for bad in ({"features": []}, ["a", "list"], {"access": "nr", "features": [1, 2]}):
+    malformed: list[object] = [{"features": []}, ["a", "list"], {"access": "nr", "features": [1]}]
+    for bad in malformed:
         (tmp_path / "nr.card.json").write_text(json.dumps(bad))
         with pytest.raises(ModelError, match="not a model card"):
             OnnxCapacityModel(tmp_path / "nr.card.json")
