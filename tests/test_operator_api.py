@@ -170,6 +170,13 @@ def test_overrides_roles_audit_and_durability(tmp_path: Path) -> None:
                 restart_redis()
             with api(second) as alice:
                 wait_until(lambda: alice.get("/v1/overrides").status_code == 200, 20, "the API")
+                # The nodes reconnect to the restarted xApp at their own pace; the 3 s override
+                # below must not expire before the loop hears from them again.
+                wait_until(
+                    lambda: all(n["reporting"] for n in alice.get("/v1/nodes").json()),
+                    20,
+                    "the nodes reporting to the restarted xApp",
+                )
                 kept = alice.get("/v1/overrides").json()
                 assert [o["id"] for o in kept] == [pinned["id"]]
                 expiring = {
