@@ -85,6 +85,13 @@ def bench_loop(
         int, typer.Option(help="From a report to new weights in the kernel.")
     ] = 100,
     step_ms: Annotated[int, typer.Option(help="Simulation time step.")] = 100,
+    agent_reaction_ms: Annotated[
+        int | None,
+        typer.Option(
+            help="The CPE agents react to carrier loss themselves after this long (weight 0, "
+            "restored when the carrier is back); off when not given."
+        ),
+    ] = None,
     noise: Annotated[
         float, typer.Option(help="Relative error (1 sigma) of the oracle-noise estimator.")
     ] = 0.05,
@@ -130,6 +137,7 @@ def bench_loop(
             min_gain=min_gain,
             policy=PolicyConfig(max_weight=max_weight),
             contenders=contenders,
+            agent_reaction_s=None if agent_reaction_ms is None else agent_reaction_ms / 1000,
         )
         loaded = [load_scenario(name) for name in names]
     except (ScenarioError, ValueError) as error:

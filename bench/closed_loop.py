@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from bench.agent_reaction import AgentReaction
 from bench.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
 from bench.contenders import (
     Contender,
@@ -67,6 +68,8 @@ class LoopSettings:
     trace_cpe: int = 0
     # Weights in force at the start for the controlled contenders (default: the kernel's 1 each)
     initial_weights: dict[str, int] | None = None
+    # The CPE agents' local reaction to carrier loss (bench/agent_reaction.py); None: none.
+    agent_reaction_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.step_s <= 0:
@@ -266,7 +269,7 @@ def _make_contender(
     estimator, prober = _make_estimator(
         estimator_name or settings.estimators[0], settings, truth, scenario.seed, store
     )
-    return ControlledContender(
+    controlled = ControlledContender(
         name,
         scenario,
         truth,
@@ -280,6 +283,15 @@ def _make_contender(
         prober=prober,
         store=store,
         initial_weights=settings.initial_weights,
+    )
+    if settings.agent_reaction_s is None:
+        return controlled
+    return AgentReaction(
+        controlled,
+        truth,
+        settings.agent_reaction_s,
+        settings.reporting_period_s,
+        settings.control_delay_s,
     )
 
 

@@ -155,3 +155,28 @@ def test_bench_policy_prints_decision_rates() -> None:
     assert "policy optimal" in run.stdout
     assert "per second" in run.stdout
     assert run_cli("bench", "policy", "--cpes", "0").returncode == 2
+
+
+def test_the_agents_local_reaction_bridges_the_wait_for_the_next_report() -> None:
+    """The agent zeroes a path that lost carrier and gives it back its weight when the carrier
+    returns, without waiting for the xApp's next report."""
+    scenario = load_scenario("paper-interruption")
+    base = LoopSettings(estimators=("oracle-noise",), contenders=("optimal", "oracle"))
+    without = evaluate(scenario, base).result("optimal")
+    with_agent_report = evaluate(scenario, replace(base, agent_reaction_s=0.1))
+    with_agent = with_agent_report.result("optimal")
+    assert with_agent.efficiency > without.efficiency
+    assert with_agent.reconvergence.mean_s is not None
+    assert without.reconvergence.mean_s is not None
+    assert with_agent.reconvergence.mean_s < without.reconvergence.mean_s / 2
+    trace = with_agent_report.trace
+    wifi = trace.accesses.index("wifi")
+    returns = [
+        k
+        for k in range(1, len(trace.times_s))
+        if trace.capacity_mbps[k, wifi] > 0 and trace.capacity_mbps[k - 1, wifi] == 0
+    ]
+    later = [k for k in returns if trace.times_s[k] > 10]  # wifi was up before: a weight to restore
+    assert later
+    for k in later:
+        assert trace.weights["optimal"][k + 1, wifi] > 0  # 0.1 s after the carrier came back
