@@ -271,6 +271,49 @@ def bench_e2(
     out.print(table)
 
 
+@bench_app.command("xapp")
+def bench_xapp(
+    cpes: Annotated[list[int] | None, typer.Option(help="CPEs (× 3 accesses); repeatable.")] = None,
+    periods: Annotated[int, typer.Option(help="Reporting periods to run.")] = 2,
+    period_ms: Annotated[int, typer.Option(help="Reporting period.")] = 1000,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """The xApp's processing path without the network: per-UE E2SM-KPM indications from the
+    simulator decoded into samples, then a decision per CPE and direction, one core. Prints
+    throughput, p50/p99 latencies, the cores a replica needs at the period, memory per CPE."""
+    import dataclasses
+
+    from bench.xapp_bench import run_xapp_bench
+
+    counts = cpes or [100, 1000, 10000]
+    if periods < 1 or period_ms < 1 or any(not 1 <= c <= 10_000 for c in counts):
+        fail("--periods and --period-ms must be ≥ 1, --cpes in 1..10000")
+    rows = []
+    for count in counts:
+        err.print(f"{count} CPEs: encoding {periods} periods of indications, then processing…")
+        rows.append(run_xapp_bench(count, periods, period_ms / 1000))
+    if as_json:
+        typer.echo(json.dumps([dataclasses.asdict(r) for r in rows]))
+        return
+    table = Table(
+        "CPEs", "indications", "UE reports/s", "decode p50/p99 ms", "decisions/s",
+        "decision p50/p99 ms", "busy s/period", "cores", "KiB/CPE",
+    )  # fmt: skip
+    for r in rows:
+        table.add_row(
+            f"{r.cpes:,}",
+            str(r.indications),
+            f"{r.ue_reports_per_s:,.0f}",
+            f"{r.decode_p50_ms:.1f}/{r.decode_p99_ms:.1f}",
+            f"{r.decisions_per_s:,.0f}",
+            f"{r.decision_p50_ms:.2f}/{r.decision_p99_ms:.2f}",
+            f"{r.period_busy_s:.2f}",
+            f"{r.cores_needed:.2f}",
+            f"{r.resident_kib_per_cpe:.1f}",
+        )
+    out.print(table)
+
+
 @bench_app.command("e2sim")
 def bench_e2sim(
     scenario: Annotated[str, typer.Option(help="Scenario file or shipped name.")] = "many-cpes",

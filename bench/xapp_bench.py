@@ -1,0 +1,189 @@
+"""`atsss bench xapp`: the xApp's processing path without the network, at a given number of CPEs.
+
+E2SM-KPM per-UE indications (Format 3, at most ``chunk`` UEs each, as the simulator's nodes
+send them) are encoded beforehand from the simulator's own reports for a scaled `many-cpes`
+site; then, for every reporting period, they are decoded into KPI samples and the control loop
+decides for every CPE and direction (KPI estimator, optimal policy, pushes to a sink that only
+counts). Figures are per core (one process, one thread), for one replica's budget.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from core.domain import Cpe, Direction, KpiSample, WeightSet
+from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
+from core.scenario.load import load_scenario, parse_scenario
+from core.scenario.model import Scenario
+from e2sim.node import SimulatedNode
+from e2sim.world import SimWorld
+from kpm import e2ap
+from kpm.builders import header
+from kpm.codec import KpmPdu, codec_for
+from kpm.versions import KpmVersion
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.control_loop import ControlLoop
+from xapp.e2.config import E2NodeConfig
+from xapp.e2.indications import IndicationProcessor
+from xapp.estimators.kpi import KpiEstimator
+from xapp.policy.weight_policy import make_policy
+
+VERSION = KpmVersion.V3_00
+
+
+@dataclass(frozen=True)
+class XappBenchRow:
+    cpes: int
+    indications: int  # per period
+    ue_reports_per_s: float  # decoding into samples, one core
+    decode_p50_ms: float  # per indication
+    decode_p99_ms: float
+    decisions_per_s: float  # one per CPE and direction
+    decision_p50_ms: float
+    decision_p99_ms: float
+    period_busy_s: float  # decode + decide, per reporting period
+    cores_needed: float  # period_busy_s / period
+    resident_kib_per_cpe: float
+    pushes: int  # weight sets the loop sent, over all periods
+    decisions: int
+
+
+class _Queue:
+    def __init__(self) -> None:
+        self.samples: list[KpiSample] = []
+
+    def poll(self, now_s: float) -> Sequence[KpiSample]:
+        out, self.samples = self.samples, []
+        return out
+
+
+class _CountingSink:
+    def __init__(self) -> None:
+        self.pushes = 0
+
+    def push(self, weight_set: WeightSet) -> None:
+        self.pushes += 1
+
+
+def scaled_site(cpes: int) -> Scenario:
+    """`many-cpes` with ``cpes`` CPEs."""
+    shipped = load_scenario("many-cpes")
+    document: dict[str, Any] = yaml.safe_load(Path(shipped.source).read_text())
+    document["cpes"][0]["count"] = cpes
+    document["duration_s"] = 30
+    return parse_scenario(document, f"many-cpes × {cpes}")
+
+
+def encoded_periods(
+    scenario: Scenario, periods: int, period_s: float, chunk: int
+) -> list[list[tuple[str, bytes]]]:
+    """Per period, (node, RIC indication PDU) pairs, as the nodes would send them."""
+    world = SimWorld(scenario, period_s)
+    codec = codec_for(VERSION)
+    out = []
+    for tick in range(periods):
+        batch = []
+        for access in world.accesses:
+            truth = world.truth(tick, access)
+            positions = [scenario.cpe_ids.index(c) + 1 for c in truth.cpe_ids]
+            node = SimulatedNode(access, ("127.0.0.1", 9), positions, VERSION)
+            names = DEFAULT_SUBSCRIBED[access]
+            message = node._per_ue_message(names, world.report(truth, tick), int(period_s * 1000))
+            reports = message["indicationMessage-formats"][1]["ueMeasReportList"]
+            head = codec.encode(KpmPdu.HEADER, header(time.time(), VERSION))
+            for start in range(0, len(reports), chunk):
+                part = {
+                    "indicationMessage-formats": (
+                        "indicationMessage-Format3",
+                        {"ueMeasReportList": reports[start : start + chunk]},
+                    )
+                }
+                body = codec.encode(KpmPdu.MESSAGE, part)
+                pdu = e2ap.Indication(e2ap.RicRequestId(1, 1), 2, 1, head, body, tick)
+                batch.append((node_name(access), e2ap.encode(pdu)))
+        out.append(batch)
+    return out
+
+
+def run_xapp_bench(
+    cpes: int, periods: int = 3, period_s: float = 1.0, chunk: int = 1000
+) -> XappBenchRow:
+    scenario = scaled_site(cpes)
+    payloads = encoded_periods(scenario, periods, period_s, chunk)
+    before = _resident_bytes()
+    domain_cpes: list[Cpe] = e2_cpes(scenario)
+    processor = IndicationProcessor(domain_cpes)
+    for access in scenario.access_names:
+        config = E2NodeConfig(
+            node=node_name(access), access=access, measurements=DEFAULT_SUBSCRIBED[access]
+        )
+        processor.set_node(config, VERSION)
+    source = _Queue()
+    sink = _CountingSink()
+    loop = ControlLoop(
+        cpes=domain_cpes,
+        directions=[Direction.DOWNLINK, Direction.UPLINK],
+        source=source,
+        estimator=KpiEstimator(),
+        policy=make_policy("optimal"),
+        sink=sink,
+        store=MemoryStateStore(),
+        warmup_s=0.0,
+    )
+    decision_s: list[float] = []
+    plain_decide = loop._decide
+
+    def timed_decide(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return plain_decide(*args, **kwargs)
+        finally:
+            decision_s.append(time.perf_counter() - started)
+
+    loop._decide = timed_decide  # type: ignore[method-assign]
+    decode_s: list[float] = []
+    reports = 0
+    busy_s: list[float] = []
+    for tick, batch in enumerate(payloads):
+        period_started = time.perf_counter()
+        for node, payload in batch:
+            started = time.perf_counter()
+            samples = processor.handle_payload(node, payload)
+            decode_s.append(time.perf_counter() - started)
+            source.samples.extend(samples)
+        reports += sum(1 for _ in batch)
+        loop.step(tick * period_s + period_s)
+        busy_s.append(time.perf_counter() - period_started)
+    resident = max(0, _resident_bytes() - before)
+    ue_reports = cpes * len(scenario.access_names) * periods
+    decode_total = sum(decode_s)
+    decide_total = sum(decision_s)
+    period_busy = float(np.median(busy_s))
+    return XappBenchRow(
+        cpes=cpes,
+        indications=len(payloads[0]),
+        ue_reports_per_s=ue_reports / decode_total if decode_total else 0.0,
+        decode_p50_ms=1000 * float(np.percentile(decode_s, 50)),
+        decode_p99_ms=1000 * float(np.percentile(decode_s, 99)),
+        decisions_per_s=len(decision_s) / decide_total if decide_total else 0.0,
+        decision_p50_ms=1000 * float(np.percentile(decision_s, 50)),
+        decision_p99_ms=1000 * float(np.percentile(decision_s, 99)),
+        period_busy_s=period_busy,
+        cores_needed=period_busy / period_s,
+        resident_kib_per_cpe=resident / 1024 / cpes,
+        pushes=sink.pushes,
+        decisions=len(decision_s),
+    )
+
+
+def _resident_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

@@ -1,0 +1,60 @@
+"""`atsss bench xapp` runs the real decode and decision path and prints its figures."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from bench.xapp_bench import run_xapp_bench
+
+
+def test_every_cpe_is_decoded_and_decided_for() -> None:
+    row = run_xapp_bench(30, periods=2)
+    assert row.cpes == 30
+    assert row.indications == 3  # one per access, 30 UEs each
+    # Two decisions (downlink, uplink) per CPE and period, all timed; each CPE gets weights
+    # in both directions from the first period's reports.
+    assert row.decisions == 30 * 2 * 2
+    assert row.pushes >= 30 * 2
+    assert row.decisions_per_s > 0
+    assert row.decision_p50_ms <= row.decision_p99_ms
+    assert row.ue_reports_per_s > 0
+    assert row.cores_needed > 0
+
+
+def test_the_command_prints_json_rows() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "atsss",
+            "bench",
+            "xapp",
+            "--cpes",
+            "20",
+            "--periods",
+            "2",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    (row,) = json.loads(done.stdout)
+    assert row["cpes"] == 20
+    assert set(row) >= {
+        "ue_reports_per_s",
+        "decision_p99_ms",
+        "cores_needed",
+        "resident_kib_per_cpe",
+    }
+    bad = subprocess.run(
+        [sys.executable, "-m", "atsss", "bench", "xapp", "--cpes", "0"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert "--cpes in 1..10000" in bad.stderr
