@@ -92,6 +92,8 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             "lever": service.backend.lever,
             "directions": sorted(d.value for d in service.directions),
             "instance": instance,
+            "carrier_down": service.carrier_down,
+            "local_actions": [a.__dict__ for a in service.local_actions[-10:]],
         }
 
     @app.put("/v1/weights/{direction}")
@@ -129,7 +131,11 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         applied = service.applied(chosen)
         if applied is None or applied.direction != direction.value:
             raise HTTPException(404, f"no {direction.value} weights applied for {chosen}")
-        return {"applied": applied.__dict__}
+        return {
+            "applied": applied.__dict__,
+            "effective": service.effective(chosen),
+            "carrier_down": service.carrier_down,
+        }
 
     @app.get("/v1/telemetry")
     def telemetry(who: Annotated[str, Depends(caller)]) -> dict[str, Any]:

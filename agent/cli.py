@@ -12,6 +12,7 @@ import typer
 
 from agent.backends.base import BackendError
 from agent.backends.detect import make_backend
+from agent.carrier import CarrierWatcher
 from agent.config import AgentConfig, AgentConfigError, load_config
 from agent.host import local_addresses
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
@@ -163,6 +164,15 @@ def run(
         service.restore()
     except ApplyFailedError as error:
         logging.getLogger("agent").error("could not reapply the last weights: %s", error)
+    watcher = None
+    if loaded.watch_carrier:
+        watcher = CarrierWatcher(
+            {access: a.interface for access, a in loaded.accesses.items()},
+            lambda access, up: service.set_carrier(access, up),
+            service.config.sysfs_root,
+        )
+        watcher.check()
+        watcher.start()
     host, _, port = loaded.listen.rpartition(":")
     certificate = str(loaded.tls_certificate) if loaded.tls_certificate else None
     key = str(loaded.tls_key) if loaded.tls_key else None
@@ -174,6 +184,8 @@ def run(
         ssl_certfile=certificate,
         ssl_keyfile=key,
     )
+    if watcher is not None:
+        watcher.stop()
 
 
 def _testbed(prefix: str) -> Testbed:

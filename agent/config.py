@@ -43,6 +43,10 @@ class AgentConfig(BaseModel):
     probe_server: IPv4Address | None = None  # the proxy's iperf3 server
     max_rules: int = Field(default=64, ge=1, le=1024)
     xapp_url: str | None = None
+    # When an access's carrier comes back: give it the xApp's weight again at once (restore),
+    # or keep it on standby until the xApp's next set (wait).
+    carrier_return: Literal["restore", "wait"] = "restore"
+    watch_carrier: bool = True  # react to carrier loss on the access interfaces
 
     @field_validator("listen")
     @classmethod

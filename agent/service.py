@@ -14,7 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from ipaddress import IPv4Address
 
 from agent.backends.base import Backend, BackendError, PathWeight
@@ -48,6 +48,17 @@ class WeightUpdate:
 
 
 @dataclass(frozen=True)
+class LocalAction:
+    """Something the agent did on its own (a carrier lost or back), numbered in its order."""
+
+    sequence: int
+    access: str
+    event: str
+    result: str
+    at_s: float
+
+
+@dataclass(frozen=True)
 class AppliedWeights:
     cpe_id: str
     direction: str
@@ -71,6 +82,11 @@ class WeightService:
         self._clock = clock
         self._lock = threading.Lock()
         self._applied: dict[str, AppliedWeights] = {}
+        # Accesses whose carrier is lost, and those back whose weight waits for the xApp.
+        self._carrier_down: set[str] = set()
+        self._awaiting_xapp: set[str] = set()
+        self.local_actions: list[LocalAction] = []  # the newest last, at most 100
+        self._local_sequence = 0
 
     @property
     def directions(self) -> frozenset[Direction]:
@@ -137,12 +153,14 @@ class WeightService:
                 p
                 for cpe_id, a in self._applied.items()
                 if cpe_id != update.cpe_id
-                for p in self._paths(a)
+                for p in self._effective(self._paths(a))
             ]
             if len(others) + len(paths) > self.config.max_rules:
                 raise UpdateRejectedError(f"more than {self.config.max_rules} rules on this agent")
-            previous = [p for a in self._applied.values() for p in self._paths(a)]
-            self._write_checked(others + paths, previous)
+            previous = self._kernel_paths()
+            # A new set from the xApp ends any wait for it after a carrier came back.
+            self._awaiting_xapp.clear()
+            self._write_checked(others + self._effective(paths), previous)
             before = dict(self._applied)
             applied = AppliedWeights(
                 update.cpe_id,
@@ -229,6 +247,61 @@ class WeightService:
             str(item["requested_by"]),
             float(at_s),
         )
+
+    def set_carrier(self, access: str, up: bool) -> LocalAction | None:
+        """The agent's own reaction to an access losing or regaining carrier.
+
+        Lost: every path on it goes to weight 0 (standby) at once, so the scheduler stops
+        waiting on a dead subflow, unless that would leave a CPE with no path at all. Back: the
+        xApp's weights apply again, or (``carrier_return: wait``) the path waits for the xApp's
+        next set. The xApp's sets stay as they were: the local action is shown beside them
+        (`effective`, `local_actions`) and sequenced on its own.
+        """
+        with self._lock:
+            if up == (access not in self._carrier_down):
+                return None
+            previous = self._kernel_paths()
+            if up:
+                self._carrier_down.discard(access)
+                if self.config.carrier_return == "wait":
+                    self._awaiting_xapp.add(access)
+            else:
+                self._carrier_down.add(access)
+            self._write_checked(self._kernel_paths(), previous)
+            self._local_sequence += 1
+            action = LocalAction(
+                self._local_sequence,
+                access,
+                "carrier back" if up else "carrier lost",
+                "waits for the xApp"
+                if up and access in self._awaiting_xapp
+                else ("the xApp's weight again" if up else "weight 0 (standby)"),
+                self._clock(),
+            )
+            self.local_actions = [*self.local_actions[-99:], action]
+        log.warning("%s on %s: %s", action.event, access, action.result)
+        return action
+
+    def effective(self, cpe_id: str) -> dict[str, int] | None:
+        """What the kernel holds for a CPE after the agent's own reactions."""
+        with self._lock:
+            applied = self._applied.get(cpe_id)
+            if applied is None:
+                return None
+            return {p.access: p.weight for p in self._effective(self._paths(applied))}
+
+    @property
+    def carrier_down(self) -> list[str]:
+        with self._lock:
+            return sorted(self._carrier_down)
+
+    def _effective(self, paths: list[PathWeight]) -> list[PathWeight]:
+        held = self._carrier_down | self._awaiting_xapp
+        masked = [replace(p, weight=0) if p.access in held else p for p in paths]
+        return masked if any(p.weight > 0 for p in masked) else paths
+
+    def _kernel_paths(self) -> list[PathWeight]:
+        return [p for a in self._applied.values() for p in self._effective(self._paths(a))]
 
     def _paths(self, applied: AppliedWeights) -> list[PathWeight]:
         addresses = self.config.cpe_addresses(applied.cpe_id)
