@@ -16,7 +16,7 @@ from typing import Any
 
 from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
-from kpm.versions import DEFAULT_VERSION, SAME_OID, KpmVersion, version_from_oid
+from kpm.versions import DEFAULT_VERSION, OID_BY_VERSION, KpmVersion, version_from_oid
 
 # Order of preference when several layouts read the same bytes: the standards first.
 PREFERENCE: tuple[KpmVersion, ...] = (
@@ -48,10 +48,8 @@ def family(version: KpmVersion | None) -> tuple[KpmVersion, ...]:
     """The layouts a node announcing ``version``'s OID may speak, ``version`` first."""
     if version is None:
         return PREFERENCE
-    for members in SAME_OID.values():
-        if version in members:
-            return (version, *(v for v in members if v != version))
-    return (version,)
+    oid = OID_BY_VERSION[version]
+    return (version, *(v for v in PREFERENCE if v != version and OID_BY_VERSION[v] == oid))
 
 
 def clean_layouts(pdu: KpmPdu, data: bytes, candidates: Sequence[KpmVersion]) -> list[KpmVersion]:

@@ -325,17 +325,22 @@ def _e2_setup_request(message: E2SetupRequest) -> tuple[str, dict[str, Any]]:
         _ie(IE_GLOBAL_E2NODE_ID, "reject", "GlobalE2node-ID", node),
         _ie(IE_RAN_FUNCTIONS_ADDED, "reject", "RANfunctions-List", functions),
     ]
-    if message.transaction_id is not None:  # E2AP v2 and later
-        ies.insert(0, _ie(IE_TRANSACTION_ID, "reject", "TransactionID", message.transaction_id))
-        ies.append(
-            _ie(
-                IE_COMPONENT_CONFIG_ADDITION,
-                "reject",
-                "E2nodeComponentConfigAddition-List",
-                [component],
-            )
-        )
+    component_list = _ie(
+        IE_COMPONENT_CONFIG_ADDITION, "reject", "E2nodeComponentConfigAddition-List", [component]
+    )
+    ies = _in_version_shape(ies, message.transaction_id, component_list)
     return _initiating(PROC_E2_SETUP, "reject", "E2setupRequest", ies)
+
+
+def _in_version_shape(
+    ies: list[dict[str, Any]], transaction_id: int | None, component_ie: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """E2 setup IEs in E2AP v2+ shape (TransactionID first, the component configuration last),
+    or as E2AP v1.01 had them (neither) when there is no transaction id."""
+    if transaction_id is None:
+        return ies
+    first = _ie(IE_TRANSACTION_ID, "reject", "TransactionID", transaction_id)
+    return [first, *ies, component_ie]
 
 
 def _e2_setup_response(message: E2SetupResponse) -> tuple[str, dict[str, Any]]:
@@ -367,16 +372,10 @@ def _e2_setup_response(message: E2SetupResponse) -> tuple[str, dict[str, Any]]:
         ),
         _ie(IE_RAN_FUNCTIONS_ACCEPTED, "reject", "RANfunctionsID-List", accepted),
     ]
-    if message.transaction_id is not None:  # E2AP v2 and later
-        ies.insert(0, _ie(IE_TRANSACTION_ID, "reject", "TransactionID", message.transaction_id))
-        ies.append(
-            _ie(
-                IE_COMPONENT_CONFIG_ADDITION_ACK,
-                "reject",
-                "E2nodeComponentConfigAdditionAck-List",
-                [ack],
-            )
-        )
+    ack_list = _ie(
+        IE_COMPONENT_CONFIG_ADDITION_ACK, "reject", "E2nodeComponentConfigAdditionAck-List", [ack]
+    )
+    ies = _in_version_shape(ies, message.transaction_id, ack_list)
     return ("successfulOutcome", _procedure(PROC_E2_SETUP, "reject", "E2setupResponse", ies))
 
 

@@ -75,18 +75,6 @@ TIMESTAMP_BYTES: dict[KpmVersion, int] = {
 # Unix time: seconds in host byte order (little-endian on x86) in v2.03, microseconds in v3.00.
 UNIX_CLOCK = frozenset({KpmVersion.FLEXRIC_V2_03, KpmVersion.FLEXRIC_V3_00})
 
-# Layouts whose indications share the RAN function OID of each standard version, most recent
-# standard first: what a node announcing that OID may be sending.
-SAME_OID: dict[KpmVersion, tuple[KpmVersion, ...]] = {
-    KpmVersion.V2_03: (
-        KpmVersion.V2_03,
-        KpmVersion.FLEXRIC_V2_03,
-        KpmVersion.V2_01,
-        KpmVersion.V2_00,
-    ),
-    KpmVersion.V3_00: (KpmVersion.V3_00, KpmVersion.FLEXRIC_V3_00),
-}
-
 
 def version_from_oid(oid: str | None) -> KpmVersion | None:
     """The standard version a RAN function OID names, or None when we do not know the OID."""

@@ -83,3 +83,40 @@ def uvicorn_thread(app: Any, port: int | None = None) -> Iterator[int]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextlib.contextmanager
+def misbehaving_server(kind: str) -> Iterator[int]:
+    """A loopback TCP server that misbehaves, on the port it yields. ``silent``: accepts and
+    never answers (a hung agent, a DBAAS address that is not Redis); ``trickle``: answers an
+    HTTP 200 whose body comes a byte every 0.3 s."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        server.settimeout(0.2)
+        held = []
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except TimeoutError:
+                continue
+            held.append(connection)
+            if kind == "trickle":
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+                while not stop.is_set():
+                    with contextlib.suppress(OSError):
+                        connection.sendall(b" ")
+                    stop.wait(0.3)
+        for connection in held:
+            connection.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield int(server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join(5)
+        server.close()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from core.domain import (
     WeightSet,
 )
 from tests.helpers import estimate
+from tests.servers import misbehaving_server
 from tests.test_agent_api import TOKEN, agent, write_config
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.agent_sink import AgentWeightSink
@@ -96,36 +95,8 @@ def test_a_lost_answer_does_not_lock_the_xapp_out(tmp_path: Path) -> None:
 @contextlib.contextmanager
 def misbehaving_agent(kind: str) -> Iterator[str]:
     """``hung``: accepts and never answers; ``trickle``: answers a byte every 0.3 s."""
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        held = []
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except TimeoutError:
-                continue
-            held.append(connection)
-            if kind == "trickle":
-                connection.recv(65536)
-                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
-                while not stop.is_set():
-                    with contextlib.suppress(OSError):
-                        connection.sendall(b" ")
-                    stop.wait(0.3)
-        for connection in held:
-            connection.close()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(5)
-        server.close()
+    with misbehaving_server("silent" if kind == "hung" else kind) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.mark.parametrize("kind", ["hung", "trickle"])

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 from core.domain import Direction
+from tests.servers import misbehaving_server
 from tests.test_agent_api import agent, put, write_config
 from xapp.adapters.sdl_store import SdlStateStore
 
@@ -26,31 +23,6 @@ def export(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[s
     )
 
 
-@contextlib.contextmanager
-def silent_server() -> Iterator[int]:
-    """Accepts connections and never says a word (a DBAAS address that is not Redis)."""
-    server = socket.create_server(("127.0.0.1", 0))
-    stop = threading.Event()
-    held: list[socket.socket] = []
-
-    def serve() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                held.append(server.accept()[0])
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield server.getsockname()[1]
-    finally:
-        stop.set()
-        thread.join(5)
-        for connection in held:
-            connection.close()
-        server.close()
-
-
 def test_sdl_unset_refused_or_silent_is_one_line_in_bounded_time(tmp_path: Path) -> None:
     """Before: a traceback when unset or refused, and a hang when the address was not Redis."""
     base = {k: v for k, v in os.environ.items() if not k.startswith("DBAAS_")}
@@ -63,7 +35,7 @@ def test_sdl_unset_refused_or_silent_is_one_line_in_bounded_time(tmp_path: Path)
     )
     assert refused.returncode == 2
     assert "cannot reach SDL at 127.0.0.1:1" in refused.stderr
-    with silent_server() as port:
+    with misbehaving_server("silent") as port:
         silent = export(
             {**base, "DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(port)}, tmp_path
         )
