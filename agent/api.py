@@ -11,7 +11,7 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -50,6 +50,10 @@ def read_token(path: Path | None) -> str | None:
     if not token:
         raise ValueError(f"{path}: the token file is empty")
     return token
+
+
+# The longest an events request is held open (the xApp asks again at once).
+MAX_EVENT_WAIT_S = 30.0
 
 
 def create_app(service: WeightService, token: str | None) -> FastAPI:
@@ -135,6 +139,21 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             "applied": applied.__dict__,
             "effective": service.effective(chosen),
             "carrier_down": service.carrier_down,
+        }
+
+    @app.get("/v1/events")
+    def events(
+        who: Annotated[str, Depends(caller)],
+        after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
+        wait_s: Annotated[float, Query(ge=0, le=MAX_EVENT_WAIT_S)] = 0.0,
+    ) -> dict[str, Any]:
+        """The agent's own actions numbered above ``after``; with ``wait_s``, held open until
+        there is one (long poll): how the xApp hears of a carrier lost or back at once."""
+        latest, actions = service.actions_after(after, wait_s)
+        return {
+            "instance": instance,
+            "latest": latest,
+            "events": [a.__dict__ for a in actions],
         }
 
     @app.get("/v1/telemetry")

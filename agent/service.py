@@ -56,6 +56,7 @@ class LocalAction:
     event: str
     result: str
     at_s: float
+    carrier_up: bool
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,7 @@ class WeightService:
         self._awaiting_xapp: set[str] = set()
         self.local_actions: list[LocalAction] = []  # the newest last, at most 100
         self._local_sequence = 0
+        self._new_action = threading.Condition(self._lock)
 
     @property
     def directions(self) -> frozenset[Direction]:
@@ -277,10 +279,27 @@ class WeightService:
                 if up and access in self._awaiting_xapp
                 else ("the xApp's weight again" if up else "weight 0 (standby)"),
                 self._clock(),
+                up,
             )
             self.local_actions = [*self.local_actions[-99:], action]
+            self._new_action.notify_all()
         log.warning("%s on %s: %s", action.event, access, action.result)
         return action
+
+    def actions_after(self, sequence: int, wait_s: float) -> tuple[int, list[LocalAction]]:
+        """The local actions numbered above ``sequence`` (waiting up to ``wait_s`` for one),
+        and the latest number. A ``sequence`` above the latest is from an earlier run of the
+        agent: then every action kept is new to the asker."""
+        deadline = time.monotonic() + wait_s
+        with self._new_action:
+            if sequence > self._local_sequence:
+                sequence = 0
+            while self._local_sequence <= sequence:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._new_action.wait(left)
+            return self._local_sequence, [a for a in self.local_actions if a.sequence > sequence]
 
     def effective(self, cpe_id: str) -> dict[str, int] | None:
         """What the kernel holds for a CPE after the agent's own reactions."""

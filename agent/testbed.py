@@ -284,6 +284,15 @@ class Testbed:
                     self.in_ns(ns, ["tc", "qdisc", "del", *leaf]), capture_output=True, check=False
                 )
 
+    def set_link(self, access: str, up: bool) -> None:
+        """Take the access's link down or up at the proxy's end, as a radio link is lost: the
+        CPE's interface loses carrier (what its agent watches) and keeps its address, routes
+        and MPTCP endpoint; the proxy's end gets its address's route back when it is up."""
+        state = "up" if up else "down"
+        _run(
+            self.in_ns(self.proxy_ns, ["ip", "link", "set", self.interface(access, "proxy"), state])
+        )
+
     def wait_listening(self, port: int, timeout_s: float = 20.0) -> None:
         """A loaded machine can take seconds to start a server in the proxy: wait for it."""
         deadline = time.monotonic() + timeout_s

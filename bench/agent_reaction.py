@@ -1,13 +1,18 @@
 """The agent's local reaction to carrier loss, as `bench loop` models it.
 
 The CPE's agent sees an access lose carrier at once (netlink), a period or more before any
-report reaches the xApp. It sets that path's weight to 0 after ``reaction_s`` (so the WRR round
-stops waiting on a dead subflow before MPTCP's own detection would) and, when the carrier is
-back for ``reaction_s``, restores the weight the xApp had given the path, until the xApp's first
-decision made with a report from after the return. This wraps any controlled contender.
+report reaches the xApp. After ``reaction_s`` it masks that path to weight 0 (so the WRR round
+stops waiting on a dead subflow before MPTCP's own detection would) and tells the xApp, which
+decides for that CPE at once instead of at its next report. When the carrier is back for
+``reaction_s`` the agent unmasks the path, so the xApp's set in force applies again (the
+agent's ``carrier_return: restore``), or keeps it masked until the xApp's next set (``wait``),
+and tells the xApp again. As in the real agent (agent/service.py), the mask never takes a CPE's
+last weighted path. This wraps any controlled contender.
 """
 
 from __future__ import annotations
+
+from typing import Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +22,17 @@ from core.scenario.truth import Truth
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+CarrierReturn = Literal["restore", "wait"]
+
+
+class Notified(Protocol):
+    """A contender that hears of the agents' local actions (the xApp's access events)."""
+
+    def access_events(self, time_s: float, events: list[tuple[int, int, bool]]) -> None:
+        """``events``: (CPE index, access index, carrier up) seen by the agents now."""
+        ...
 
 
 class AgentReaction:
@@ -25,21 +41,22 @@ class AgentReaction:
         inner: Contender,
         truth: Truth,
         reaction_s: float,
-        reporting_period_s: float,
-        control_delay_s: float,
+        *,
+        carrier_return: CarrierReturn = "restore",
+        notify_xapp: bool = True,
     ) -> None:
         self.inner = inner
         self.name = inner.name
         self._truth = truth
         self._reaction_s = reaction_s
-        # After a return, the xApp's word counts again once a report from after the return has
-        # reached it and it has decided: at most a period and the control delay later.
-        self._xapp_knows_s = reporting_period_s + control_delay_s
+        self._carrier_return = carrier_return
+        self._notify = notify_xapp and hasattr(inner, "access_events")
         shape = truth.has_path.shape
         self._since_change_s = np.full(shape, np.inf)
         self._previous = truth.available[0].copy()
-        self._held = np.zeros(shape, dtype=np.int64)  # the xApp's weight before the loss
-        self._restoring = np.zeros(shape, dtype=bool)
+        self._acted = np.ones(shape, dtype=bool)  # the agent has reacted to the latest change
+        self._awaiting_xapp = np.zeros(shape, dtype=bool)
+        self._last_wanted: IntArray | None = None
         self.local_actions = 0
 
     @property
@@ -57,21 +74,36 @@ class AgentReaction:
         if tick > 0:
             changed = now != self._previous
             self._since_change_s = np.where(changed, 0.0, self._since_change_s + step_s)
-            lost_now = changed & ~now
-            self._held = np.where(lost_now & (wanted > 0), wanted, self._held)
-            self._restoring &= ~lost_now
-            self.local_actions += int(np.count_nonzero(changed & self._truth.has_path))
+            self._acted &= ~changed
         self._previous = now.copy()
+        if self._last_wanted is not None:
+            # A new set from the xApp ends any wait for it.
+            new_set = np.any(wanted != self._last_wanted, axis=1)
+            self._awaiting_xapp[new_set] = False
+        self._last_wanted = wanted.copy()
+
         noticed = self._since_change_s + 1e-9 >= self._reaction_s
-        effective = wanted.copy()
-        effective[~now & noticed & self._truth.has_path] = 0
-        back = now & noticed & (self._held > 0)
-        self._restoring |= back & (self._since_change_s < self._xapp_knows_s)
-        finished = self._since_change_s >= self._xapp_knows_s
-        self._restoring &= ~finished
-        self._held = np.where(finished & now, 0, self._held)
-        restore = self._restoring & (wanted == 0)
-        effective[restore] = self._held[restore]
+        acting = ~self._acted & noticed & self._truth.has_path
+        if acting.any():
+            self._acted |= acting
+            self.local_actions += int(np.count_nonzero(acting))
+            if self._carrier_return == "wait":
+                self._awaiting_xapp |= acting & now
+            self._awaiting_xapp &= ~(acting & ~now)
+            if self._notify:
+                cpes, accesses = np.nonzero(acting)
+                events = [
+                    (int(c), int(a), bool(now[c, a])) for c, a in zip(cpes, accesses, strict=True)
+                ]
+                self.inner.access_events(time_s, events)  # type: ignore[attr-defined]
+                wanted = self.inner.weights(tick, time_s)  # what lands at once, if anything
+                self._last_wanted = wanted.copy()
+
+        masked = (~now & noticed) | self._awaiting_xapp
+        effective = np.where(masked, 0, wanted)
+        # Never the last weighted path of a CPE: then the mask is not applied at all.
+        none_left = ~np.any(effective > 0, axis=1)
+        effective[none_left] = wanted[none_left]
         return effective
 
     def data_share(self, tick: int) -> FloatArray | float:

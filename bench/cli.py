@@ -182,6 +182,13 @@ def bench_testbed(
         str, typer.Option(help="fused, kpi-only, model-only or probe-only.")
     ] = "fused",
     prefix: Annotated[str, typer.Option(help="Namespace name prefix.")] = "atb",
+    outage: Annotated[
+        str,
+        typer.Option(
+            help="How the scenario's outages are made: link (taken down: the CPE's agent sees "
+            "its carrier go) or loss (every packet dropped, the link stays up)."
+        ),
+    ] = "link",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run the whole system for real (root): the netns testbed shaped to the scenario, the KPM
@@ -205,12 +212,22 @@ def bench_testbed(
         fail(f"--estimator: {estimator!r} is not one of {', '.join(MODES)}")
     if not 0 < scale <= 100 or duration < 2 or step < 1:
         fail("--scale must be in (0, 100], --duration ≥ 2 s and --step ≥ 1 s")
+    if outage not in ("link", "loss"):
+        fail(f"--outage is link or loss, got {outage!r}")
     if len(prefix) > 9 or not prefix.isalnum():
         fail("--prefix is at most 9 letters or digits (interface names are short)")
     # Its own addresses per prefix: two benches (or a bench and the tests) never share a subnet.
     subnet = 100 + zlib.crc32(prefix.encode()) % 100
     settings = TestbedBenchSettings(
-        loaded, scale, chosen, duration, step, estimator, prefix=prefix, subnet=subnet
+        loaded,
+        scale,
+        chosen,
+        duration,
+        step,
+        estimator,
+        outage="link" if outage == "link" else "loss",
+        prefix=prefix,
+        subnet=subnet,
     )
     try:
         result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))

@@ -286,13 +286,7 @@ def _make_contender(
     )
     if settings.agent_reaction_s is None:
         return controlled
-    return AgentReaction(
-        controlled,
-        truth,
-        settings.agent_reaction_s,
-        settings.reporting_period_s,
-        settings.control_delay_s,
-    )
+    return AgentReaction(controlled, truth, settings.agent_reaction_s)
 
 
 def _make_estimator(

@@ -253,6 +253,16 @@ class ControlledContender:
         self._capacity_sum += self._truth.usable_mbps[tick]
         self._carried_ticks += 1
 
+    def access_events(self, time_s: float, events: list[tuple[int, int, bool]]) -> None:
+        """The agents' word of carriers lost or back: the loop decides for those CPEs now."""
+        self._now_s = time_s
+        cpe_ids = set()
+        for c, a, up in events:
+            cpe_id = self._truth.cpe_ids[c]
+            self.loop.access_event(cpe_id, self._truth.accesses[a], up, time_s)
+            cpe_ids.add(cpe_id)
+        self.loop.decide_now(cpe_ids, time_s)
+
     # KpiSource: what the access nodes would report for the period that just ended.
     def poll(self, now_s: float) -> Sequence[KpiSample]:
         ticks = max(self._carried_ticks, 1)

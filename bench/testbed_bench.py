@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import httpx
 import numpy as np
@@ -64,6 +65,9 @@ class TestbedBenchSettings:
     settle_s: float = 3.0
     first_push_timeout_s: float = 30.0
     e2_port: int = 36499
+    # How an outage is made: the link taken down (the CPE's agent sees its carrier go) or
+    # every packet dropped with the link up (only the transport and the reports notice).
+    outage: Literal["link", "loss"] = "link"
     prefix: str = "atb"
     subnet: int = 66
 
@@ -264,7 +268,9 @@ def _measure(
         else:
             clock_start = time.monotonic()
         shaper = threading.Thread(
-            target=_follow, args=(bed, schedule, clock_start, stop, result), daemon=True
+            target=_follow,
+            args=(bed, schedule, clock_start, stop, result, settings.outage),
+            daemon=True,
         )
         shaper.start()
         stack.callback(shaper.join, 10)
@@ -343,10 +349,11 @@ def _follow(
     clock_start: float,
     stop: threading.Event,
     result: PhaseResult,
+    outage: str,
 ) -> None:
     """Every second: shape to the scenario's capacities of that second; note the backup flags."""
     try:
-        _follow_clock(bed, schedule, clock_start, stop, result)
+        _follow_clock(bed, schedule, clock_start, stop, result, outage)
     except Exception as error:  # reported by the phase; the transfer cannot be trusted
         result.shaping_error = f"{type(error).__name__}: {error}"
 
@@ -357,6 +364,7 @@ def _follow_clock(
     clock_start: float,
     stop: threading.Event,
     result: PhaseResult,
+    outage: str,
 ) -> None:
     second = max(0, int(time.monotonic() - clock_start))
     result.backup.extend({} for _ in range(second))
@@ -370,7 +378,10 @@ def _follow_clock(
                     bed.set_rate(access, side, rates[access])
                 applied[access] = rates[access]
             if (access not in rates) != (access in down):
-                bed.set_outage(access, access not in rates)
+                if outage == "link":
+                    bed.set_link(access, access in rates)
+                else:
+                    bed.set_outage(access, access not in rates)
                 down.symmetric_difference_update({access})
         result.backup.append(bed.backup_flags())
         second += 1

@@ -8,6 +8,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -17,8 +18,14 @@ from agent.carrier import CarrierWatcher
 from agent.config import AgentConfig
 from agent.service import WeightService, WeightUpdate
 from core.domain import Direction
+from core.scenario.e2_identities import e2_cpes
+from core.scenario.load import load_scenario
+from tests.helpers import estimate
 from tests.servers import free_port
 from tests.test_agent_api import TOKEN, agent
+from tests.test_control_loop import TableEstimator
+from xapp.adapters.agent_http import AgentEndpoint
+from xapp.live import LiveControl, LiveSettings
 
 UP = Direction.UPLINK
 
@@ -165,3 +172,91 @@ def test_the_agent_reacts_to_a_real_link_going_down_and_up(tmp_path: Path) -> No
             assert wait_for(lambda: effective() == {"nr": 28, "wifi": 99})
             held = client.get("/v1/weights/uplink", params={"cpe_id": "cpe-1"}).json()
             assert held["applied"]["sequence"] == 1  # the xApp's sequence is untouched
+
+
+def test_the_events_endpoint_long_polls_and_starts_over_for_an_earlier_run(
+    tmp_path: Path,
+) -> None:
+    service, _ = cpe_service(tmp_path)
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 3, "wifi": 1}, 5))
+    assert service.actions_after(0, 0.0) == (0, [])
+    started = time.monotonic()
+    assert service.actions_after(0, 0.3) == (0, [])  # nothing happened: held open, then empty
+    assert time.monotonic() - started >= 0.25
+    service.set_carrier("nr", False)
+    latest, actions = service.actions_after(0, 5.0)
+    assert latest == 1
+    assert [(a.access, a.carrier_up) for a in actions] == [("nr", False)]
+    service.set_carrier("nr", True)
+    assert [a.sequence for a in service.actions_after(1, 5.0)[1]] == [2]
+    # A number from an earlier run of the agent (above the latest): all of this run's are news.
+    assert [a.sequence for a in service.actions_after(40, 5.0)[1]] == [1, 2]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="creating veth pairs needs root")
+def test_the_xapp_hears_of_a_real_carrier_loss_at_once_and_decides_for_it(
+    tmp_path: Path,
+) -> None:
+    """The agent's local action reaches the xApp as an event; the xApp's next set excludes the
+    lost path at once (no report needed) and gives it back its weight when the carrier is."""
+    with veth_pairs(3) as pairs:
+        port = free_port()
+        (tmp_path / "token").write_text(TOKEN + "\n")
+        config = tmp_path / "agent.yaml"
+        accesses = {
+            name: {"interface": ours, "address": address}
+            for name, (ours, _, address) in zip(("nr", "wifi", "lifi"), pairs, strict=True)
+        }
+        config.write_text(
+            yaml.safe_dump(
+                {
+                    "role": "cpe",
+                    "accesses": accesses,
+                    "listen": f"127.0.0.1:{port}",
+                    "token_file": str(tmp_path / "token"),
+                    "state_file": str(tmp_path / "state.json"),
+                    "backend": "dry-run",
+                }
+            )
+        )
+        cpes = e2_cpes(load_scenario("paper-static"))
+        url = f"http://127.0.0.1:{port}"
+        settings = LiveSettings(
+            cpe_agents={"cpe-1": AgentEndpoint(url, TOKEN)},
+            directions=(Direction.UPLINK,),
+            period_s=3600.0,  # no periodic step during the test: only the events decide
+        )
+        control = LiveControl(cpes, settings)
+        now = time.time()
+        control.estimator = TableEstimator(  # type: ignore[assignment]
+            {
+                "nr": estimate("nr", 90.0, at_s=now),
+                "wifi": estimate("wifi", 900.0, at_s=now),
+                "lifi": estimate("lifi", 10.0, at_s=now),
+            }
+        )
+        with agent(config, port) as client:
+            control.prepare()
+            control.step(time.time())
+
+            def held() -> dict[str, Any]:
+                answer = client.get("/v1/weights/uplink", params={"cpe_id": "cpe-1"}).json()
+                return dict(answer)
+
+            first = held()["applied"]
+            assert first["weights"]["nr"] > 0
+            control.start()
+            try:
+                time.sleep(0.5)  # the watcher's first answer: where the agent's numbering is
+                subprocess.run(["ip", "link", "set", pairs[0][1], "down"], check=True)
+                assert wait_for(lambda: held()["applied"]["weights"]["nr"] == 0), held()
+                lost = held()["applied"]
+                assert lost["sequence"] == first["sequence"] + 1
+                assert control.last_access_event["cpe-1"]["carrier"] == "down"
+                subprocess.run(["ip", "link", "set", pairs[0][1], "up"], check=True)
+                assert wait_for(lambda: held()["applied"]["weights"]["nr"] > 0), held()
+                assert held()["applied"]["weights"] == first["weights"]
+                assert control.access_events == 2
+                assert control.steps == 1  # no report, no periodic step: the events decided
+            finally:
+                control.stop()

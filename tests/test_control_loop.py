@@ -232,3 +232,63 @@ def test_after_a_refused_sequence_the_loop_continues_from_the_agents() -> None:
     assert second[0].pushed is not None
     assert second[0].pushed.sequence == 8
     assert sink.holds.sequence == 8
+
+
+def test_an_agents_carrier_events_are_decided_on_at_once_and_reports_take_over_again() -> None:
+    """Lost: the path gets no weight before any report says so. Back: it starts from what it
+    carried before the outage, until a report of a whole period after the return speaks."""
+    table = paper_table()
+    loop, sink, _, _, _ = make_loop(table)
+    loop.step(0.0)
+    assert dict(sink.pushed[-1].weights) == {"nr": 28, "wifi": 99, "lifi": 1}
+
+    # The report at 1.0 still shows Wi-Fi well; the agent's event says otherwise at 1.3.
+    table["wifi"] = estimate("wifi", 1190.0, at_s=1.0)
+    loop.step(1.0)
+    loop.access_event("cpe-1", "wifi", False, 1.3)
+    outcome = loop.decide_now({"cpe-1"}, 1.3)
+    assert outcome[0].pushed is not None
+    assert outcome[0].pushed.weights["wifi"] == 0
+    assert outcome[0].pushed.weights["nr"] > 0
+    # The next report covers the time before the loss too and shows Wi-Fi partly usable:
+    # the agent's word stands until a whole period after it.
+    table["wifi"] = estimate("wifi", 600.0, at_s=2.0)
+    loop.step(2.0)
+    assert sink.pushed[-1].weights["wifi"] == 0
+
+    # Back at 4.4; the report at 4.0 said it was down and nothing newer says otherwise.
+    table["wifi"] = estimate("wifi", 0.0, available=False, at_s=4.0)
+    loop.step(4.0)
+    loop.access_event("cpe-1", "wifi", True, 4.4)
+    back = loop.decide_now({"cpe-1"}, 4.4)[0].pushed
+    assert back is not None
+    assert dict(back.weights) == {"nr": 28, "wifi": 99, "lifi": 1}  # from before the outage
+    assert "appeared" in back.reason or "wifi" in back.reason
+
+    # Two reports later the measurement speaks again, whatever it says.
+    table["wifi"] = estimate("wifi", 300.0, at_s=6.0)
+    loop.step(5.0)
+    loop.step(6.0)
+    assert sink.pushed[-1].weights["wifi"] < 99
+
+
+def test_a_missed_carrier_return_is_ended_by_the_reports() -> None:
+    table = paper_table()
+    loop, sink, _, _, _ = make_loop(table)
+    loop.step(0.0)
+    loop.access_event("cpe-1", "lifi", False, 0.5)
+    loop.decide_now({"cpe-1"}, 0.5)
+    assert sink.pushed[-1].weights["lifi"] == 0
+    # The "back" event never comes; reports show LiFi usable well after the loss.
+    for t in (1.0, 2.0, 3.0):
+        table["lifi"] = estimate("lifi", 12.1, at_s=t)
+        loop.step(t)
+    assert sink.pushed[-1].weights["lifi"] == 1
+
+
+def test_an_event_for_a_cpe_not_decided_here_changes_nothing() -> None:
+    loop, sink, _, _, _ = make_loop(paper_table())
+    loop.step(0.0)
+    loop.access_event("cpe-9", "wifi", False, 0.5)
+    assert loop.decide_now({"cpe-9"}, 0.5) == []
+    assert len(sink.pushed) == 1

@@ -12,9 +12,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
-from core.domain import Cpe, Direction, KpiSample, Override, SteeringRule, WeightSet
+from core.domain import (
+    CapacityEstimate,
+    Cpe,
+    Direction,
+    KpiSample,
+    Override,
+    SteeringRule,
+    WeightSet,
+)
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PathView, PolicyInput, WeightPolicy
 from xapp.ports import CapacityEstimator, KpiSource, StateStore, WeightPushError, WeightSink
@@ -41,6 +50,19 @@ class _PathConditions:
 
 # Pushes in flight at once, each to its own agent.
 MAX_PARALLEL_PUSHES = 32
+
+# A path back after an outage is believed to carry what it carried before, a little less sure.
+RETURN_STDDEV_FACTOR = 1.5
+
+
+@dataclass
+class _Carrier:
+    """What a CPE's agent last said of an access's carrier (its own fast reaction)."""
+
+    up: bool
+    since_s: float
+    # Reports taken in since: the first one still covers time before the event.
+    reports: int = 0
 
 
 @dataclass(frozen=True)
@@ -89,15 +111,31 @@ class ControlLoop:
         self._last_usable: dict[tuple[str, Direction], frozenset[str]] = {}
         self._warmup_s = warmup_s
         self._first_report_s: dict[tuple[str, Direction], float] = {}
+        self._carrier: dict[tuple[str, str], _Carrier] = {}
+        # Each path's latest usable estimate: what a path back from an outage starts from.
+        self._last_usable_estimate: dict[tuple[str, str, Direction], CapacityEstimate] = {}
 
     def step(self, now_s: float) -> list[StepOutcome]:
         samples = self._source.poll(now_s)
         self._estimator.update(samples, now_s)
         self._remember_conditions(samples, now_s)
+        for carrier in self._carrier.values():
+            carrier.reports += 1
+        return self._decide_and_push(self._cpes, now_s)
+
+    def access_event(self, cpe_id: str, access: str, carrier_up: bool, now_s: float) -> None:
+        """A CPE's agent saw an access lose or regain carrier, seconds before a report would
+        say so. Lost: the path gets no weight until a report shows it usable again. Back: until
+        a report from after the return, the path is believed to carry what it did before."""
+        self._carrier[(cpe_id, access)] = _Carrier(carrier_up, now_s)
+
+    def decide_now(self, cpe_ids: Collection[str], now_s: float) -> list[StepOutcome]:
+        """Decide for these CPEs at once, with what is known (after an access event)."""
+        return self._decide_and_push([c for c in self._cpes if c.cpe_id in cpe_ids], now_s)
+
+    def _decide_and_push(self, cpes: Sequence[Cpe], now_s: float) -> list[StepOutcome]:
         planned = [
-            self._decide(cpe, direction, now_s)
-            for cpe in self._cpes
-            for direction in self._directions
+            self._decide(cpe, direction, now_s) for cpe in cpes for direction in self._directions
         ]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures = self._push_all(pending)
@@ -130,12 +168,15 @@ class ControlLoop:
         """A reloaded configuration: CPEs kept keep their history, removed ones are forgotten."""
         self._cpes = list(cpes)
         kept = {c.cpe_id for c in self._cpes}
-        for history in (
+        histories: list[dict[Any, Any]] = [
             self._last_rule,
             self._last_override,
             self._last_usable,
             self._first_report_s,
-        ):
+            self._carrier,
+            self._last_usable_estimate,
+        ]
+        for history in histories:
             for key in [k for k in history if k[0] not in kept]:
                 del history[key]
 
@@ -277,7 +318,7 @@ class ControlLoop:
                     access=access,
                     estimate=None
                     if access in excluded
-                    else self._estimator.estimate(cpe.cpe_id, access, direction, now_s),
+                    else self._estimate(cpe.cpe_id, access, direction, now_s),
                     rtt_ms=conditions.rtt_ms,
                     loss_rate_permille=conditions.loss_rate_permille,
                 )
@@ -293,4 +334,40 @@ class ControlLoop:
             rule=rule,
             demand_mbps=demand_mbps if demand_known else None,
             current=current.weights if current is not None else None,
+        )
+
+    def _estimate(
+        self, cpe_id: str, access: str, direction: Direction, now_s: float
+    ) -> CapacityEstimate | None:
+        """The estimator's belief, corrected by what the agent said of the carrier since."""
+        estimate = self._estimator.estimate(cpe_id, access, direction, now_s)
+        key = (cpe_id, access, direction)
+        carrier = self._carrier.get((cpe_id, access))
+        if (
+            carrier is not None
+            and carrier.reports >= 2
+            and (
+                carrier.up
+                or (estimate is not None and estimate.shows_path_usable_since(carrier.since_s))
+            )
+        ):
+            # A report of a whole period after the event: the measurement speaks again (and
+            # says when a carrier's return was missed).
+            del self._carrier[(cpe_id, access)]
+            carrier = None
+        if carrier is None:
+            if estimate is not None and estimate.available and estimate.capacity_mbps > 0:
+                self._last_usable_estimate[key] = estimate
+            return estimate
+        if not carrier.up:
+            return None
+        before = self._last_usable_estimate.get(key)
+        if before is None:
+            return estimate
+        return replace(
+            before,
+            stddev_mbps=before.stddev_mbps * RETURN_STDDEV_FACTOR,
+            source=f"{before.source}, before the outage",
+            measured_at_s=carrier.since_s,
+            available=True,
         )

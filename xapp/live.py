@@ -3,7 +3,9 @@
 ``LiveControl`` owns one ``ControlLoop`` whose ports are the E2 sample buffer (fed by whatever
 E2 transport runs: the standalone termination here, RMR in a RIC), the estimator selection
 (KPIs, models, and probes through the agents), the optimal policy and the agents' weight API.
-It steps once per reporting period on wall-clock (Unix) time, the clock of the E2 reports.
+It steps once per reporting period on wall-clock (Unix) time, the clock of the E2 reports,
+and in between decides at once for a CPE whose agent reports a carrier lost or back (the
+agents' events, `xapp/adapters/agent_events.py`), a period or more before a report would.
 
 Before the first step it asks each agent what it holds, so a restarted xApp continues the
 agents' sequence numbers and knows which paths are weighted, and which lever each agent's
@@ -15,6 +17,7 @@ least ``ACTIVE_BACKUP_MIN_SHARE`` of the largest one active.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +27,7 @@ import httpx
 
 from core.deployment import ONE_LEVER_FOR_BOTH
 from core.domain import Cpe, Direction, KpiSample, WeightSet
+from xapp.adapters.agent_events import AccessEvent, AgentEventWatcher
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink
@@ -124,6 +128,12 @@ class LiveControl:
         self._agent_instances: dict[str, str] = {}
         self._next_refill_check_s = 0.0
         self.refills = 0
+        # The agents' own actions, as they happen: decided on at once by the loop's thread.
+        self._events: queue.SimpleQueue[AccessEvent] = queue.SimpleQueue()
+        self._wake = threading.Event()
+        self._event_watcher: AgentEventWatcher | None = None
+        self.access_events = 0
+        self.last_access_event: dict[str, dict[str, object]] = {}  # by CPE
 
     def add_samples(self, samples: Sequence[KpiSample]) -> None:
         """Called by the E2 transport's threads."""
@@ -139,6 +149,8 @@ class LiveControl:
         self.settings = replace(settings, period_s=self.settings.period_s)
         self.sink.set_agents(settings.cpe_agents, settings.proxy_agent)
         self.prober.set_agents(settings.cpe_agents)
+        if self._event_watcher is not None:
+            self._event_watcher.set_agents(self._cpe_agents())
         for cpe in added:
             self._load_held_weights(cpe)
         self.cpes = list(cpes)
@@ -209,6 +221,10 @@ class LiveControl:
         outcomes = self._loop.step(now_s)
         self.on_step(time.perf_counter() - started, outcomes)
         self.steps += 1
+        self._handle(outcomes, now_s)
+        return outcomes
+
+    def _handle(self, outcomes: Sequence[StepOutcome], now_s: float) -> None:
         for outcome in outcomes:
             self._remember(outcome, now_s)
             if outcome.pushed is not None:
@@ -224,6 +240,49 @@ class LiveControl:
                 self.on_push(outcome.pushed)
             elif outcome.reason.startswith("push failed"):
                 self.push_failures += 1
+
+    def on_access_event(self, event: AccessEvent) -> None:
+        """Called by the event watcher's threads; the loop's thread acts on it."""
+        self._events.put(event)
+        self._wake.set()
+
+    def react(self, now_s: float) -> list[StepOutcome]:
+        """Decide at once for the CPEs whose agents reported a carrier lost or back."""
+        if self._loop is None:
+            raise RuntimeError("call prepare() before reacting")
+        touched: set[str] = set()
+        while True:
+            try:
+                event = self._events.get_nowait()
+            except queue.Empty:
+                break
+            for cpe in self.cpes:
+                agent = self.settings.cpe_agents.get(cpe.cpe_id)
+                if agent is None or agent.base_url != event.agent_url:
+                    continue
+                if event.access not in cpe.access_names:
+                    continue
+                self._loop.access_event(cpe.cpe_id, event.access, event.carrier_up, now_s)
+                touched.add(cpe.cpe_id)
+                self.access_events += 1
+                self.last_access_event[cpe.cpe_id] = {
+                    "time_s": now_s,
+                    "access": event.access,
+                    "carrier": "up" if event.carrier_up else "down",
+                    "agent_sequence": event.sequence,
+                    "agent_action": event.result,
+                }
+                log.info(
+                    "%s's agent: %s carrier %s (%s)",
+                    cpe.cpe_id,
+                    event.access,
+                    "back" if event.carrier_up else "lost",
+                    event.result,
+                )
+        if not touched:
+            return []
+        outcomes = self._loop.decide_now(touched, now_s)
+        self._handle(outcomes, now_s)
         return outcomes
 
     def _refill_restarted_agents(self) -> None:
@@ -298,18 +357,32 @@ class LiveControl:
         )
 
     def start(self) -> None:
+        self._event_watcher = AgentEventWatcher(self._cpe_agents(), self.on_access_event)
         self._thread = threading.Thread(target=self._run, name="control-loop", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
+        if self._event_watcher is not None:
+            self._event_watcher.stop()
         if self._thread is not None:
             self._thread.join(timeout=30)
         self.prober.close()
 
     def _run(self) -> None:
         next_step = time.time() + self.settings.period_s
-        while not self._stop.wait(max(0.0, next_step - time.time())):
+        while not self._stop.is_set():
+            self._wake.wait(max(0.0, next_step - time.time()))
+            self._wake.clear()
+            if self._stop.is_set():
+                break
+            try:
+                self.react(time.time())
+            except Exception:  # as for a step: logged in full, the loop goes on
+                log.exception("reacting to an agent's event failed")
+            if time.time() < next_step:
+                continue
             try:
                 self.step(time.time())
             except Exception:  # one bad step must not end the loop; it is logged in full
@@ -321,6 +394,9 @@ class LiveControl:
     def _weights_in_force(self, cpe_id: str, direction: Direction) -> dict[str, int] | None:
         current = self.store.load_weights(cpe_id, direction)
         return None if current is None else dict(current.weights)
+
+    def _cpe_agents(self) -> dict[str, AgentEndpoint]:
+        return {a.base_url: a for a in self.settings.cpe_agents.values()}
 
     def _agents(self) -> dict[str, AgentEndpoint]:
         agents = {a.base_url: a for a in self.settings.cpe_agents.values()}

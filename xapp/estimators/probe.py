@@ -3,7 +3,8 @@
 A probe costs capacity (it competes with the data on the path it measures), so it is the last
 resort, not the routine. A path is probed when (in this order of priority):
 
-- ``recovered``: it came back after an outage (what it carries now is no guide yet);
+- ``recovered``: it came back after an outage (what it carries now is no guide yet), unless its
+  node reports the headroom (then the KPIs say what it can carry);
 - ``down-check``: it went silent (outage.py) and nothing else can tell when it is back, as a
   path on weight 0 carries nothing; every ``down_check_s`` (cheap: a dead path takes no data).
   A path whose node has reported its headroom before is not down-checked: that node will show
@@ -254,7 +255,11 @@ class ProbeEstimator:
         self, path: Path, advisors: Sequence[CapacityEstimator], now_s: float
     ) -> str | None:
         if path in self._recovered:
-            return "recovered"
+            if path not in self._headroom_known:
+                return "recovered"
+            # Its node measures the headroom, so the KPIs already tell what it can carry: a
+            # probe would only take the data's share of it (and, in a WRR round, of all paths).
+            self._recovered.discard(path)
         advice = [
             e
             for advisor in advisors
