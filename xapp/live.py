@@ -22,6 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import httpx
 
@@ -133,7 +134,7 @@ class LiveControl:
         self._wake = threading.Event()
         self._event_watcher: AgentEventWatcher | None = None
         self.access_events = 0
-        self.last_access_event: dict[str, dict[str, object]] = {}  # by CPE
+        self.last_access_event: dict[str, dict[str, Any]] = {}  # by CPE
 
     def add_samples(self, samples: Sequence[KpiSample]) -> None:
         """Called by the E2 transport's threads."""

@@ -363,6 +363,10 @@ class XappService:
     def last_push(self, cpe_id: str, direction: Direction) -> dict[str, Any] | None:
         return self.control.last_push.get((cpe_id, direction))
 
+    def last_access_event(self, cpe_id: str) -> dict[str, Any] | None:
+        """The latest carrier lost or back that the CPE's agent told of, and what it did."""
+        return self.control.last_access_event.get(cpe_id)
+
     def estimator_mode(self, cpe_id: str, direction: Direction) -> str:
         return self.control.estimator.mode_for(cpe_id, direction)
 

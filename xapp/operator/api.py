@@ -91,6 +91,8 @@ class ServiceView(Protocol):
 
     def last_push(self, cpe_id: str, direction: Direction) -> dict[str, Any] | None: ...
 
+    def last_access_event(self, cpe_id: str) -> dict[str, Any] | None: ...
+
     def estimator_mode(self, cpe_id: str, direction: Direction) -> str: ...
 
     def steering(self, cpe_id: str, direction: Direction) -> SteeringRule: ...
@@ -273,6 +275,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
                 for name, a in cpe.accesses.items()
             },
             "directions": directions,
+            "last_access_event": view.last_access_event(cpe_id),
             "overrides": [o.as_json() for o in state.overrides(cpe_id)],
         }
 
