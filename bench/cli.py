@@ -288,6 +288,50 @@ def bench_e2(
     out.print(table)
 
 
+@bench_app.command("faults")
+def bench_faults(
+    fault: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Fault to make (repeatable): redis, agent-kill, agent-hang, simulator, "
+            "xapp-kill. Default: all of them."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Break the live system one part at a time (real processes on loopback: Redis, two agents,
+    the xApp, the simulator) and report, per fault: acknowledged changes lost (must be 0),
+    recovery time and efficiency during the fault."""
+    from bench.faults import FAULTS, FaultsBenchError, run_faults_bench
+    from bench.faults import as_json as results_json
+    from bench.live_system import LiveSystemError
+
+    try:
+        results = run_faults_bench(
+            tuple(fault or FAULTS), lambda message: err.print(message, highlight=False)
+        )
+    except (FaultsBenchError, LiveSystemError) as error:
+        fail(str(error))
+    if as_json:
+        typer.echo(results_json(results))
+        return
+    table = Table("fault", "acknowledged", "lost", "recovery s", "recovered when", "efficiency")
+    for r in results:
+        table.add_row(
+            r.fault,
+            str(r.acknowledged),
+            str(r.lost),
+            "not within 30 s" if r.recovery_s is None else f"{r.recovery_s:.2f}",
+            r.recovered_when,
+            "-" if r.efficiency is None else f"{r.efficiency:.3f}",
+        )
+    out.print(table)
+    for r in results:
+        out.print(f"{r.fault}: {r.what}" + "".join(f"; {n}" for n in r.notes))
+    if any(r.lost or r.recovery_s is None for r in results):
+        raise typer.Exit(1)
+
+
 @bench_app.command("xapp")
 def bench_xapp(
     cpes: Annotated[list[int] | None, typer.Option(help="CPEs (× 3 accesses); repeatable.")] = None,
