@@ -238,7 +238,11 @@ def test_an_agents_carrier_events_are_decided_on_at_once_and_reports_take_over_a
     """Lost: the path gets no weight before any report says so. Back: it starts from what it
     carried before the outage, until a report of a whole period after the return speaks."""
     table = paper_table()
-    loop, sink, _, _, _ = make_loop(table)
+    loop, sink, _, source, _ = make_loop(table)
+
+    def report(access: str, end_s: float) -> None:
+        source.queue.append(KpiSample("cpe-1", access, DL, end_s, 1.0, throughput_mbps=1.0))
+
     loop.step(0.0)
     assert dict(sink.pushed[-1].weights) == {"nr": 28, "wifi": 99, "lifi": 1}
 
@@ -251,8 +255,9 @@ def test_an_agents_carrier_events_are_decided_on_at_once_and_reports_take_over_a
     assert outcome[0].pushed.weights["wifi"] == 0
     assert outcome[0].pushed.weights["nr"] > 0
     # The next report covers the time before the loss too and shows Wi-Fi partly usable:
-    # the agent's word stands until a whole period after it.
+    # the agent's word stands until a report of a period that began after it.
     table["wifi"] = estimate("wifi", 600.0, at_s=2.0)
+    report("wifi", 2.0)
     loop.step(2.0)
     assert sink.pushed[-1].weights["wifi"] == 0
 
@@ -265,25 +270,31 @@ def test_an_agents_carrier_events_are_decided_on_at_once_and_reports_take_over_a
     assert dict(back.weights) == {"nr": 28, "wifi": 99, "lifi": 1}  # from before the outage
     assert "appeared" in back.reason or "wifi" in back.reason
 
-    # Two reports later the measurement speaks again, whatever it says.
-    table["wifi"] = estimate("wifi", 300.0, at_s=6.0)
+    # The report of 4-5 s began before the return; the one of 5-6 s speaks, whatever it says.
+    table["wifi"] = estimate("wifi", 300.0, at_s=5.0)
+    report("wifi", 5.0)
     loop.step(5.0)
+    assert sink.pushed[-1].weights["wifi"] == 99
+    table["wifi"] = estimate("wifi", 300.0, at_s=6.0)
+    report("wifi", 6.0)
     loop.step(6.0)
     assert sink.pushed[-1].weights["wifi"] < 99
 
 
 def test_a_missed_carrier_return_is_ended_by_the_reports() -> None:
     table = paper_table()
-    loop, sink, _, _, _ = make_loop(table)
+    loop, sink, _, source, _ = make_loop(table)
     loop.step(0.0)
     loop.access_event("cpe-1", "lifi", False, 0.5)
     loop.decide_now({"cpe-1"}, 0.5)
     assert sink.pushed[-1].weights["lifi"] == 0
-    # The "back" event never comes; reports show LiFi usable well after the loss.
-    for t in (1.0, 2.0, 3.0):
+    # The "back" event never comes; the reports show LiFi usable: the one of 0-1 s began
+    # before the loss and changes nothing, the one of 1-2 s ends the agent's word.
+    for t, weight in ((1.0, 0), (2.0, 1)):
         table["lifi"] = estimate("lifi", 12.1, at_s=t)
+        source.queue.append(KpiSample("cpe-1", "lifi", DL, t, 1.0, throughput_mbps=12.0))
         loop.step(t)
-    assert sink.pushed[-1].weights["lifi"] == 1
+        assert sink.pushed[-1].weights["lifi"] == weight
 
 
 def test_an_event_for_a_cpe_not_decided_here_changes_nothing() -> None:

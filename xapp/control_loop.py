@@ -61,8 +61,8 @@ class _Carrier:
 
     up: bool
     since_s: float
-    # Reports taken in since: the first one still covers time before the event.
-    reports: int = 0
+    # A report of a whole period after the event has come in: the measurement speaks again.
+    heard_after: bool = False
 
 
 @dataclass(frozen=True)
@@ -119,8 +119,6 @@ class ControlLoop:
         samples = self._source.poll(now_s)
         self._estimator.update(samples, now_s)
         self._remember_conditions(samples, now_s)
-        for carrier in self._carrier.values():
-            carrier.reports += 1
         return self._decide_and_push(self._cpes, now_s)
 
     def access_event(self, cpe_id: str, access: str, carrier_up: bool, now_s: float) -> None:
@@ -185,6 +183,9 @@ class ControlLoop:
 
     def _remember_conditions(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for s in samples:
+            carrier = self._carrier.get((s.cpe_id, s.access))
+            if carrier is not None and s.time_s - s.period_s >= carrier.since_s:
+                carrier.heard_after = True
             self._first_report_s.setdefault((s.cpe_id, s.direction), now_s)
             conditions = self._conditions.setdefault(
                 (s.cpe_id, s.access, s.direction), _PathConditions()
@@ -345,14 +346,14 @@ class ControlLoop:
         carrier = self._carrier.get((cpe_id, access))
         if (
             carrier is not None
-            and carrier.reports >= 2
+            and carrier.heard_after
             and (
                 carrier.up
                 or (estimate is not None and estimate.shows_path_usable_since(carrier.since_s))
             )
         ):
-            # A report of a whole period after the event: the measurement speaks again (and
-            # says when a carrier's return was missed).
+            # A report of a period that began after the event: the measurement speaks again
+            # (and says when a carrier's return was missed).
             del self._carrier[(cpe_id, access)]
             carrier = None
         if carrier is None:
