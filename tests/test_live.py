@@ -131,6 +131,35 @@ def test_an_agent_restarted_without_its_state_is_refilled(tmp_path: Path) -> Non
         control.stop()
 
 
+def test_a_cpe_taken_over_continues_the_agents_sequence_not_sdls(tmp_path: Path) -> None:
+    """Before: the replica taking a CPE over decided from SDL's record, one push behind when
+    the replica before died between a push and its record of it; its first push was refused
+    (409: sequence 6 is not after 6)."""
+    config, port = write_config(tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    settings = LiveSettings(
+        cpe_agents={}, proxy_agent=AgentEndpoint(url, TOKEN), directions=(Direction.DOWNLINK,)
+    )
+    mine: set[str] = set()
+    control = LiveControl(e2_cpes(load_scenario("paper-static")), settings, owned=lambda: mine)
+    try:
+        with agent(config, port) as client:
+            assert put(client, {"nr": 28, "wifi": 99, "lifi": 1}, 5).status_code == 200
+            control.prepare()
+            control.step(0.0)
+            # The other replica's last push landed; it died before recording it.
+            assert put(client, {"nr": 20, "wifi": 99, "lifi": 9}, 6).status_code == 200
+            stale = control.store.load_weights("cpe-1", Direction.DOWNLINK)
+            assert stale is None or stale.sequence < 6, "not ours: the agent was not asked"
+            mine.add("cpe-1")
+            control.step(1.0)
+            held = control.store.load_weights("cpe-1", Direction.DOWNLINK)
+            assert held is not None
+            assert (held.sequence, dict(held.weights)) == (6, {"nr": 20, "wifi": 99, "lifi": 9})
+    finally:
+        control.stop()
+
+
 def test_one_mainline_lever_cannot_be_given_two_directions() -> None:
     """Before: both directions went to the CPE's agent, which keeps one sequence per CPE, and
     every uplink push was refused with 409."""

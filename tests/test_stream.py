@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
-from core.domain import AccessIdentity, Cpe, Direction, KpiSample
+from core.domain import AccessIdentity, Cpe, Direction, KpiSample, SubscriptionRecord
 from core.e2_framing import MAX_FRAME_BYTES, FramingError, recv_frame, send_frame
 from core.e2_naming import e2_node_name
 from e2sim.node_client import E2NodeClient
@@ -164,6 +164,41 @@ def test_stop_deletes_the_subscriptions(termination: Running) -> None:
         assert store.load_subscriptions() == []
     finally:
         node.close()
+
+
+class StoreDown(MemoryStateStore):
+    """SDL while Redis restarts: every write of a subscription record fails."""
+
+    def save_subscription(self, record: SubscriptionRecord) -> None:
+        raise ConnectionError("SDL not connected to backend")
+
+    def delete_subscription(self, node: str) -> None:
+        raise ConnectionError("SDL not connected to backend")
+
+
+def test_a_store_down_does_not_cost_a_node_its_subscription() -> None:
+    """Before: the record's write failed between the E2 setup response and the subscription,
+    which was never sent; the node, set up and connected, never reported (an xApp started while
+    Redis restarted)."""
+    settings = E2Settings(nodes=(E2NodeConfig(node=NODE, access="nr", measurements=NAMES),))
+    cpes = [Cpe("cpe-1", {"nr": AccessIdentity("nr", e2_node_id=NODE, ue_id="gnb-du:7")})]
+    collected = Collected()
+    server = StandaloneE2Termination(
+        settings, IndicationProcessor(cpes), collected.add, StoreDown()
+    )
+    server.start()
+    node = E2NodeClient(server.address, 1, NAMES)
+    node.connect()
+    try:
+        assert node.wait_subscribed(5) is not None
+        assert server.wait_for(lambda r: r[NODE].status == "active", 5)
+        node.send_indication(builders.header(time.time(), KpmVersion.V3_00), report(7000))
+        assert collected.wait(1)[0].throughput_mbps == pytest.approx(7.0)
+        server.stop()
+        assert node.wait_unsubscribed(5)
+    finally:
+        node.close()
+        server.stop()
 
 
 def test_framing_limits() -> None:

@@ -12,6 +12,10 @@ agents' sequence numbers and knows which paths are weighted, and which lever eac
 kernel has: where only a backup flag can be set (mainline MPTCP), every active path is left to
 the kernel's own scheduler, which a slow path drags down, so the policy keeps only paths of at
 least ``ACTIVE_BACKUP_MIN_SHARE`` of the largest one active.
+
+With replicas sharing the CPEs (``owned``), what a CPE's agents hold is asked when the CPE
+becomes this replica's, before its first decision here: the agent, not SDL, has the last
+sequence, since the replica before may have died between a push and its record of it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,7 +38,7 @@ from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.control_loop import ControlLoop, StepOutcome
+from xapp.control_loop import MAX_PARALLEL_PUSHES, ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.policy.hysteresis import Hysteresis
@@ -112,6 +117,8 @@ class LiveControl:
         self.on_step = on_step
         self.owned = owned
         self._stepping: list[str] | None = None  # the CPEs the loop decides for, when owned
+        # Owned CPEs whose agents were asked what they hold since they became ours.
+        self._taken: set[str] = set()
         self.steps = 0
         self.pushes = 0
         self.push_failures = 0
@@ -153,7 +160,10 @@ class LiveControl:
         if self._event_watcher is not None:
             self._event_watcher.set_agents(self._cpe_agents())
         for cpe in added:
-            self._load_held_weights(cpe)
+            if self.owned is None:
+                self._load_held_weights(cpe)
+            else:  # asked when it is ours (see _taken_over)
+                self._taken.discard(cpe.cpe_id)
         self.cpes = list(cpes)
         self._stepping = None  # the owned ones are chosen again at the next step
         if self._loop is not None and self.owned is None:
@@ -180,8 +190,9 @@ class LiveControl:
                     self.policy_config.min_share_of_largest, ACTIVE_BACKUP_MIN_SHARE
                 ),
             )
-        for cpe in self.cpes:
-            self._load_held_weights(cpe)
+        if self.owned is None:  # with replicas: once a CPE is ours (see _taken_over)
+            for cpe in self.cpes:
+                self._load_held_weights(cpe)
         self._loop = ControlLoop(
             cpes=self.cpes,
             directions=self.settings.directions,
@@ -209,15 +220,15 @@ class LiveControl:
     def step(self, now_s: float) -> list[StepOutcome]:
         if self._loop is None:
             raise RuntimeError("call prepare() before stepping")
+        cpes = self.cpes
         if self.owned is not None:
-            mine = self.owned()
-            chosen = [c for c in self.cpes if c.cpe_id in mine]
-            if [c.cpe_id for c in chosen] != self._stepping:
-                self._loop.set_cpes(chosen)
-                self._stepping = [c.cpe_id for c in chosen]
+            cpes = self._taken_over(self.owned())
+            if [c.cpe_id for c in cpes] != self._stepping:
+                self._loop.set_cpes(cpes)
+                self._stepping = [c.cpe_id for c in cpes]
         if now_s >= self._next_refill_check_s:
             self._next_refill_check_s = now_s + REFILL_CHECK_S
-            self._refill_restarted_agents()
+            self._refill_restarted_agents(cpes)
         started = time.perf_counter()
         outcomes = self._loop.step(now_s)
         self.on_step(time.perf_counter() - started, outcomes)
@@ -286,10 +297,33 @@ class LiveControl:
         self._handle(outcomes, now_s)
         return outcomes
 
-    def _refill_restarted_agents(self) -> None:
+    def _taken_over(self, mine: set[str]) -> list[Cpe]:
+        """The CPEs of ``mine`` (this replica's leases) to decide for: each once its agents have
+        said what they hold. Another replica pushed to it before, and may have died between
+        its push and its record in SDL; continuing from SDL's sequence, the first push would
+        be refused (409). An agent that does not answer leaves its CPE out until it does; the
+        agents are asked side by side, as pushes go, so a hung one costs one deadline."""
+        self._taken &= mine
+        new = [c for c in self.cpes if c.cpe_id in mine and c.cpe_id not in self._taken]
+        if new:
+            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PUSHES, len(new))) as pool:
+                answered = list(pool.map(self._ask_agents, new))
+            self._taken |= {c.cpe_id for c, ok in zip(new, answered, strict=True) if ok}
+        return [c for c in self.cpes if c.cpe_id in self._taken]
+
+    def _ask_agents(self, cpe: Cpe) -> bool:
+        try:
+            self._load_held_weights(cpe)
+        except LiveSetupError as error:
+            log.warning("%s not acted on yet: %s", cpe.cpe_id, error)
+            return False
+        return True
+
+    def _refill_restarted_agents(self, cpes: Sequence[Cpe]) -> None:
         """An agent that restarted without its state holds nothing, and the loop pushes only
         when it expects a gain: so when an agent's run changes, what it should hold is checked
-        and pushed again where it differs (with the next sequence number)."""
+        and pushed again where it differs (with the next sequence number); for ``cpes`` only,
+        those this replica acts on."""
         for url, agent in self._agents().items():
             instance = _instance(agent)
             if instance is None:
@@ -299,7 +333,7 @@ class LiveControl:
             if previous is None or previous == instance:
                 continue
             log.warning("agent at %s restarted; checking the weights it holds", url)
-            for cpe in self.cpes:
+            for cpe in cpes:
                 for direction in self.settings.directions:
                     endpoint = self.sink.endpoint(cpe.cpe_id, direction)
                     if endpoint is not None and endpoint.base_url == url:

@@ -300,6 +300,11 @@ class XappService:
                 log.error("agents not ready: %s; trying again", error)
                 self._stopping.wait(5.0)
                 continue
+            except Exception as error:  # SDL down (ricsdl raises its own types)
+                # Never let this thread end: the xApp would serve, ready, with no loop behind it.
+                log.error("control loop not started: %s; trying again", error)
+                self._stopping.wait(1.0)
+                continue
             log.info(
                 "agents: %s", ", ".join(f"{u} ({lever})" for u, lever in sorted(levers.items()))
             )

@@ -368,7 +368,7 @@ class StandaloneE2Termination:
             plan.event_trigger,
             (e2ap.ActionToSetup(1, plan.action_definition),),
         )
-        self._store.save_subscription(record)
+        self._keep_record(record)
         self._send(connection, e2ap.encode(subscription))
 
     def _layout(
@@ -423,10 +423,19 @@ class StandaloneE2Termination:
             self._changed.notify_all()
         if status == "failed":
             log.warning("E2 subscription for %s failed: %s", node, cause)
-        if status == "deleted":
-            self._store.delete_subscription(node)
-        else:
-            self._store.save_subscription(updated)
+        self._keep_record(updated, deleted=status == "deleted")
+
+    def _keep_record(self, record: SubscriptionRecord, *, deleted: bool = False) -> None:
+        """The record's copy in the store. The subscription lives on the association, not
+        there: a store that is down (SDL while Redis restarts) costs the copy, never the node
+        its subscription or its reports."""
+        try:
+            if deleted:
+                self._store.delete_subscription(record.node)
+            else:
+                self._store.save_subscription(record)
+        except Exception as error:  # ricsdl raises its own types
+            log.warning("E2 node %s: subscription record not stored: %s", record.node, error)
 
     def _function_id(self, node: str) -> int:
         config = self._settings.node(node)
