@@ -281,20 +281,25 @@ def test_an_agents_carrier_events_are_decided_on_at_once_and_reports_take_over_a
     assert sink.pushed[-1].weights["wifi"] < 99
 
 
-def test_a_missed_carrier_return_is_ended_by_the_reports() -> None:
+def test_only_the_agent_ends_a_carrier_loss() -> None:
+    """A node reports cell counters for a station it lost, and a model can read them as an
+    idle path: the agent, which sees the carrier, is the one to say the path is back."""
     table = paper_table()
     loop, sink, _, source, _ = make_loop(table)
     loop.step(0.0)
     loop.access_event("cpe-1", "lifi", False, 0.5)
     loop.decide_now({"cpe-1"}, 0.5)
     assert sink.pushed[-1].weights["lifi"] == 0
-    # The "back" event never comes; the reports show LiFi usable: the one of 0-1 s began
-    # before the loss and changes nothing, the one of 1-2 s ends the agent's word.
-    for t, weight in ((1.0, 0), (2.0, 1)):
+    for t in (1.0, 2.0, 3.0):
         table["lifi"] = estimate("lifi", 12.1, at_s=t)
-        source.queue.append(KpiSample("cpe-1", "lifi", DL, t, 1.0, throughput_mbps=12.0))
+        source.queue.append(KpiSample("cpe-1", "lifi", DL, t, 1.0, throughput_mbps=0.0))
         loop.step(t)
-        assert sink.pushed[-1].weights["lifi"] == weight
+        assert sink.pushed[-1].weights["lifi"] == 0
+    assert loop.carrier_down("cpe-1") == ["lifi"]
+    loop.access_event("cpe-1", "lifi", True, 3.2)
+    loop.decide_now({"cpe-1"}, 3.2)
+    assert sink.pushed[-1].weights["lifi"] == 1
+    assert loop.carrier_down("cpe-1") == []
 
 
 def test_an_event_for_a_cpe_not_decided_here_changes_nothing() -> None:

@@ -13,6 +13,7 @@ from core.domain import Direction
 from core.scenario.e2_identities import e2_cpes
 from core.scenario.load import load_scenario
 from tests.test_agent_api import TOKEN, agent, put, write_config
+from xapp.adapters.agent_events import AccessEvent
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.live import LiveControl, LiveSettings
 
@@ -176,3 +177,28 @@ def test_one_mainline_lever_cannot_be_given_two_directions() -> None:
                 "agents": {"downlink_via_cpe": True},
             }
         )
+
+
+def test_a_carrier_return_whose_event_was_missed_is_taken_from_the_agents_health(
+    tmp_path: Path,
+) -> None:
+    config, port = write_config(tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    endpoint = AgentEndpoint(url, TOKEN)
+    cpes = e2_cpes(load_scenario("paper-static"))
+    settings = LiveSettings(
+        cpe_agents={"cpe-1": endpoint}, proxy_agent=endpoint, directions=(Direction.DOWNLINK,)
+    )
+    control = LiveControl(cpes, settings)
+    try:
+        with agent(config, port):
+            control.prepare()
+            control.on_access_event(AccessEvent(url, "wifi", False, 1, 0.0, "weight 0"))
+            control.react(100.0)
+            assert control.access_events == 1
+            assert control.last_access_event["cpe-1"]["carrier"] == "down"
+            # No "back" event comes (say the agent restarted); its health has no carrier down.
+            control.step(101.0)
+            assert control.carrier_down("cpe-1") == []
+    finally:
+        control.stop()

@@ -123,9 +123,15 @@ class ControlLoop:
 
     def access_event(self, cpe_id: str, access: str, carrier_up: bool, now_s: float) -> None:
         """A CPE's agent saw an access lose or regain carrier, seconds before a report would
-        say so. Lost: the path gets no weight until a report shows it usable again. Back: until
-        a report from after the return, the path is believed to carry what it did before."""
+        say so. Lost: the path gets no weight until the agent says it is back (the agent sees
+        the carrier; a report can mistake a dead station for an idle one). Back: until a report
+        of a period that began after the return, the path is believed to carry what it did
+        before."""
         self._carrier[(cpe_id, access)] = _Carrier(carrier_up, now_s)
+
+    def carrier_down(self, cpe_id: str) -> list[str]:
+        """The CPE's accesses its agent last said are without carrier."""
+        return sorted(a for (c, a), state in self._carrier.items() if c == cpe_id and not state.up)
 
     def decide_now(self, cpe_ids: Collection[str], now_s: float) -> list[StepOutcome]:
         """Decide for these CPEs at once, with what is known (after an access event)."""
@@ -344,16 +350,8 @@ class ControlLoop:
         estimate = self._estimator.estimate(cpe_id, access, direction, now_s)
         key = (cpe_id, access, direction)
         carrier = self._carrier.get((cpe_id, access))
-        if (
-            carrier is not None
-            and carrier.heard_after
-            and (
-                carrier.up
-                or (estimate is not None and estimate.shows_path_usable_since(carrier.since_s))
-            )
-        ):
-            # A report of a period that began after the event: the measurement speaks again
-            # (and says when a carrier's return was missed).
+        if carrier is not None and carrier.up and carrier.heard_after:
+            # A report of a period that began after the return: the measurement speaks again.
             del self._carrier[(cpe_id, access)]
             carrier = None
         if carrier is None:

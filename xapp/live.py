@@ -253,6 +253,10 @@ class LiveControl:
             elif outcome.reason.startswith("push failed"):
                 self.push_failures += 1
 
+    def carrier_down(self, cpe_id: str) -> list[str]:
+        """The CPE's accesses without carrier, as its agent last said."""
+        return [] if self._loop is None else self._loop.carrier_down(cpe_id)
+
     def on_access_event(self, event: AccessEvent) -> None:
         """Called by the event watcher's threads; the loop's thread acts on it."""
         self._events.put(event)
@@ -325,9 +329,11 @@ class LiveControl:
         and pushed again where it differs (with the next sequence number); for ``cpes`` only,
         those this replica acts on."""
         for url, agent in self._agents().items():
-            instance = _instance(agent)
-            if instance is None:
+            health = _health(agent)
+            if health is None:
                 continue
+            instance = str(health.get("instance") or "")
+            self._reconcile_carrier(url, health, cpes)
             previous = self._agent_instances.get(url)
             self._agent_instances[url] = instance
             if previous is None or previous == instance:
@@ -338,6 +344,21 @@ class LiveControl:
                     endpoint = self.sink.endpoint(cpe.cpe_id, direction)
                     if endpoint is not None and endpoint.base_url == url:
                         self._refill(cpe.cpe_id, direction)
+
+    def _reconcile_carrier(self, url: str, health: dict[str, Any], cpes: Sequence[Cpe]) -> None:
+        """A carrier back whose event never came (the agent restarted, say) is taken from the
+        agent's health: the loop's word of a lost carrier ends only with the agent's."""
+        if self._loop is None:
+            return
+        down_at_agent = set(health.get("carrier_down") or [])
+        for cpe in cpes:
+            agent = self.settings.cpe_agents.get(cpe.cpe_id)
+            if agent is None or agent.base_url != url:
+                continue
+            for access in self._loop.carrier_down(cpe.cpe_id):
+                if access not in down_at_agent:
+                    log.info("%s's agent has %s's carrier back (no event came)", cpe.cpe_id, access)
+                    self._loop.access_event(cpe.cpe_id, access, True, time.time())
 
     def _refill(self, cpe_id: str, direction: Direction) -> None:
         wanted = self.store.load_weights(cpe_id, direction)
@@ -454,14 +475,17 @@ def _lever_when_up(agent: AgentEndpoint, deadline: float, on_wait: Callable[[str
             retry_s = min(2 * retry_s, MAX_RETRY_S)
 
 
-def _instance(agent: AgentEndpoint) -> str | None:
-    """The agent's run as its health says, None when it does not answer now."""
+def _health(agent: AgentEndpoint) -> dict[str, Any] | None:
+    """The agent's health (its run's ``instance``, ``carrier_down``), None when it does not
+    answer now."""
     try:
         response = request_within(agent, "GET", "/v1/health", 1.0)
-        instance = response.json().get("instance") if response.status_code == 200 else None
-    except (httpx.HTTPError, ValueError, AttributeError):
+        health = response.json() if response.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
         return None
-    return str(instance) if instance else None
+    if not isinstance(health, dict) or not health.get("instance"):
+        return None
+    return health
 
 
 def _lever(agent: AgentEndpoint) -> str:
