@@ -269,6 +269,7 @@ class WeightService:
                     self._awaiting_xapp.add(access)
             else:
                 self._carrier_down.add(access)
+            self._backend_carrier(access, up)
             self._write_checked(self._kernel_paths(), previous)
             self._local_sequence += 1
             action = LocalAction(
@@ -300,6 +301,18 @@ class WeightService:
                     break
                 self._new_action.wait(left)
             return self._local_sequence, [a for a in self.local_actions if a.sequence > sequence]
+
+    def _backend_carrier(self, access: str, up: bool) -> None:
+        """A backend that can do more than weight 0 for a dead link (mainline takes the
+        endpoint out, so the kernel moves what was in flight there at once) is told."""
+        hook = getattr(self.backend, "set_carrier", None)
+        if hook is None or self.config.role != "cpe" or access not in self.config.accesses:
+            return
+        try:
+            entry = self.config.accesses[access]
+            hook(entry.address, entry.interface, up)
+        except BackendError as error:  # the weight 0 below still applies
+            log.error("carrier %s on %s: %s", "back" if up else "lost", access, error)
 
     def effective(self, cpe_id: str) -> dict[str, int] | None:
         """What the kernel holds for a CPE after the agent's own reactions."""

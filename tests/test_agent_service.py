@@ -260,3 +260,62 @@ def test_a_full_disk_leaves_no_empty_temporary_file(tmp_path: Path) -> None:
         assert backend.held == {("cpe-1", "nr"): 3, ("cpe-1", "wifi"): 1}
     finally:
         subprocess.run(["umount", str(tiny)], check=False)
+
+
+class LiveEndpointTable:
+    """`ip mptcp endpoint` with add and delete, as iproute2 shows it (flags as booleans)."""
+
+    def __init__(self) -> None:
+        self.endpoints: dict[str, dict[str, object]] = {
+            address: {"address": address, "id": n, "subflow": True, "dev": dev}
+            for n, (address, dev) in enumerate(
+                (("10.1.0.1", "nr0"), ("10.2.0.1", "wifi0"), ("10.3.0.1", "lifi0")), 1
+            )
+        }
+        self.commands: list[list[str]] = []
+
+    def __call__(self, argv: list[str]) -> str:
+        if argv[:4] == ["ip", "-j", "mptcp", "endpoint"]:
+            return json.dumps(list(self.endpoints.values()))
+        self.commands.append(argv)
+        verb = argv[3]
+        if verb == "delete":
+            self.endpoints = {a: e for a, e in self.endpoints.items() if e["id"] != int(argv[5])}
+        elif verb == "add":
+            address = argv[4]
+            entry: dict[str, object] = {"address": address}
+            rest = argv[5:]
+            while rest:
+                if rest[0] in ("dev", "id"):
+                    entry[rest[0]] = int(rest[1]) if rest[0] == "id" else rest[1]
+                    rest = rest[2:]
+                else:
+                    entry[rest[0]] = True
+                    rest = rest[1:]
+            self.endpoints[address] = entry
+        else:  # change id N backup|nobackup
+            for entry in self.endpoints.values():
+                if entry["id"] == int(argv[5]):
+                    entry["backup"] = argv[6] == "backup"
+        return ""
+
+
+def test_a_mainline_agent_takes_a_dead_links_endpoint_out_and_puts_it_back(
+    tmp_path: Path,
+) -> None:
+    """Backup alone leaves what was in flight on the dead subflow waiting for MPTCP's timer;
+    without the endpoint the kernel closes the subflow and sends that data on the others."""
+    table = LiveEndpointTable()
+    service = WeightService(cpe_config(tmp_path), MainlineBackend("cpe", runner=table))
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 100, "lifi": 0}, 1))
+    service.set_carrier("nr", False)
+    assert "10.1.0.1" not in table.endpoints
+    assert ["ip", "mptcp", "endpoint", "delete", "id", "1"] in table.commands
+    # The xApp's sets still apply to the paths that are there, and read back.
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 0, "lifi": 1}, 2))
+    assert table.endpoints["10.3.0.1"].get("backup") is False
+    service.set_carrier("nr", True)
+    back = table.endpoints["10.1.0.1"]
+    assert (back["id"], back["dev"], back["subflow"]) == (1, "nr0", True)
+    assert back["backup"] is False  # added on standby, then the xApp's weight 30 applied
+    assert service.effective("cpe-1") == {"nr": 30, "wifi": 0, "lifi": 1}
