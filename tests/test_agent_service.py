@@ -319,3 +319,11 @@ def test_a_mainline_agent_takes_a_dead_links_endpoint_out_and_puts_it_back(
     assert (back["id"], back["dev"], back["subflow"]) == (1, "nr0", True)
     assert back["backup"] is False  # added on standby, then the xApp's weight 30 applied
     assert service.effective("cpe-1") == {"nr": 30, "wifi": 0, "lifi": 1}
+    # The last weighted path losing carrier keeps its weight (nothing else would carry) and
+    # loses its endpoint all the same; the write still checks out.
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 0, "wifi": 1, "lifi": 0}, 3))
+    assert service.set_carrier("wifi", False) is not None
+    assert "10.2.0.1" not in table.endpoints
+    assert service.effective("cpe-1") == {"nr": 0, "wifi": 1, "lifi": 0}
+    service.set_carrier("wifi", True)
+    assert table.endpoints["10.2.0.1"].get("backup") is False

@@ -98,7 +98,8 @@ class MainlineBackend:
         state = {}
         for path in paths:
             if str(path.cpe_address) in self._removed:
-                state[(path.cpe_id, path.access)] = 0
+                # No endpoint while the carrier is gone: whatever weight is asked is moot.
+                state[(path.cpe_id, path.access)] = path.weight
                 continue
             endpoint = by_address.get(str(path.cpe_address))
             if endpoint is None:
