@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import zlib
 from pathlib import Path
 from typing import Annotated
@@ -337,18 +338,50 @@ def bench_xapp(
     cpes: Annotated[list[int] | None, typer.Option(help="CPEs (× 3 accesses); repeatable.")] = None,
     periods: Annotated[int, typer.Option(help="Reporting periods to run.")] = 2,
     period_ms: Annotated[int, typer.Option(help="Reporting period.")] = 1000,
+    replicas: Annotated[
+        int,
+        typer.Option(
+            help="Also run 1 and this many processes at once on the largest --cpes, each on "
+            "its share (as replicas): does the throughput scale?"
+        ),
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
     """The xApp's processing path without the network: per-UE E2SM-KPM indications from the
     simulator decoded into samples, then a decision per CPE and direction, one core. Prints
-    throughput, p50/p99 latencies, the cores a replica needs at the period, memory per CPE."""
+    throughput, p50/p99 latencies, the cores a replica needs at the period, memory per CPE;
+    with --replicas, the throughput of 1 and N replicas side by side."""
     import dataclasses
 
-    from bench.xapp_bench import run_xapp_bench
+    from bench.xapp_bench import run_replicas, run_xapp_bench
 
     counts = cpes or [100, 1000, 10000]
     if periods < 1 or period_ms < 1 or any(not 1 <= c <= 10_000 for c in counts):
         fail("--periods and --period-ms must be ≥ 1, --cpes in 1..10000")
+    if not 1 <= replicas <= 16:
+        fail("--replicas must be in 1..16")
+    if replicas > 1:
+        largest = max(counts)
+        scaling = []
+        for n in (1, replicas):
+            err.print(f"{n} replica(s) on {largest} CPEs: encoding, then processing at once…")
+            scaling.append(run_replicas(largest, n, periods, period_ms / 1000))
+        if as_json:
+            typer.echo(json.dumps([dataclasses.asdict(s) for s in scaling]))
+            return
+        base = scaling[0].cpes_per_s
+        table = Table("replicas", "CPEs", "wall s", "CPE periods/s", "× one replica")
+        for s in scaling:
+            table.add_row(
+                str(s.replicas),
+                f"{s.cpes:,}",
+                f"{s.wall_s:.2f}",
+                f"{s.cpes_per_s:,.0f}",
+                f"{s.cpes_per_s / base:.2f}",
+            )
+        out.print(table)
+        out.print(f"this machine has {os.cpu_count()} cores; a replica is one process, one core")
+        return
     rows = []
     for count in counts:
         err.print(f"{count} CPEs: encoding {periods} periods of indications, then processing…")

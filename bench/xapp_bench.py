@@ -5,13 +5,18 @@ send them) are encoded beforehand from the simulator's own reports for a scaled 
 site; then, for every reporting period, they are decoded into KPI samples and the control loop
 decides for every CPE and direction (KPI estimator, optimal policy, pushes to a sink that only
 counts). Figures are per core (one process, one thread), for one replica's budget.
+
+``run_replicas`` runs the same in N processes at once, each on its own share of the CPEs (as
+replicas sharing the CPEs through their leases would), and reports the CPEs all of them
+processed per second of wall time: whether N replicas handle N times the CPEs.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -114,7 +119,11 @@ def encoded_periods(
 
 
 def run_xapp_bench(
-    cpes: int, periods: int = 3, period_s: float = 1.0, chunk: int = 1000
+    cpes: int,
+    periods: int = 3,
+    period_s: float = 1.0,
+    chunk: int = 1000,
+    before_processing: Callable[[], object] = lambda: None,
 ) -> XappBenchRow:
     scenario = scaled_site(cpes)
     payloads = encoded_periods(scenario, periods, period_s, chunk)
@@ -149,6 +158,7 @@ def run_xapp_bench(
             decision_s.append(time.perf_counter() - started)
 
     loop._decide = timed_decide  # type: ignore[method-assign]
+    before_processing()
     decode_s: list[float] = []
     reports = 0
     busy_s: list[float] = []
@@ -187,3 +197,44 @@ def run_xapp_bench(
 def _resident_bytes() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass(frozen=True)
+class ReplicaScaling:
+    replicas: int
+    cpes: int  # over all replicas
+    wall_s: float  # for every replica to process every period
+    cpes_per_s: float  # CPE periods processed per second of wall time, all replicas together
+    rows: list[XappBenchRow]
+
+
+def run_replicas(
+    cpes: int, replicas: int, periods: int = 2, period_s: float = 1.0
+) -> ReplicaScaling:
+    """``replicas`` processes at once, ``cpes / replicas`` CPEs each; encoding is done in each
+    process before a common start, so only the processing is timed."""
+    share = max(1, cpes // replicas)
+    context = multiprocessing.get_context("spawn")
+    ready = context.Barrier(replicas + 1)
+    results = context.Queue()
+    processes = [
+        context.Process(target=_replica, args=(share, periods, period_s, ready, results))
+        for _ in range(replicas)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        ready.wait(timeout=600)  # every replica has its indications encoded
+        started = time.perf_counter()
+        rows = [results.get(timeout=600) for _ in processes]
+        wall = time.perf_counter() - started
+    finally:
+        for process in processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
+    return ReplicaScaling(replicas, share * replicas, wall, share * replicas * periods / wall, rows)
+
+
+def _replica(cpes: int, periods: int, period_s: float, ready: Any, results: Any) -> None:
+    results.put(run_xapp_bench(cpes, periods, period_s, before_processing=ready.wait))

@@ -58,3 +58,25 @@ def test_the_command_prints_json_rows() -> None:
     )
     assert bad.returncode == 2
     assert "--cpes in 1..10000" in bad.stderr
+
+
+ATSSS = (sys.executable, "-m", "atsss")
+
+
+def test_replicas_each_process_their_share_of_the_cpes() -> None:
+    done = subprocess.run(
+        [*ATSSS, "bench", "xapp", "--cpes", "40", "--replicas", "2", "--periods", "2", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    one, two = json.loads(done.stdout)
+    assert (one["replicas"], two["replicas"]) == (1, 2)
+    assert one["cpes"] == two["cpes"] == 40
+    assert [r["cpes"] for r in two["rows"]] == [20, 20]
+    # Every replica decided for each of its CPEs in both directions, every period.
+    assert all(r["decisions"] == 20 * 2 * 2 for r in two["rows"])
+    assert one["cpes_per_s"] > 0
+    assert two["cpes_per_s"] > 0
