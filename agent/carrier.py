@@ -6,18 +6,26 @@ down) the moment its driver does, a reporting period or more before the xApp can
 (`/sys/class/net/IF/carrier`: 1 up, 0 lost; unreadable while the interface is
 administratively down); it is polled every ``interval_s``. An interface that does not exist is
 left alone: it says nothing about the link.
+
+A loss is reported at once; a return only once the carrier has stayed up for
+``return_settle_s``. A link that flaps is not put back into use on every flap, and a path put
+back the instant its carrier shows is not usable yet: in the netns testbed an MPTCP endpoint
+added back within 50 ms of the carrier got no subflow (the kernel's first join attempt failed
+and is not retried), one added 300 ms later did.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 POLL_S = 0.05
+RETURN_SETTLE_S = 0.3
 
 
 def carrier_up(sysfs_root: Path, interface: str) -> bool | None:
@@ -38,12 +46,17 @@ class CarrierWatcher:
         on_change: Callable[[str, bool], object],  # (access, carrier up)
         sysfs_root: Path = Path("/sys"),
         interval_s: float = POLL_S,
+        return_settle_s: float = RETURN_SETTLE_S,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._interfaces = dict(interfaces)
         self._on_change = on_change
         self._sysfs = sysfs_root
         self._interval_s = interval_s
+        self._settle_s = return_settle_s
+        self._clock = clock
         self._known: dict[str, bool] = {}
+        self._up_since: dict[str, float] = {}  # carrier seen back, not reported yet
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -55,9 +68,15 @@ class CarrierWatcher:
             if up is None:
                 continue
             before = self._known.get(access)
-            self._known[access] = up
             if before is None and up:
+                self._known[access] = up
                 continue
+            if up and before is False:
+                since = self._up_since.setdefault(access, self._clock())
+                if self._clock() - since < self._settle_s:
+                    continue
+            self._up_since.pop(access, None)
+            self._known[access] = up
             if before != up:
                 try:
                     self._on_change(access, up)

@@ -11,7 +11,8 @@ sampled for comparison (row "none"); then each fault:
    xApp's push: acknowledged) is read;
 2. the fault: Redis killed and restarted; an agent killed and restarted; an agent hung
    (SIGSTOP: its connections accept and nothing answers) and let go; the simulator's
-   connection dropped and made again; the xApp killed (SIGKILL) and restarted;
+   connection dropped and made again; the xApp killed (SIGKILL) and restarted; and, with root,
+   an access link down and up under a real MPTCP transfer (bench/link_fault.py);
 3. recovery is timed from the end of the fault until the part works again (stated per fault);
 4. lost: the override must still be there, and no agent may hold an older sequence than it
    had acknowledged (restarts included); a 409 in the xApp's log would be a lost push too;
@@ -40,6 +41,7 @@ import httpx
 import numpy as np
 import yaml
 
+from bench.link_fault import DOWN_FOR_S, link_fault_missing, run_link_fault
 from bench.live_system import (
     Agent,
     LiveSystemError,
@@ -56,7 +58,8 @@ SCENARIO = "paper-dynamic"
 SCENARIO_S = 250  # the scenario's length: the whole bench fits in it
 CPE = "cpe-1"
 OPERATOR_TOKEN = "bench-faults-operator-token"
-FAULTS = ("redis", "agent-kill", "agent-hang", "simulator", "xapp-kill")
+FAULTS = ("redis", "agent-kill", "agent-hang", "simulator", "xapp-kill", "link")
+LIVE_FAULTS = FAULTS[:-1]  # on the live system; "link" runs on the netns testbed
 RECOVERY_LIMIT_S = 30.0
 
 
@@ -184,11 +187,45 @@ Progress = Callable[[str], None]
 
 
 def run_faults_bench(
-    faults: tuple[str, ...] = FAULTS, progress: Progress = lambda message: None
+    faults: tuple[str, ...] | None = None, progress: Progress = lambda message: None
 ) -> list[FaultResult]:
-    unknown = [f for f in faults if f not in FAULTS]
+    """``faults``: which ones (default: all, the link fault only where it can run)."""
+    unknown = [f for f in faults or () if f not in FAULTS]
     if unknown:
         raise FaultsBenchError(f"unknown fault {', '.join(unknown)}; expected {', '.join(FAULTS)}")
+    missing = link_fault_missing()
+    if faults is None:
+        faults = FAULTS if missing is None else LIVE_FAULTS
+        if missing is not None:
+            progress(f"the link fault is left out: it {missing}")
+    elif "link" in faults and missing is not None:
+        raise FaultsBenchError(f"the link fault {missing}")
+    results = _live_faults(tuple(f for f in faults if f != "link"), progress)
+    if "link" in faults:
+        progress("fault: link (netns testbed, real MPTCP)")
+        try:
+            found = run_link_fault()
+        except (RuntimeError, OSError) as error:
+            raise FaultsBenchError(f"the link fault: {error}") from error
+        results.append(
+            FaultResult(
+                "link",
+                f"Wi-Fi's link down for {DOWN_FOR_S:g} s under an MPTCP download (mainline "
+                "CPE agent, no xApp)",
+                found.acknowledged,
+                found.lost,
+                found.recovery_s,
+                "the download back at 90 % of its rate before the fault",
+                found.efficiency,
+                [*found.notes, f"Mbit/s per second: {found.per_second_mbps}"],
+            )
+        )
+    return results
+
+
+def _live_faults(faults: tuple[str, ...], progress: Progress) -> list[FaultResult]:
+    if not faults:
+        return []
     with (
         tempfile.TemporaryDirectory(prefix="atsss-faults-") as folder,
         _system(Path(folder), progress) as system,

@@ -90,8 +90,13 @@ def test_the_watcher_reads_carrier_and_ignores_interfaces_that_do_not_exist(
     device.mkdir(parents=True)
     (device / "carrier").write_text("1\n")
     seen: list[tuple[str, bool]] = []
+    now = [0.0]
     watcher = CarrierWatcher(
-        {"nr": "nr0", "wifi": "absent0"}, lambda a, up: seen.append((a, up)), tmp_path
+        {"nr": "nr0", "wifi": "absent0"},
+        lambda a, up: seen.append((a, up)),
+        tmp_path,
+        return_settle_s=0.3,
+        clock=lambda: now[0],
     )
     watcher.check()
     assert seen == []  # up at the first look: nothing to do
@@ -100,6 +105,18 @@ def test_the_watcher_reads_carrier_and_ignores_interfaces_that_do_not_exist(
     (device / "carrier").unlink()  # unreadable: administratively down
     watcher.check()
     (device / "carrier").write_text("1\n")
+    watcher.check()
+    assert seen == [("nr", False)]  # back, but not for long enough yet
+    now[0] = 0.2
+    (device / "carrier").write_text("0\n")  # a flap: the return starts over
+    watcher.check()
+    (device / "carrier").write_text("1\n")
+    now[0] = 0.3
+    watcher.check()
+    now[0] = 0.5
+    watcher.check()
+    assert seen == [("nr", False)]
+    now[0] = 0.61
     watcher.check()
     assert seen == [("nr", False), ("nr", True)]
 

@@ -4,10 +4,11 @@ lost, every part recovered within the bench's bound."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
-from bench.faults import FAULTS
+from bench.faults import FAULTS, LIVE_FAULTS
 
 
 def test_every_fault_loses_nothing_acknowledged_and_recovers() -> None:
@@ -20,10 +21,13 @@ def test_every_fault_loses_nothing_acknowledged_and_recovers() -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
     results = {r["fault"]: r for r in json.loads(done.stdout)}
-    assert set(results) == {"none", *FAULTS}
-    for fault in FAULTS:
+    # The link fault needs root (network namespaces); CI has it.
+    made = FAULTS if os.geteuid() == 0 else LIVE_FAULTS
+    assert set(results) == {"none", *made}
+    for fault in made:
         result = results[fault]
-        assert result["acknowledged"] == 3, result  # the override and both agents' sets
+        # The override and both agents' sets; on the testbed, the agent's one set.
+        assert result["acknowledged"] == (1 if fault == "link" else 3), result
         assert result["lost"] == 0, result
         assert result["recovery_s"] is not None, result
         assert 0.0 <= result["efficiency"] <= 1.0, result
