@@ -243,3 +243,22 @@ def test_only_the_controlled_directions_are_probed() -> None:
             t,
         )
     assert [(r.access, r.direction) for _, r in prober.started] == [("nr", DL)]
+
+
+def test_no_probe_while_the_agent_has_the_word_on_carrier() -> None:
+    """Gone: the agent will say when it is back, a down-check adds nothing. Back: until a
+    report of a period that began after the return, a probe would only compete with the data
+    the xApp just sent there."""
+    prober = ScriptedProber({"wifi": 1190.0})
+    estimator = ProbeEstimator(prober, ProbeSettings(routine_gap_s=1.0))
+    estimator.update(period(1.0, wifi=90.0), 1.0)
+    assert [t for t, _ in prober.started] == [1.0]  # no estimate from anyone: probed
+    estimator.carrier_changed("cpe-1", "wifi", False, 1.5)
+    for t in (2.0, 3.0, 4.0):
+        estimator.update(period(t, wifi=0.0), t)
+    assert [t for t, _ in prober.started] == [1.0]
+    estimator.carrier_changed("cpe-1", "wifi", True, 4.3)
+    estimator.update(period(5.0, wifi=50.0), 5.0)  # the period 4-5 s began before the return
+    assert [t for t, _ in prober.started] == [1.0]
+    estimator.update(period(6.0, wifi=900.0), 6.0)  # 5-6 s: the measurement speaks again
+    assert [t for t, _ in prober.started] == [1.0, 6.0]

@@ -26,7 +26,14 @@ from core.domain import (
 )
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PathView, PolicyInput, WeightPolicy
-from xapp.ports import CapacityEstimator, KpiSource, StateStore, WeightPushError, WeightSink
+from xapp.ports import (
+    CapacityEstimator,
+    CarrierAware,
+    KpiSource,
+    StateStore,
+    WeightPushError,
+    WeightSink,
+)
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +135,8 @@ class ControlLoop:
         of a period that began after the return, the path is believed to carry what it did
         before."""
         self._carrier[(cpe_id, access)] = _Carrier(carrier_up, now_s)
+        if isinstance(self._estimator, CarrierAware):
+            self._estimator.carrier_changed(cpe_id, access, carrier_up, now_s)
 
     def carrier_down(self, cpe_id: str) -> list[str]:
         """The CPE's accesses its agent last said are without carrier."""

@@ -8,7 +8,7 @@ swappable without the control loop knowing which one it has.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from core.domain import (
     CapacityEstimate,
@@ -39,6 +39,13 @@ class CapacityEstimator(Protocol):
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None: ...
+
+
+@runtime_checkable
+class CarrierAware(Protocol):
+    """An estimator that wants the agents' word on carrier (to hold its probes meanwhile)."""
+
+    def carrier_changed(self, cpe_id: str, access: str, up: bool, now_s: float) -> None: ...
 
 
 class Prober(Protocol):

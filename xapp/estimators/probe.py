@@ -17,7 +17,11 @@ resort, not the routine. A path is probed when (in this order of priority):
 - ``uncertain``: their combined uncertainty is too wide;
 - ``periodic``: its last probe is older than ``max_age_s`` (when set).
 
-Never more often than ``min_gap_s`` per path (``routine_gap_s`` when there is no one to ask,
+Never while the CPE's agent says a path's carrier is gone, nor after it says the carrier is
+back until a report of a period that began after the return has come in: the agent's word
+answers what a probe would ask, and a probe beside a transfer costs far more than its bytes
+(on mainline MPTCP a squeezed subflow stalls the whole connection). Never more often than
+``min_gap_s`` per path (``routine_gap_s`` when there is no one to ask,
 as in probe-only mode), never more than ``max_per_cpe`` at once on one
 CPE, never on a path reported down. A probe measures the path's capacity as the probe's own
 rate plus the data it carried meanwhile (the agent reads both); a probe that finds the path
@@ -116,10 +120,19 @@ class ProbeEstimator:
         # Paths whose headroom some advisor has measured (not only a lower bound): their
         # return from an outage shows in the KPIs, so they need no down-check.
         self._headroom_known: set[Path] = set()
+        # (CPE, access) → since when the agent's word stands: None while the carrier is gone.
+        self._carrier_word: dict[tuple[str, str], float | None] = {}
+
+    def carrier_changed(self, cpe_id: str, access: str, up: bool, now_s: float) -> None:
+        """The CPE's agent saw the access's carrier go (``up`` False) or come back."""
+        self._carrier_word[(cpe_id, access)] = now_s if up else None
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for sample in samples:
             self._remember(sample, now_s)
+            back_at = self._carrier_word.get((sample.cpe_id, sample.access), -math.inf)
+            if back_at is not None and sample.time_s - sample.period_s >= back_at:
+                self._carrier_word.pop((sample.cpe_id, sample.access), None)
         self._silence.update(samples)
         for outcome in self.prober.collect(now_s):
             self._take(outcome)
@@ -205,6 +218,8 @@ class ProbeEstimator:
         for path in self._history:
             if path in self._in_flight or path in self._down:
                 continue
+            if (path[0], path[1]) in self._carrier_word:
+                continue  # the agent's word stands for now
             advisors = self.advisors_for(path[0], path[2])
             if advisors is None:
                 continue

@@ -91,6 +91,10 @@ class EstimatorSelection:
         chosen = self.choice(cpe_id, direction)
         return chosen if chosen in self._by_mode else self.settings.mode
 
+    def carrier_changed(self, cpe_id: str, access: str, up: bool, now_s: float) -> None:
+        """The CPE's agent saw the access's carrier go or come back: no probe asks meanwhile."""
+        self.probe.carrier_changed(cpe_id, access, up, now_s)
+
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         self.fused.update(samples, now_s)  # feeds the KPI, model and probe estimators
 
