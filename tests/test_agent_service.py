@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import subprocess
+import time
 from ipaddress import IPv4Address
 from pathlib import Path
 
@@ -273,10 +274,16 @@ class LiveEndpointTable:
             )
         }
         self.commands: list[list[str]] = []
+        self.connections = False  # an MPTCP connection exists (`ss -M`)
+        self.joined: set[str] = set()  # addresses with a subflow (`ss -t … src`)
 
     def __call__(self, argv: list[str]) -> str:
         if argv[:4] == ["ip", "-j", "mptcp", "endpoint"]:
             return json.dumps(list(self.endpoints.values()))
+        if argv[:2] == ["ss", "-MnH"]:
+            return "ESTAB 0 0 10.2.0.1:40000 10.0.0.1:5201\n" if self.connections else ""
+        if argv[0] == "ss":
+            return "ESTAB\n" if argv[-1] in self.joined else ""
         self.commands.append(argv)
         verb = argv[3]
         if verb == "delete":
@@ -306,7 +313,8 @@ def test_a_mainline_agent_takes_a_dead_links_endpoint_out_and_puts_it_back(
     """Backup alone leaves what was in flight on the dead subflow waiting for MPTCP's timer;
     without the endpoint the kernel closes the subflow and sends that data on the others."""
     table = LiveEndpointTable()
-    service = WeightService(cpe_config(tmp_path), MainlineBackend("cpe", runner=table))
+    backend = MainlineBackend("cpe", runner=table, rejoin_check_s=0.01)
+    service = WeightService(cpe_config(tmp_path), backend)
     service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 100, "lifi": 0}, 1))
     service.set_carrier("nr", False)
     assert "10.1.0.1" not in table.endpoints
@@ -327,3 +335,19 @@ def test_a_mainline_agent_takes_a_dead_links_endpoint_out_and_puts_it_back(
     assert service.effective("cpe-1") == {"nr": 0, "wifi": 1, "lifi": 0}
     service.set_carrier("wifi", True)
     assert table.endpoints["10.2.0.1"].get("backup") is False
+    # A join that failed after the return (no subflow from the address while a connection
+    # exists) is tried again: the endpoint is taken out and added as it is now.
+    time.sleep(0.1)  # the check after Wi-Fi's return found no connection and ended
+    table.connections = True
+    service.set_carrier("nr", False)
+    service.set_carrier("nr", True)
+    deadline = time.monotonic() + 5
+    while backend.rejoins < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert backend.rejoins == 3  # three tries, then it gives up
+    assert table.endpoints["10.1.0.1"]["id"] == 1
+    table.joined.add("10.3.0.1")
+    service.set_carrier("lifi", False)
+    service.set_carrier("lifi", True)
+    time.sleep(0.1)
+    assert backend.rejoins == 3  # joined: nothing to do

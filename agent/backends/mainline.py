@@ -16,11 +16,20 @@ flags, and the kernel opens the subflows again on the connections that had them.
 from __future__ import annotations
 
 import json
+import logging
+import threading
+import time
 from ipaddress import IPv4Address
 from pathlib import Path
 
 from agent.backends.base import BackendError, KernelState, PathWeight
 from agent.backends.wrr import Runner, run_command
+
+log = logging.getLogger(__name__)
+
+# After an endpoint is added back: how long until its subflows are checked, and how often.
+REJOIN_CHECK_S = 1.0
+REJOIN_ATTEMPTS = 3
 
 
 class MainlineBackend:
@@ -29,13 +38,20 @@ class MainlineBackend:
     steers_peer = True
 
     def __init__(
-        self, role: str, procfs_root: Path = Path("/proc"), runner: Runner = run_command
+        self,
+        role: str,
+        procfs_root: Path = Path("/proc"),
+        runner: Runner = run_command,
+        rejoin_check_s: float = REJOIN_CHECK_S,
     ) -> None:
         self.role = role
         self.root = procfs_root
         self.runner = runner
+        self.rejoin_check_s = rejoin_check_s
         # Endpoints taken out while their access has no carrier, by address, as they were.
         self._removed: dict[str, dict[str, object]] = {}
+        self._returned: dict[str, int] = {}  # address → which return it is (to drop stale checks)
+        self.rejoins = 0
 
     def set_carrier(self, address: IPv4Address, interface: str, up: bool) -> None:
         """Remove the address's endpoint while its access has no carrier; put it back after
@@ -53,18 +69,37 @@ class MainlineBackend:
             if any(str(e.get("address")) == key for e in self.endpoints()):
                 return
             removed = {"dev": interface, "subflow": True}
-        argv = ["ip", "mptcp", "endpoint", "add", key]
-        if removed.get("dev"):
-            argv += ["dev", str(removed["dev"])]
-        if removed.get("id") is not None:
-            argv += ["id", str(removed["id"])]
-        listed = removed.get("flags")
-        flags = set(listed) if isinstance(listed, list) else set()
-        flags |= {name for name in _FLAGS if removed.get(name) is True}
         # Back on standby first; the weights written next decide whether it carries.
-        kept = (flags - {"backup"}) & set(_FLAGS)
-        argv += [*sorted(kept), "backup"]
-        self.runner(argv)
+        self.runner(_add_argv(key, {**removed, "backup": True}))
+        turn = self._returned.get(key, 0) + 1
+        self._returned[key] = turn
+        threading.Thread(
+            target=self._see_it_joined, args=(key, turn), name=f"rejoin {key}", daemon=True
+        ).start()
+
+    def _see_it_joined(self, address: str, turn: int) -> None:
+        """An endpoint added back whose join failed gets no subflow, and the kernel does not
+        try again: while MPTCP connections exist and none of their subflows leaves from the
+        address, take the endpoint out and add it again (as it is now, flags included)."""
+        for _ in range(REJOIN_ATTEMPTS):
+            time.sleep(self.rejoin_check_s)
+            if self._returned.get(address) != turn or address in self._removed:
+                return  # the carrier went again, or came back again: a newer check runs
+            try:
+                if not self.runner(["ss", "-MnH"]).strip():
+                    return  # no MPTCP connection: nothing to join
+                if self.runner(["ss", "-tnH", "state", "established", "src", address]).strip():
+                    return
+                current = {str(e.get("address")): e for e in self.endpoints()}.get(address)
+                if current is None:
+                    return
+                self.runner(["ip", "mptcp", "endpoint", "delete", "id", str(current["id"])])
+                self.runner(_add_argv(address, current))
+                self.rejoins += 1
+                log.warning("no subflow from %s after its return: endpoint added again", address)
+            except BackendError as error:
+                log.warning("checking %s's subflows after its return: %s", address, error)
+                return
 
     def endpoints(self) -> list[dict[str, object]]:
         raw = self.runner(["ip", "-j", "mptcp", "endpoint", "show"])
@@ -124,3 +159,16 @@ class MainlineBackend:
 
 # The endpoint flags iproute2 shows and takes (`ip mptcp endpoint add … FLAGS`).
 _FLAGS = ("signal", "subflow", "backup", "fullmesh")
+
+
+def _add_argv(address: str, endpoint: dict[str, object]) -> list[str]:
+    """`ip mptcp endpoint add` for an endpoint as `ip -j mptcp endpoint show` described it."""
+    argv = ["ip", "mptcp", "endpoint", "add", address]
+    if endpoint.get("dev"):
+        argv += ["dev", str(endpoint["dev"])]
+    if endpoint.get("id") is not None:
+        argv += ["id", str(endpoint["id"])]
+    listed = endpoint.get("flags")
+    flags = set(listed) if isinstance(listed, list) else set()
+    flags |= {name for name in _FLAGS if endpoint.get(name) is True}
+    return argv + sorted(flags & set(_FLAGS))
