@@ -45,9 +45,11 @@ from bench.link_fault import DOWN_FOR_S, link_fault_missing, run_link_fault
 from bench.live_system import (
     Agent,
     LiveSystemError,
+    PersistentRedis,
     Xapp,
     agent_process,
-    free_port,
+    atsss,
+    persistent_redis,
     start_simulator,
     start_xapp,
     write_xapp_config,
@@ -163,9 +165,7 @@ def _at(rows: list[tuple[float, float]], unix_s: float) -> float:
 @dataclass
 class _System:
     workdir: Path
-    redis_port: int
-    restart_redis: Callable[[], None]
-    kill_redis: Callable[[], None]
+    redis: PersistentRedis
     cpe: Agent
     proxy: Agent
     config: Path
@@ -246,8 +246,11 @@ def _system(workdir: Path, progress: Progress) -> Iterator[_System]:
         yaml.safe_dump([{"name": "bench", "role": "operator", "token": OPERATOR_TOKEN}])
     )
     with contextlib.ExitStack() as stack:
-        port, restart_redis, kill_redis = stack.enter_context(_persistent_redis(workdir / "redis"))
-        env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(port)}
+        try:
+            redis = stack.enter_context(persistent_redis(workdir / "redis"))
+        except LiveSystemError as error:
+            raise FaultsBenchError(str(error)) from error
+        env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(redis.port)}
         cpe = stack.enter_context(agent_process(workdir, "cpe-agent", "cpe", [CPE]))
         proxy = stack.enter_context(agent_process(workdir, "proxy-agent", "proxy", [CPE]))
         try:
@@ -265,9 +268,7 @@ def _system(workdir: Path, progress: Progress) -> Iterator[_System]:
         simulator = start_simulator(workdir, SCENARIO, xapp.e2_port, SCENARIO_S, config, truth)
         system = _System(
             workdir,
-            port,
-            restart_redis,
-            kill_redis,
+            redis,
             cpe,
             proxy,
             config,
@@ -293,43 +294,6 @@ def _system(workdir: Path, progress: Progress) -> Iterator[_System]:
                 if process.poll() is None:
                     process.kill()
                     process.wait(timeout=10)
-
-
-@contextlib.contextmanager
-def _persistent_redis(
-    folder: Path,
-) -> Iterator[tuple[int, Callable[[], None], Callable[[], None]]]:
-    port = free_port()
-    folder.mkdir(exist_ok=True)
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder)]
-    argv += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
-    processes: list[subprocess.Popen[bytes]] = []
-
-    def start() -> None:
-        processes.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
-        if not _wait(lambda: _pong(port), 10):
-            raise FaultsBenchError("redis-server did not start")
-
-    def kill() -> None:
-        processes[-1].kill()
-        processes[-1].wait(timeout=10)
-
-    start()
-    try:
-        yield port, start, kill
-    finally:
-        if processes[-1].poll() is None:
-            processes[-1].terminate()
-            processes[-1].wait(timeout=10)
-
-
-def _pong(port: int) -> bool:
-    import socket
-
-    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5) as s:
-        s.sendall(b"PING\r\n")
-        return bool(s.recv(16).startswith(b"+PONG"))
-    return False
 
 
 def _wait(predicate: Callable[[], object], timeout_s: float) -> bool:
@@ -452,9 +416,9 @@ def _steady(system: _System, seconds: float = 8.0) -> FaultResult:
 
 def _redis(system: _System) -> FaultResult:
     before = _acknowledge(system, "redis")
-    system.kill_redis()
+    system.redis.kill()
     time.sleep(3.0)
-    system.restart_redis()
+    system.redis.start()
 
     def sdl_answers() -> bool:
         with system.api() as api:
@@ -501,21 +465,14 @@ def _agent_kill(system: _System) -> FaultResult:
 
 def _restart_agent(system: _System, agent: Agent) -> Agent:
     config = system.workdir / "proxy-agent.yaml"
-    log = (system.workdir / "proxy-agent.log").open("a")
-    process = subprocess.Popen(
-        [*_atsss(), "agent", "run", "--config", str(config)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    agent.process = process
+    with (system.workdir / "proxy-agent.log").open("a") as log:  # the child keeps its own
+        agent.process = subprocess.Popen(
+            atsss("agent", "run", "--config", str(config)),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     return agent
-
-
-def _atsss() -> list[str]:
-    import sys
-
-    return [sys.executable, "-m", "atsss"]
 
 
 def _agent_hang(system: _System) -> FaultResult:

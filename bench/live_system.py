@@ -257,4 +257,49 @@ def wait_until(
         time.sleep(interval_s)
 
 
+@dataclass
+class PersistentRedis:
+    """A redis-server that keeps every acknowledged write (append-only file, fsync always), as
+    a RIC's database does; ``kill`` ends it at once, ``start`` brings it up on the same data."""
+
+    port: int
+    folder: Path
+    processes: list[subprocess.Popen[bytes]]
+
+    def start(self) -> None:
+        argv = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1"]
+        argv += ["--dir", str(self.folder), "--appendonly", "yes", "--appendfsync", "always"]
+        self.processes.append(subprocess.Popen([*argv, "--save", ""], stdout=subprocess.DEVNULL))
+        wait_until(lambda: _pong(self.port), 10, "redis-server")
+
+    def kill(self) -> None:
+        self.processes[-1].kill()
+        self.processes[-1].wait(timeout=10)
+
+    def restart(self) -> None:
+        self.processes[-1].terminate()
+        self.processes[-1].wait(timeout=10)
+        self.start()
+
+
+@contextlib.contextmanager
+def persistent_redis(folder: Path) -> Iterator[PersistentRedis]:
+    folder.mkdir(exist_ok=True)
+    redis = PersistentRedis(free_port(), folder, [])
+    redis.start()
+    try:
+        yield redis
+    finally:
+        if redis.processes[-1].poll() is None:
+            redis.processes[-1].terminate()
+            redis.processes[-1].wait(timeout=10)
+
+
+def _pong(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.5) as s:
+        s.sendall(b"PING\r\n")
+        return bool(s.recv(16).startswith(b"+PONG"))
+    return False
+
+
 FIRST_PUSH = re.compile(r"first weights for (\S+) ([0-9.]+) s after")

@@ -3,12 +3,9 @@ the simulator and dry-run agents as processes."""
 
 from __future__ import annotations
 
-import contextlib
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +15,7 @@ from bench.live_system import (
     Agent,
     Xapp,
     agent_process,
-    free_port,
+    persistent_redis,
     start_simulator,
     start_xapp,
     wait_until,
@@ -52,46 +49,6 @@ def api(xapp: Xapp, token: str | None = OPERATOR) -> httpx.Client:
     return httpx.Client(base_url=xapp.http_url, headers=headers, timeout=10)
 
 
-@contextlib.contextmanager
-def persistent_redis(folder: Path) -> Iterator[tuple[int, Any]]:
-    """A redis-server that keeps every acknowledged write (append-only file, fsync always), as a
-    RIC's database does; ``restart()`` stops and starts it on the same data."""
-    port = free_port()
-    folder.mkdir(exist_ok=True)
-    argv = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(folder)]
-    argv += ["--appendonly", "yes", "--appendfsync", "always", "--save", ""]
-    processes: list[subprocess.Popen[bytes]] = []
-
-    def start() -> None:
-        processes.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL))
-        wait_until(lambda: _pong(port), 10, "redis-server")
-
-    def restart() -> None:
-        processes[-1].terminate()
-        processes[-1].wait(timeout=10)
-        start()
-
-    start()
-    try:
-        yield port, restart
-    finally:
-        processes[-1].terminate()
-        processes[-1].wait(timeout=10)
-
-
-def _pong(port: int) -> bool:
-    with contextlib.suppress(OSError), socket_to(port) as sock:
-        sock.sendall(b"PING\r\n")
-        return bool(sock.recv(16).startswith(b"+PONG"))
-    return False
-
-
-def socket_to(port: int) -> Any:
-    import socket
-
-    return socket.create_connection(("127.0.0.1", port), 0.5)
-
-
 def held(agent: Agent, cpe_id: str = "cpe-1") -> dict[str, int] | None:
     found = agent.weights("downlink", cpe_id)
     return None if found is None else dict(found["applied"]["weights"])
@@ -99,7 +56,7 @@ def held(agent: Agent, cpe_id: str = "cpe-1") -> dict[str, int] | None:
 
 def test_overrides_roles_audit_and_durability(tmp_path: Path) -> None:
     with (
-        persistent_redis(tmp_path / "redis") as (redis_port, restart_redis),
+        persistent_redis(tmp_path / "redis") as redis,
         agent_process(tmp_path, "proxy", "proxy", ["cpe-1"]) as proxy,
     ):
         config = write_xapp_config(
@@ -110,7 +67,7 @@ def test_overrides_roles_audit_and_durability(tmp_path: Path) -> None:
             directions=["downlink"],
             operator_api={"tokens_file": str(tokens_file(tmp_path))},
         )
-        env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(redis_port)}
+        env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(redis.port)}
         xapp = start_xapp(tmp_path, config, env)
         simulator = start_simulator(tmp_path, "paper-static", xapp.e2_port, 90)
         second = None
@@ -167,7 +124,7 @@ def test_overrides_roles_audit_and_durability(tmp_path: Path) -> None:
                 # Durability: restart the xApp, then Redis; the override stays, and acts.
                 xapp.terminate_within(5)
                 second = start_xapp(tmp_path, config, env, e2_port=xapp.e2_port, name="xapp-2")
-                restart_redis()
+                redis.restart()
             with api(second) as alice:
                 wait_until(lambda: alice.get("/v1/overrides").status_code == 200, 20, "the API")
                 # The nodes reconnect to the restarted xApp at their own pace; the 3 s override
