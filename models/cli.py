@@ -34,6 +34,13 @@ def train_command(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Where the ONNX files and the card go.")
     ] = Path("build/models"),
+    holdout: Annotated[
+        list[Path] | None,
+        typer.Option(
+            help="Data never trained on, scored as out of distribution (repeatable; the card "
+            "reports each file)."
+        ),
+    ] = None,
     folds: Annotated[int, typer.Option(help="Grouped cross-validation folds.")] = 6,
     quick: Annotated[bool, typer.Option(help="Small models, for tests and a first look.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
@@ -56,6 +63,7 @@ def train_command(
         with Progress(*columns, console=err, transient=True, disable=as_json) as progress:
             task = progress.add_task("loading data", total=None)
             frame, report = load(data, access)
+            unseen = {path.stem: load([path], access)[0] for path in holdout or []}
             result = train(
                 frame,
                 access,
@@ -63,6 +71,7 @@ def train_command(
                 folds,
                 quick,
                 lambda step: progress.update(task, description=step),
+                unseen,
             )
             progress.update(task, description="exporting to ONNX (parity check)")
             features, _, _, _ = usable_rows(frame, access)
@@ -87,6 +96,15 @@ def train_command(
         for label, r2 in PUBLISHED_ANCHORS.items():
             table.add_row(f"[dim]{label}[/]", f"[dim]{r2:.2f}[/]", "", "")
     out.print(table)
+    if result.cv_by_source or result.out_of_distribution:
+        scores = Table(title=f"{result.chosen}: in distribution (cross-validation) and out of it")
+        for column in ("data", "R²", "MAE (Mbit/s)", "MAPE", "rows"):
+            scores.add_column(column)
+        rows = [(f"cv: {k}", m) for k, m in result.cv_by_source.items()]
+        rows += [(f"unseen: {k}", m) for k, m in result.out_of_distribution.items()]
+        for label, m in rows:
+            scores.add_row(label, f"{m.r2:.3f}", f"{m.mae_mbps:.2f}", f"{m.mape:.1%}", str(m.rows))
+        out.print(scores)
     out.print(
         f"10–90 % interval coverage: {result.interval_coverage:.1%}; rules applied: {report.counts}"
     )

@@ -25,9 +25,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from models.features import GROUP, THROUGHPUT, TIME
+from models.features import GROUP, SATURATED, THROUGHPUT, TIME
 
 TARGET = "target_mbps"
+SATURATED_SHARE = 0.8  # of the capacity carried, as the xApp's ModelEstimator counts it
+SOURCE = "source"  # "real" (measured traces) or "simulated": the card scores each apart
 
 RACA_REQUIRED = (
     "Timestamp",
@@ -54,6 +56,10 @@ SIM_COLUMNS = {
         "DRB.UEThpDl": ("thp", 0.001),
         "L1M.SS-SINR": ("snr_db", 1),
         "L1M.SS-RSRP": ("rsrp_dbm", 1),
+        "RRU.PrbUsedDl": ("prb_used", 1),
+        "RRU.PrbAvailDl": ("prb_avail", 1),
+        "RRU.PrbTotDl": ("prb_tot_pct", 1),
+        "CARR.AverageLayersDl": ("layers", 1),
     },
     "wifi": {
         "WLAN.StaThpDl": ("thp", 0.001),
@@ -193,6 +199,9 @@ def _load_raca(path: Path, raw: pd.DataFrame, report: LoadReport) -> pd.DataFram
             "rssi_dbm": selected["RSSI"],
             "speed_kmh": selected.get("Speed", np.nan),
             "cell_id": selected.get("CellID", np.nan),
+            # a bulk download: what the device got is what the network offered it
+            SATURATED: 1.0,
+            SOURCE: "real",
         }
     )
     return out.reset_index(drop=True)
@@ -215,12 +224,22 @@ def _load_simulated(path: Path, raw: pd.DataFrame, access: str, report: LoadRepo
             GROUP: f"{path.stem}/" + rows["cpe_id"].astype(str),
             TIME: rows["time_s"],
             TARGET: rows["capacity_dl_mbps"],
+            SOURCE: "simulated",
         }
     )
     for column, (name, scale) in mapping.items():
         out[THROUGHPUT if name == "thp" else name] = (
             pd.to_numeric(rows[column], errors="coerce") * scale
         )
+    # A dataset written with --utilisation below 1 holds back every station; the xApp tells
+    # saturation from the KPIs, the loader from the truth it has.
+    out[SATURATED] = (out[THROUGHPUT] >= SATURATED_SHARE * out[TARGET]).astype(float)
+    if "available" in rows:
+        down = ~rows["available"].astype(bool)
+        # availability is the link state's business; a period the path was down teaches
+        # nothing about its capacity
+        out.loc[down.to_numpy(), TARGET] = np.nan
+        report.count("path down → no target", int(down.sum()))
     if access == "nr" and "CARR.WBCQIDist.bin" in rows:
         out["cqi"] = rows["CARR.WBCQIDist.bin"] - 1
     duplicates = int(out.duplicated([GROUP, TIME]).sum())

@@ -13,12 +13,15 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from models.features import feature_names
+from models.features import REFERENCE, TARGET_TRANSFORM, feature_names, from_log_ratio
 
 SHIPPED = Path(__file__).with_name("shipped")
 
 
-NEGATIVE_TOLERANCE_MBPS = 10.0
+# A capacity beyond this is garbage, not a forecast (802.11be peaks near 46 Gbit/s).
+MAX_CAPACITY_MBPS = 100_000.0
+# Nor is a log ratio past this (e^12 ≈ 160,000×; 0 to 10 Gbit/s is e^9.2 with the offset).
+MAX_LOG_RATIO = 12.0
 
 
 class ModelError(ValueError):
@@ -55,6 +58,11 @@ class OnnxCapacityModel:
             raise ModelError(
                 f"{card_path}: the card's features differ from models/features.py; retrain"
             )
+        if self.card.get("target_transform") != TARGET_TRANSFORM:
+            raise ModelError(
+                f"{card_path}: the card's target_transform is not {TARGET_TRANSFORM}; retrain"
+            )
+        self._reference = names.index(REFERENCE)
         self.name = card_path.name.removesuffix(".card.json")
         self.card_path = card_path
         self.sessions = {}
@@ -87,22 +95,31 @@ class OnnxCapacityModel:
                 f"got shape {features.shape}"
             )
         batch = features.astype(np.float32)
+        reference = batch[:, self._reference].astype(np.float64)
+        # A row without a reference capacity has nothing to scale: NaN, for the caller to skip.
+        known = np.isfinite(reference) & (reference >= 0)
         out = {}
         for part, session in self.sessions.items():
             result = np.asarray(
-                session.run(None, {session.get_inputs()[0].name: batch})[0], dtype=np.float32
+                session.run(None, {session.get_inputs()[0].name: batch})[0], dtype=np.float64
             ).ravel()
-            if not np.all(np.isfinite(result)):
+            if not np.all(np.isfinite(result[known])):
                 raise ModelError(f"the {self.name} {part} model produced NaN or infinite values")
-            # Tree ensembles and linear models can dip a little below 0 near an outage (the
-            # lower quantile more so); a clearly negative estimate means the model is wrong.
-            if part == "estimate" and np.any(result < -NEGATIVE_TOLERANCE_MBPS):
+            if np.any(np.abs(result[known]) > MAX_LOG_RATIO):
+                worst = float(result[known][np.argmax(np.abs(result[known]))])
                 raise ModelError(
-                    f"the {self.name} {part} model produced a negative capacity "
-                    f"({float(result.min()):.1f} Mbit/s)"
+                    f"the {self.name} {part} model predicted a capacity e^{worst:.3g} times "
+                    "its reference"
                 )
-            out[part] = np.maximum(result, 0.0)
-        crossed = float(np.mean(out["lower"] > out["upper"])) if len(batch) else 0.0
+            mbps = np.full(len(batch), np.nan)
+            mbps[known] = from_log_ratio(result[known], reference[known])
+            if np.any(mbps[known] > MAX_CAPACITY_MBPS):
+                raise ModelError(
+                    f"the {self.name} {part} model predicted {float(np.nanmax(mbps)):.3g} Mbit/s, "
+                    f"beyond any access ({MAX_CAPACITY_MBPS:g})"
+                )
+            out[part] = mbps.astype(np.float32)
+        crossed = float(np.mean(out["lower"][known] > out["upper"][known])) if known.any() else 0.0
         lower = np.minimum(out["lower"], out["estimate"])
         upper = np.maximum(out["upper"], out["estimate"])
         return Prediction(out["estimate"], lower, upper, crossed)

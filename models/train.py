@@ -27,8 +27,19 @@ from sklearn.model_selection import GroupKFold
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from models.data import TARGET, LoadReport
-from models.features import GROUP, HISTORY, RADIO, build_features, feature_list, feature_names
+from models.data import SOURCE, TARGET, LoadReport
+from models.features import (
+    GROUP,
+    HISTORY,
+    RADIO,
+    REFERENCE,
+    TARGET_TRANSFORM,
+    build_features,
+    feature_list,
+    feature_names,
+    from_log_ratio,
+    to_log_ratio,
+)
 
 INTERVAL = (0.1, 0.9)
 PARITY_RTOL = 1e-4
@@ -37,7 +48,7 @@ PUBLISHED_ANCHORS = {
     "Minovski et al., IEEE TMC 2023, NSA 5G": 0.84,
     "issue baseline (GBT, radio + last second + 5 s mean, 3 traces held out)": 0.69,
 }
-ISSUE_BASELINE_FEATURES = ("thp_last_mbps", "thp_mean5_mbps")
+ISSUE_BASELINE_FEATURES = (REFERENCE, "ref_mean3_ratio")
 
 
 class TrainingError(ValueError):
@@ -103,7 +114,9 @@ class Metrics:
 def metrics(y: npt.NDArray[np.float64], predicted: npt.NDArray[np.float64]) -> Metrics:
     residual = y - predicted
     total = float(np.sum((y - y.mean()) ** 2))
-    r2 = 1.0 - float(np.sum(residual**2)) / total if total > 0 else float("nan")
+    # R² says nothing where the target hardly moves (a scenario's constant capacity): NaN
+    flat = total <= 1e-6 * len(y) * max(float(np.mean(y)) ** 2, 1.0)
+    r2 = float("nan") if flat else 1.0 - float(np.sum(residual**2)) / total
     # MAPE over periods that carried at least 1 Mbit/s (relative error of ~0 is meaningless)
     carrying = y >= 1.0
     mape = (
@@ -144,22 +157,52 @@ class TrainingResult:
     groups: int
     report: LoadReport
     data_hash: str
+    # the chosen model's cross-validation scores on each kind of data (real, simulated)
+    cv_by_source: dict[str, Metrics] = field(default_factory=dict)
+    # scores on data it was not trained on (--holdout): file → metrics
+    out_of_distribution: dict[str, Metrics] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
 
 def usable_rows(
     frame: pd.DataFrame, access: str
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float64], npt.NDArray[Any], int]:
-    """Features, target and groups of the rows that have a throughput history."""
+    """Features, target and groups of the rows that have a reference capacity before them."""
     features = build_features(frame, access)
-    history = feature_names(access).index("thp_last_mbps")
-    keep = ~np.isnan(features[:, history]) & frame[TARGET].notna().to_numpy()
+    keep = _usable(features, frame, access)
     return (
         features[keep],
         frame[TARGET].to_numpy(dtype=np.float64)[keep],
         frame[GROUP].to_numpy()[keep],
         int((~keep).sum()),
     )
+
+
+def _usable(
+    features: npt.NDArray[np.float32], frame: pd.DataFrame, access: str
+) -> npt.NDArray[np.bool_]:
+    reference = features[:, feature_names(access).index(REFERENCE)]
+    target = frame[TARGET].to_numpy(dtype=np.float64)
+    keep: npt.NDArray[np.bool_] = (
+        np.isfinite(reference) & (reference >= 0) & np.isfinite(target) & (target >= 0)
+    )
+    return keep
+
+
+def sources_of(frame: pd.DataFrame, access: str) -> npt.NDArray[Any]:
+    """The kind of data (real, simulated) of each usable row, in `usable_rows` order."""
+    keep = _usable(build_features(frame, access), frame, access)
+    kinds = frame[SOURCE] if SOURCE in frame else pd.Series("unknown", index=frame.index)
+    found: npt.NDArray[Any] = kinds.fillna("unknown").to_numpy()[keep]
+    return found
+
+
+def in_mbps(
+    model: Any, features: npt.NDArray[np.float32], access: str, ceiling: float = np.inf
+) -> npt.NDArray[np.float64]:
+    """A fitted model's predictions (log ratios to the reference) in Mbit/s."""
+    reference = features[:, feature_names(access).index(REFERENCE)].astype(np.float64)
+    return np.clip(from_log_ratio(model.predict(features), reference), 0, ceiling)
 
 
 def train(
@@ -169,9 +212,12 @@ def train(
     folds: int = 6,
     quick: bool = False,
     progress: Callable[[str], None] = lambda step: None,
+    holdout: dict[str, pd.DataFrame] | None = None,
 ) -> TrainingResult:
+    """Cross-validate the candidates, choose, refit on everything; score ``holdout`` (name →
+    frame) with the final model as out-of-distribution data it never saw."""
     features, y, groups, dropped = usable_rows(frame, access)
-    report.count("first period of a group (no history) → not used", dropped)
+    report.count("no reference capacity before the period (first of a group) → not used", dropped)
     distinct = len(set(groups))
     if distinct < folds:
         raise TrainingError(
@@ -180,6 +226,9 @@ def train(
     if len(y) < folds * 20:
         raise TrainingError(f"{len(y)} usable rows are too few for {folds} folds")
     names = feature_names(access)
+    reference = features[:, names.index(REFERENCE)].astype(np.float64)
+    # the models learn the capacity relative to the last reference (models/features.py)
+    z = to_log_ratio(y, reference)
     splitter = GroupKFold(n_splits=folds)
     cv: dict[str, Metrics] = {}
     predictions: dict[str, npt.NDArray[np.float64]] = {}
@@ -192,33 +241,48 @@ def train(
         predicted = np.zeros_like(y)
         for fold, (train_rows, test_rows) in enumerate(splitter.split(features, y, groups), 1):
             progress(f"{candidate.name}: fold {fold}/{folds}")
-            model = candidate.make(quick).fit(features[train_rows][:, columns], y[train_rows])
+            model = candidate.make(quick).fit(features[train_rows][:, columns], z[train_rows])
             # A capacity is never negative, nor far beyond anything seen: extrapolating linear
             # models otherwise score absurd errors on groups unlike their training folds.
             ceiling = 2.0 * float(y[train_rows].max())
             predicted[test_rows] = np.clip(
-                model.predict(features[test_rows][:, columns]), 0, ceiling
+                from_log_ratio(
+                    model.predict(features[test_rows][:, columns]), reference[test_rows]
+                ),
+                0,
+                ceiling,
             )
         cv[candidate.name] = metrics(y, predicted)
         predictions[candidate.name] = predicted
     chosen = choose(cv)
+    kinds = sources_of(frame, access)
+    by_source = {
+        kind: metrics(y[kinds == kind], predictions[chosen][kinds == kind])
+        for kind in sorted(set(kinds))
+    }
     progress(f"interval models ({INTERVAL[0]:g}, {INTERVAL[1]:g} quantiles)")
     covered = np.zeros(len(y), dtype=bool)
     for train_rows, test_rows in splitter.split(features, y, groups):
         low = _gbt(quick, loss="quantile", quantile=INTERVAL[0]).fit(
-            features[train_rows], y[train_rows]
+            features[train_rows], z[train_rows]
         )
         high = _gbt(quick, loss="quantile", quantile=INTERVAL[1]).fit(
-            features[train_rows], y[train_rows]
+            features[train_rows], z[train_rows]
         )
-        inside = (low.predict(features[test_rows]) <= y[test_rows]) & (
-            y[test_rows] <= high.predict(features[test_rows])
+        inside = (in_mbps(low, features[test_rows], access) <= y[test_rows]) & (
+            y[test_rows] <= in_mbps(high, features[test_rows], access)
         )
         covered[test_rows] = inside
     progress(f"final fit of {chosen}")
-    final = next(c for c in candidates(access) if c.name == chosen).make(quick).fit(features, y)
-    lower = _gbt(quick, loss="quantile", quantile=INTERVAL[0]).fit(features, y)
-    upper = _gbt(quick, loss="quantile", quantile=INTERVAL[1]).fit(features, y)
+    final = next(c for c in candidates(access) if c.name == chosen).make(quick).fit(features, z)
+    lower = _gbt(quick, loss="quantile", quantile=INTERVAL[0]).fit(features, z)
+    upper = _gbt(quick, loss="quantile", quantile=INTERVAL[1]).fit(features, z)
+    unseen: dict[str, Metrics] = {}
+    for name, other in (holdout or {}).items():
+        progress(f"scoring on {name} (not trained on)")
+        held_features, held_y, _, _ = usable_rows(other, access)
+        if len(held_y):
+            unseen[name] = metrics(held_y, in_mbps(final, held_features, access))
     return TrainingResult(
         access,
         chosen,
@@ -232,6 +296,8 @@ def train(
         distinct,
         report,
         _hash(frame),
+        by_source,
+        unseen,
     )
 
 
@@ -274,8 +340,10 @@ def export(
         files[part] = {"file": path.name, "parity_worst_relative": worst}
     card = {
         "access": result.access,
-        "version": 1,
+        "version": 2,
         "target": "capacity of the next period, Mbit/s (real data: DL bit rate of a bulk download)",
+        # the ONNX files output log((capacity + offset) / (reference + offset))
+        "target_transform": TARGET_TRANSFORM,
         "features": [
             {"name": f.name, "unit": f.unit, "description": f.description}
             for f in feature_list(result.access)
@@ -283,6 +351,8 @@ def export(
         "history_features": [f.name for f in HISTORY],
         "chosen": result.chosen,
         "cross_validation": {name: m.as_dict() for name, m in result.cv.items()},
+        "cross_validation_by_source": {k: m.as_dict() for k, m in result.cv_by_source.items()},
+        "out_of_distribution": {k: m.as_dict() for k, m in result.out_of_distribution.items()},
         "interval": {"quantiles": list(INTERVAL), "coverage": round(result.interval_coverage, 4)},
         "published_anchors_r2": PUBLISHED_ANCHORS if result.access == "nr" else {},
         "data": {

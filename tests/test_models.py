@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from models.data import DataError, load
-from models.features import GROUP, THROUGHPUT, TIME, build_features, feature_names
+from models.features import GROUP, REFERENCE, THROUGHPUT, TIME, build_features, feature_names
 from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
 from models.train import TrainingError, train
 
@@ -42,12 +42,47 @@ def test_history_features_use_only_earlier_periods_of_the_same_group() -> None:
         }
     )
     features = build_features(frame, "lifi")
-    last = features[:, feature_names("lifi").index("thp_last_mbps")]
+    last = features[:, feature_names("lifi").index(REFERENCE)]
     assert np.isnan(last[0])
     assert np.isnan(last[3])
     assert list(last[[1, 2, 4]]) == [10.0, 20.0, 100.0]
-    mean5 = features[:, feature_names("lifi").index("thp_mean5_mbps")]
-    assert mean5[2] == pytest.approx(15.0)
+    mean3 = features[:, feature_names("lifi").index("ref_mean3_ratio")]
+    assert mean3[2] == pytest.approx(15.0 / 20.0)
+
+
+def test_the_reference_is_what_the_resources_allow_not_what_the_weights_let_through() -> None:
+    """The same NR and Wi-Fi paths carried fully and held back to 30 %: the features agree.
+
+    A throughput-history model reads a held-back path as a slow one and keeps it held back."""
+    rng = np.random.default_rng(1)
+    capacity = 200.0
+    rows: dict[str, list[object]] = {GROUP: [], TIME: [], THROUGHPUT: []}
+    nr_columns: dict[str, list[float]] = {"prb_used": [], "prb_avail": [], "prb_tot_pct": []}
+    wifi_columns: dict[str, list[float]] = {"airtime_pct": [], "channel_util_pct": []}
+    for group, utilisation in (("full", 1.0), ("held", 0.3)):
+        for t in range(4):
+            share = 0.6  # the UE could have 60 % of the PRBs (and of the airtime)
+            rows[GROUP].append(group)
+            rows[TIME].append(t)
+            rows[THROUGHPUT].append(capacity * utilisation * (1 + 0.01 * rng.standard_normal()))
+            nr_columns["prb_used"].append(round(133 * share * utilisation))
+            nr_columns["prb_avail"].append(133.0)
+            nr_columns["prb_tot_pct"].append(100 * (share * utilisation + 1 - share))
+            wifi_columns["airtime_pct"].append(100 * share * utilisation)
+            wifi_columns["channel_util_pct"].append(100 * (share * utilisation + 1 - share))
+    for access, extra in (("nr", nr_columns), ("wifi", wifi_columns)):
+        frame = pd.DataFrame({**rows, **extra, "saturated": [1.0] * 4 + [0.0] * 4})
+        features = build_features(frame, access)
+        reference = features[:, feature_names(access).index(REFERENCE)]
+        assert reference[1:4] == pytest.approx([capacity] * 3, rel=0.03), access
+        assert reference[5:8] == pytest.approx([capacity] * 3, rel=0.03), access
+        from_resources = features[:, feature_names(access).index("ref_from_resources")]
+        assert list(from_resources[5:8]) == [1.0, 1.0, 1.0]
+    # Without resource KPIs, a held-back throughput is no reference at all
+    bare = pd.DataFrame({**rows, "saturated": [1.0] * 4 + [0.0] * 4})
+    reference = build_features(bare, "wifi")[:, feature_names("wifi").index(REFERENCE)]
+    assert np.isnan(reference[5:8]).all()
+    assert reference[1:4] == pytest.approx([capacity] * 3, rel=0.03)
 
 
 def test_loading_rules_are_applied_and_counted(tmp_path: Path) -> None:
@@ -196,8 +231,11 @@ def test_shipped_models_load_and_predict(access: str) -> None:
     )
     prediction = model.predict(build_features(frame, access))
     assert prediction.estimate_mbps.shape == (6,)
-    assert np.all(prediction.lower_mbps <= prediction.estimate_mbps)
-    assert np.all(prediction.estimate_mbps <= prediction.upper_mbps)
+    # nothing came before the first period: no reference to scale, no prediction
+    assert np.isnan(prediction.estimate_mbps[0])
+    assert np.isfinite(prediction.estimate_mbps[1:]).all()
+    assert np.all(prediction.lower_mbps[1:] <= prediction.estimate_mbps[1:])
+    assert np.all(prediction.estimate_mbps[1:] <= prediction.upper_mbps[1:])
     for part in model.card["onnx"].values():
         assert part["parity_worst_relative"] <= model.card["parity_rtol"]
 

@@ -3,9 +3,12 @@
 Per path it keeps the recent KPI samples, turns them into exactly the features the model was
 trained on (models/features.py), and predicts the capacity of the next period with a 10–90 %
 interval; the interval becomes the estimate's standard deviation, which the uncertainty-aware
-policy reads. All paths that received samples since the last prediction are predicted in one
-batch per access. The shipped models predict downlink capacity; uplink is left to the other
-estimators (fusion).
+policy reads. The features read the rate per resource the path used and the resources free to
+it, not what the weights let it carry, so an estimate stands on its own. Only where the node
+reports no resource KPIs and the path was held back is the estimate the carried throughput,
+flagged `lower_bound`. All paths that received samples since the last prediction are
+predicted in one batch per access. The shipped models predict downlink capacity; uplink is
+left to the other estimators (fusion).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from models.features import GROUP, THROUGHPUT, TIME, build_features
+from models.features import GROUP, SATURATED, THROUGHPUT, TIME, build_features, feature_names
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.kpi import reported_cqi, utilisation
 
@@ -28,11 +31,19 @@ from xapp.estimators.kpi import reported_cqi, utilisation
 # a held-back throughput, so their prediction only bounds the capacity from below.
 SATURATED_UTILISATION = 0.8
 HISTORY_PERIODS = 11  # the longest history feature uses 10 earlier periods
+LOWER_BOUND_ERROR = 0.5  # of a carried throughput standing in for the capacity
 Z_10_90 = 2 * 1.2816  # width of the 10–90 % interval of a normal distribution, in sigmas
 
 # KPI measurement (catalogue name, canonical units) → the feature input column
 KPI_COLUMNS: dict[str, dict[str, str]] = {
-    "nr": {"L1M.SS-SINR": "snr_db", "L1M.SS-RSRP": "rsrp_dbm"},
+    "nr": {
+        "L1M.SS-SINR": "snr_db",
+        "L1M.SS-RSRP": "rsrp_dbm",
+        "RRU.PrbUsedDl": "prb_used",
+        "RRU.PrbAvailDl": "prb_avail",
+        "RRU.PrbTotDl": "prb_tot_pct",
+        "CARR.AverageLayersDl": "layers",
+    },
     "wifi": {
         "WLAN.StaRssi": "rssi_dbm",
         "WLAN.StaSnr": "snr_db",
@@ -149,26 +160,33 @@ class ModelEstimator:
             self.inference_s += time.perf_counter() - started
             self.inferences += 1
             self.unavailable.pop(access, None)
+            column = feature_names(access).index("ref_from_resources")
+            from_resources = features[last_rows, column] == 1.0
             for i, key in enumerate(keys):
                 latest = self._history[key][-1]
-                spread = float(prediction.upper_mbps[i] - prediction.lower_mbps[i]) / Z_10_90
                 available = latest.available if latest.available is not None else True
-                predicted = float(prediction.estimate_mbps[i]) if available else 0.0
-                saturated = self._saturated(key)
-                if not saturated:
-                    # Fed a held-back throughput, the model extrapolates what the path was
-                    # let to carry; only that throughput itself is a bound worth stating.
-                    predicted = min(predicted, latest.throughput_mbps or 0.0)
+                carried = latest.throughput_mbps or 0.0
+                estimate = float(prediction.estimate_mbps[i])
+                if not math.isfinite(estimate):
+                    # Nothing the model could scale (no resource KPIs, no saturated period):
+                    # what the path carried is all that is known.
+                    estimate, spread, lower_bound = carried, LOWER_BOUND_ERROR * carried, True
+                else:
+                    spread = float(prediction.upper_mbps[i] - prediction.lower_mbps[i]) / Z_10_90
+                    # A reference from throughput alone bounds a held-back path from below only.
+                    lower_bound = not from_resources[i] and not self._saturated(key)
+                    if lower_bound:
+                        estimate = carried
                 self._latest[key] = CapacityEstimate(
                     cpe_id=key[0],
                     access=access,
                     direction=key[2],
-                    capacity_mbps=predicted,
+                    capacity_mbps=estimate if available else 0.0,
                     stddev_mbps=max(spread, 0.0),
                     source=self.name,
                     measured_at_s=latest.time_s,
                     available=available,
-                    lower_bound=not saturated,
+                    lower_bound=lower_bound,
                 )
 
     def _saturated(self, key: Key) -> bool:
@@ -195,6 +213,8 @@ class ModelEstimator:
                 row[column] = math.nan if value is None else float(value)
             if key[1] == "nr":
                 row["cqi"] = _cqi(sample.measurements)
+            share = utilisation(sample)
+            row[SATURATED] = math.nan if share is None else float(share >= SATURATED_UTILISATION)
             rows.append(row)
         upcoming = dict(rows[-1])
         upcoming[TIME] = samples[-1].time_s + samples[-1].period_s
