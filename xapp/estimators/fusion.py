@@ -1,10 +1,14 @@
 """FusedEstimator: combine estimators by their uncertainty and age (inverse-variance).
 
-Each source's standard deviation is the larger of what it states and what it has shown: every
-period, each source's previous estimate (its prediction for the period that just ended) is
-compared with what the measuring sources (``references``: KPI headroom, probes) found for that
-period, and an exponentially weighted RMS of those errors is kept per source and path. A model
-that is confidently wrong on inputs unlike its training data thus loses its weight. The σ then
+Every period, each source's previous estimate (its prediction for the period that just ended)
+is compared with what the measuring sources (``references``: KPI headroom, probes) found for
+that period; per source and path, exponentially weighted, fusion keeps the mean relative error
+(the source's *bias*) and its spread. A source that is not itself a measurement (the model) is
+corrected for its bias once it has shown it a few times (a model reading Wi-Fi 3 % low on a
+TDD pattern it never saw is scaled up by 3 %), and each source's standard deviation is the
+larger of what it states and the spread it has shown. A model that is confidently wrong on
+inputs unlike its training data is thus first discounted, then corrected; one whose errors
+scatter keeps a wide σ and little weight. The σ then
 grows with the estimate's age (capacities drift: ``drift_ratio_per_s`` × age, in quadrature),
 and the estimates are averaged with weights 1/σ²; the result keeps the smallest σ of its
 sources, as their errors are correlated (they all predict the same next period).
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.outage import SilenceTracker, WeightLookup
@@ -29,7 +34,10 @@ from xapp.ports import CapacityEstimator
 
 SHARPNESS_RATIO = 2.0
 MIN_STDDEV_MBPS = 0.1
-ERROR_WEIGHT = 0.2  # of the newest squared error in each source's running mean square error
+ERROR_WEIGHT = 0.2  # of the newest error in each source's running statistics
+BIAS_WEIGHT = 0.05  # of the newest relative error in each source's running bias
+BIAS_AFTER = 3  # comparisons before a source's bias is trusted enough to correct it
+MAX_BIAS = 0.5  # a source more than 50 % off on average is discounted, not rescued
 
 Path = tuple[str, str, Direction]
 
@@ -49,7 +57,8 @@ class FusedEstimator:
             raise ValueError("fusion needs at least one estimator")
         self.sources = list(sources)
         self.references = list(references)
-        self._mean_square_error: dict[tuple[Path, str], float] = {}
+        # (path, source) → (comparisons, mean relative error, mean squared relative error)
+        self._errors: dict[tuple[Path, str], tuple[int, float, float]] = {}
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights)
@@ -89,10 +98,19 @@ class FusedEstimator:
                 prior = priors.get((path, source.name))
                 if prior is None or prior.measured_at_s >= truth.measured_at_s:
                     continue
-                error = (prior.capacity_mbps - truth.capacity_mbps) ** 2
+                if truth.capacity_mbps <= 0:
+                    continue
+                error = prior.capacity_mbps / truth.capacity_mbps - 1
                 key = (path, source.name)
-                previous = self._mean_square_error.get(key, error)
-                self._mean_square_error[key] = (1 - ERROR_WEIGHT) * previous + ERROR_WEIGHT * error
+                count, mean, square = self._errors.get(key, (0, error, error**2))
+                # the bias is a slow average (a plain mean at first): one period's measurement
+                # noise must not pass for it
+                slow = max(1.0 / (count + 1), BIAS_WEIGHT)
+                self._errors[key] = (
+                    count + 1,
+                    (1 - slow) * mean + slow * error,
+                    (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * error**2,
+                )
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -132,6 +150,7 @@ class FusedEstimator:
                 True,
                 lower_bound=True,
             )
+        exact = [self._corrected(e) for e in exact]
         sigmas = [self._sigma(e, now_s, self._shown_error(e)) for e in exact]
         # A source far less certain than the sharpest one barely narrows the belief when its
         # errors are independent (twice the σ: 11 % narrower) and biases it when they are not,
@@ -157,9 +176,36 @@ class FusedEstimator:
             True,
         )
 
-    def _shown_error(self, estimate: CapacityEstimate) -> float:
+    def _bias(self, estimate: CapacityEstimate) -> float | None:
+        """The source's mean relative error on this path, once it is worth correcting."""
         path = (estimate.cpe_id, estimate.access, estimate.direction)
-        return math.sqrt(self._mean_square_error.get((path, estimate.source), 0.0))
+        count, mean, _ = self._errors.get((path, estimate.source), (0, 0.0, 0.0))
+        measuring = {reference.name for reference in self.references}
+        if count < BIAS_AFTER or estimate.source in measuring or abs(mean) > MAX_BIAS:
+            return None
+        return mean
+
+    def _corrected(self, estimate: CapacityEstimate) -> CapacityEstimate:
+        bias = self._bias(estimate)
+        if bias is None:
+            return estimate
+        return replace(
+            estimate,
+            capacity_mbps=estimate.capacity_mbps / (1 + bias),
+            stddev_mbps=estimate.stddev_mbps / (1 + bias),
+        )
+
+    def _shown_error(self, estimate: CapacityEstimate) -> float:
+        """What the source's errors on this path have been, in Mbit/s at its current value:
+        their spread about its bias where the bias is corrected, their RMS otherwise."""
+        path = (estimate.cpe_id, estimate.access, estimate.direction)
+        found = self._errors.get((path, estimate.source))
+        if found is None:
+            return 0.0
+        _, mean, square = found
+        if self._bias(estimate) is not None:
+            square = max(square - mean**2, 0.0)
+        return math.sqrt(square) * estimate.capacity_mbps
 
     def _sigma(self, estimate: CapacityEstimate, now_s: float, shown_error: float) -> float:
         drift = self.drift_ratio_per_s * estimate.capacity_mbps * estimate.age_s(now_s)
