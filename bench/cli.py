@@ -36,6 +36,13 @@ def demo(
     live_seconds: Annotated[
         float, typer.Option(help="How long the live system runs.", min=5)
     ] = 60.0,
+    estimator: Annotated[
+        str,
+        typer.Option(
+            help="Estimator of the simulated-time runs: fused, kpi-only, model-only, "
+            "probe-only, or the oracle-noise stand-in."
+        ),
+    ] = "fused",
 ) -> None:
     """The xApp live against the simulator and two dry-run agents (about a minute, real time),
     then the control loop on the paper's scenarios in simulated time, next to the paper's
@@ -50,7 +57,11 @@ def demo(
         except LiveSystemError as error:
             fail(f"the live system: {error}")
         out.print()
-    run_demo(out, plots, duration)
+    from bench.closed_loop import ESTIMATORS
+
+    if estimator not in ESTIMATORS:
+        fail(f"--estimator is one of {', '.join(ESTIMATORS)}, not {estimator!r}")
+    run_demo(out, plots, duration, estimator)
 
 
 @bench_app.command("loop")

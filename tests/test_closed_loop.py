@@ -124,7 +124,12 @@ def test_demo_prints_the_table_next_to_the_papers_figures(tmp_path: Path) -> Non
     assert run.returncode == 0, run.stderr
     for expected in ("1493.4", "1360", "41.1", "paper-static", "paper-dynamic", "oracle"):
         assert expected in run.stdout
+    # the xApp's own estimators, not the stand-in, unless asked
+    assert "own fused estimator" in " ".join(run.stdout.split())
     assert len(list(tmp_path.glob("*.png"))) == 4
+    bad = run_cli("demo", "--no-live", "--estimator", "crystal-ball")
+    assert bad.returncode == 2
+    assert "--estimator is one of" in bad.stderr
 
 
 def test_weights_command() -> None:
