@@ -29,6 +29,7 @@ reason.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +132,7 @@ RAW_COLUMNS: dict[str, tuple[str, ...]] = {
     "lifi": ("snr_db", "phy_rate_mbps", "link_up"),
 }
 
+FloatArray = npt.NDArray[np.float64]
 _NR_CARRIER = nr_standard.NrCarrier()
 _CQI_EFFICIENCY = np.array([row[2] for row in nr_standard.CQI_TABLE_256QAM])
 _RATE_PER_LAYER_MBPS = _NR_CARRIER.rate_mbps(1.0, 1, True)  # rate_mbps is linear in both
@@ -146,92 +148,151 @@ def feature_names(access: str) -> list[str]:
     return [f.name for f in feature_list(access)]
 
 
-def reference_mbps(data: pd.DataFrame, access: str) -> tuple[pd.Series, pd.Series]:
-    """Each period's reference capacity and whether it came from resource KPIs.
-
-    ``data`` holds the canonical columns (and the derived ones `_derive` adds)."""
-    thp = data[THROUGHPUT]
-    saturated = data[SATURATED].fillna(1.0) >= 0.5
-    from_thp = thp.where(saturated & (thp > 0))
-    resources = pd.Series(np.nan, index=data.index)
-    if access == "nr":
-        share_used = data["prb_used"] / data["prb_avail"]
-        carried = thp / share_used * data["free_prb_share"]
-        radio = data["cqi_rate_mbps"] * data["free_prb_share"]
-        resources = carried.where((share_used >= MIN_PRB_SHARE) & (thp > 0), radio)
-    elif access == "wifi":
-        share_used = data["airtime_pct"] / 100.0
-        carried = thp / share_used * data["free_airtime_share"]
-        radio = data["phy_rate_mbps"] * WIFI_NOMINAL_MAC_EFFICIENCY * data["free_airtime_share"]
-        resources = carried.where((share_used >= MIN_AIRTIME_SHARE) & (thp > 0), radio)
-    elif access == "lifi":
-        up = data["link_up"].fillna(1.0) >= 0.5
-        resources = data["phy_rate_mbps"].where(up & (data["phy_rate_mbps"] > 0))
-    resources = resources.where(np.isfinite(resources))
-    return resources.fillna(from_thp), resources.notna().astype(float)
+Columns = dict[str, npt.NDArray[np.float64]]
 
 
-def _derive(data: pd.DataFrame, access: str) -> None:
+def _nan_where(condition: npt.NDArray[np.bool_], values: npt.NDArray[np.float64]) -> FloatArray:
+    return np.where(condition, values, np.nan)
+
+
+def reference_mbps(columns: Columns, access: str) -> tuple[FloatArray, FloatArray]:
+    """Each period's reference capacity and whether (1/0) it came from resource KPIs.
+
+    ``columns`` hold the canonical per-period values and the derived ones `_derive` adds."""
+    thp = columns[THROUGHPUT]
+    saturated = np.nan_to_num(columns[SATURATED], nan=1.0) >= 0.5
+    with np.errstate(divide="ignore", invalid="ignore"):
+        from_thp = _nan_where(saturated & (thp > 0), thp)
+        resources = np.full(len(thp), np.nan)
+        if access == "nr":
+            share_used = columns["prb_used"] / columns["prb_avail"]
+            carried = thp / share_used * columns["free_prb_share"]
+            radio = columns["cqi_rate_mbps"] * columns["free_prb_share"]
+            resources = np.where((share_used >= MIN_PRB_SHARE) & (thp > 0), carried, radio)
+        elif access == "wifi":
+            share_used = columns["airtime_pct"] / 100.0
+            carried = thp / share_used * columns["free_airtime_share"]
+            radio = (
+                columns["phy_rate_mbps"]
+                * WIFI_NOMINAL_MAC_EFFICIENCY
+                * columns["free_airtime_share"]
+            )
+            resources = np.where((share_used >= MIN_AIRTIME_SHARE) & (thp > 0), carried, radio)
+        elif access == "lifi":
+            up = np.nan_to_num(columns["link_up"], nan=1.0) >= 0.5
+            phy = columns["phy_rate_mbps"]
+            resources = _nan_where(up & (phy > 0), phy)
+    resources = _nan_where(np.isfinite(resources), resources)
+    known = np.isfinite(resources)
+    return np.where(known, resources, from_thp), known.astype(np.float64)
+
+
+def _derive(columns: Columns, access: str) -> None:
     """Per-period quantities computed from the raw KPIs of the same period."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if access == "nr":
+            cqi = np.clip(np.round(columns["cqi"]), 0, len(_CQI_EFFICIENCY) - 1)
+            efficiency = _nan_where(
+                np.isfinite(cqi), _CQI_EFFICIENCY[np.nan_to_num(cqi, nan=0).astype(int)]
+            )
+            layers = np.nan_to_num(np.maximum(np.round(columns["layers"]), 1), nan=1.0)
+            columns["cqi_rate_mbps"] = _nan_where(
+                cqi >= 1, efficiency * layers * _RATE_PER_LAYER_MBPS
+            )
+            used = np.nan_to_num(columns["prb_used"], nan=0.0)
+            others = np.maximum(columns["prb_tot_pct"] / 100 * columns["prb_avail"] - used, 0)
+            free = np.maximum(used, columns["prb_avail"] - np.nan_to_num(others, nan=0.0))
+            columns["free_prb_share"] = np.clip(free / columns["prb_avail"], 0, 1)
+        elif access == "wifi":
+            own = np.nan_to_num(columns["airtime_pct"], nan=0.0)
+            others = np.maximum(columns["channel_util_pct"] - own, 0)
+            columns["others_airtime_pct"] = others
+            columns["free_airtime_share"] = np.clip((100.0 - others) / 100.0, 0, 1)
+
+
+def _earlier(values: FloatArray, position: npt.NDArray[np.int64], k: int) -> FloatArray:
+    """``values`` k periods back in the same group (NaN before the group's start)."""
+    shifted = np.full(len(values), np.nan)
+    if k < len(values):
+        shifted[k:] = values[:-k] if k else values
+    return _nan_where(position >= k, shifted)
+
+
+def _window(values: FloatArray, position: npt.NDArray[np.int64], width: int) -> FloatArray:
+    """(rows, width): the values of the ``width`` periods before each row, NaN where none."""
+    return np.stack([_earlier(values, position, k) for k in range(1, width + 1)], axis=1)
+
+
+def features_from_columns(
+    columns: Columns, groups: npt.NDArray[np.int64], access: str
+) -> npt.NDArray[np.float32]:
+    """The model input for every row; ``groups`` numbers each row's path, rows of one path in
+    time order (they need not be adjacent). The numpy core of `build_features`, which the
+    estimator calls directly on each period."""
+    n = len(groups)
+    data: Columns = {
+        name: np.asarray(columns.get(name, np.full(n, np.nan)), dtype=np.float64)
+        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
+    }
+    order = np.argsort(groups, kind="stable")
+    data = {name: values[order] for name, values in data.items()}
+    sorted_groups = groups[order]
+    starts = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]] if n else np.zeros(0, bool)
+    start_index = np.maximum.accumulate(np.where(starts, np.arange(n), 0)) if n else starts
+    position = np.arange(n) - start_index
+    _derive(data, access)
+    reference, from_resources = reference_mbps(data, access)
+    out: Columns = {}
+    window = _window(reference, position, 10)
+    last = window[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as meant
+        scale = _nan_where(last > 0, last)
+        out[REFERENCE] = last
+        out["ref_last2_ratio"] = window[:, 1] / scale
+        out["ref_mean3_ratio"] = np.nanmean(window[:, :3], axis=1) / scale
+        out["ref_mean10_ratio"] = np.nanmean(window, axis=1) / scale
+        out["ref_min5_ratio"] = np.nanmin(window[:, :5], axis=1) / scale
+        out["ref_max5_ratio"] = np.nanmax(window[:, :5], axis=1) / scale
+        five = window[:, :5]
+        counted = np.sum(np.isfinite(five), axis=1)
+        std = _nan_where(counted >= 2, np.nanstd(five, axis=1, ddof=1))
+        out["ref_std5_ratio"] = std / scale
+    out["ref_from_resources"] = _earlier(from_resources, position, 1)
+    for feature in RADIO[access]:
+        if feature.name in data:
+            out[feature.name] = _earlier(data[feature.name], position, 1)
     if access == "nr":
-        cqi = data["cqi"].round().clip(0, len(_CQI_EFFICIENCY) - 1)
-        efficiency = pd.Series(
-            np.where(cqi.notna(), _CQI_EFFICIENCY[cqi.fillna(0).astype(int)], np.nan),
-            index=data.index,
+        for name, raw in (("snr_delta_db", "snr_db"), ("rsrp_delta_db", "rsrp_dbm")):
+            out[name] = _earlier(data[raw], position, 1) - _earlier(data[raw], position, 2)
+        cell, before = (
+            _earlier(data["cell_id"], position, 1),
+            _earlier(data["cell_id"], position, 2),
         )
-        layers = data["layers"].round().clip(lower=1).fillna(1.0)
-        data["cqi_rate_mbps"] = (efficiency * layers * _RATE_PER_LAYER_MBPS).where(cqi >= 1)
-        used = data["prb_used"].fillna(0.0)
-        others = (data["prb_tot_pct"] / 100 * data["prb_avail"] - used).clip(lower=0)
-        free = np.maximum(used, data["prb_avail"] - others.fillna(0.0))
-        data["free_prb_share"] = (free / data["prb_avail"]).clip(0, 1)
-    elif access == "wifi":
-        own = data["airtime_pct"].fillna(0.0)
-        others = (data["channel_util_pct"] - own).clip(lower=0)
-        data["others_airtime_pct"] = others
-        data["free_airtime_share"] = ((100.0 - others) / 100.0).clip(0, 1)
+        out["handover"] = _nan_where(
+            np.isfinite(cell) & np.isfinite(before), (cell != before).astype(np.float64)
+        )
+    matrix = np.empty((n, len(feature_list(access))), dtype=np.float32)
+    for i, name in enumerate(feature_names(access)):
+        matrix[order, i] = out[name]
+    return matrix
 
 
 def build_features(frame: pd.DataFrame, access: str) -> npt.NDArray[np.float32]:
-    """The model input for every row of ``frame`` (sorted by group, then time)."""
-    data = frame.copy()
-    for column in (*RAW_COLUMNS[access], SATURATED):
-        if column not in data:
-            data[column] = np.nan
-    for column in RAW_COLUMNS[access]:
-        if column != "cell_id":
-            data[column] = pd.to_numeric(data[column], errors="coerce")
-    _derive(data, access)
-    data["_ref"], data["_ref_resources"] = reference_mbps(data, access)
-    group = data[GROUP]
-    earlier = data.groupby(group, sort=False).shift(1)  # each row sees the period before it
-    ref = earlier["_ref"]
-    data[REFERENCE] = ref
-    by_group = ref.groupby(group, sort=False)
-    scale = ref.where(ref > 0)
-    data["ref_last2_ratio"] = by_group.shift(1) / scale
-    data["ref_mean3_ratio"] = (
-        by_group.transform(lambda s: s.rolling(3, min_periods=1).mean()) / scale
-    )
-    data["ref_mean10_ratio"] = (
-        by_group.transform(lambda s: s.rolling(10, min_periods=1).mean()) / scale
-    )
-    data["ref_min5_ratio"] = by_group.transform(lambda s: s.rolling(5, min_periods=1).min()) / scale
-    data["ref_max5_ratio"] = by_group.transform(lambda s: s.rolling(5, min_periods=1).max()) / scale
-    data["ref_std5_ratio"] = by_group.transform(lambda s: s.rolling(5, min_periods=2).std()) / scale
-    data["ref_from_resources"] = earlier["_ref_resources"]
-    for feature in RADIO[access]:
-        if feature.name in earlier:
-            data[feature.name] = earlier[feature.name]
-    if access == "nr":
-        before = data.groupby(group, sort=False).shift(2)
-        data["snr_delta_db"] = earlier["snr_db"] - before["snr_db"]
-        data["rsrp_delta_db"] = earlier["rsrp_dbm"] - before["rsrp_dbm"]
-        changed = (earlier["cell_id"] != before["cell_id"]).astype(float)
-        unknown = earlier["cell_id"].isna() | before["cell_id"].isna()
-        data["handover"] = np.where(unknown, np.nan, changed)
-    matrix: npt.NDArray[np.float32] = data[feature_names(access)].to_numpy(dtype=np.float32)
-    return matrix
+    """The model input for every row of ``frame`` (the rows of each group in time order)."""
+    columns: Columns = {}
+    for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT):
+        if name not in frame:
+            continue
+        values = frame[name]
+        if name == "cell_id":
+            # a cell identity is a label: equal or not is all the features ask of it
+            codes, _ = pd.factorize(values)
+            columns[name] = np.where(codes >= 0, codes, np.nan).astype(np.float64)
+        else:
+            columns[name] = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    groups, _ = pd.factorize(frame[GROUP])
+    return features_from_columns(columns, groups.astype(np.int64), access)
 
 
 def to_log_ratio(

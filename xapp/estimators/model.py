@@ -20,10 +20,9 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from models.features import GROUP, SATURATED, THROUGHPUT, TIME, build_features, feature_names
+from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.kpi import reported_cqi, utilisation
 
@@ -78,6 +77,8 @@ class ModelEstimator:
             models = self._load_shipped()
         self._models = dict(models)
         self._history: dict[Key, deque[KpiSample]] = {}
+        # the same periods as canonical feature inputs, converted once per sample
+        self._rows: dict[Key, deque[dict[str, float]]] = {}
         self._dirty: set[Key] = set()
         self._latest: dict[Key, CapacityEstimate] = {}
 
@@ -129,6 +130,7 @@ class ModelEstimator:
                 continue
             key = (sample.cpe_id, sample.access, sample.direction)
             self._history.setdefault(key, deque(maxlen=HISTORY_PERIODS)).append(sample)
+            self._rows.setdefault(key, deque(maxlen=HISTORY_PERIODS)).append(_row(sample))
             self._dirty.add(key)
 
     def estimate(
@@ -144,10 +146,23 @@ class ModelEstimator:
             by_access.setdefault(key[1], []).append(key)
         self._dirty.clear()
         for access, keys in by_access.items():
-            frames = [self._frame(key) for key in keys]
-            frame = pd.concat(frames, ignore_index=True)
-            features = build_features(frame, access)
-            last_rows = np.cumsum([len(f) for f in frames]) - 1
+            # each path's periods, then one row for the period to predict (the features of a
+            # row read only the periods before it)
+            rows: list[dict[str, float]] = []
+            groups: list[int] = []
+            last_rows = []
+            for number, key in enumerate(keys):
+                history = self._rows[key]
+                rows += history
+                rows.append(dict(history[-1], **{THROUGHPUT: math.nan}))
+                groups += [number] * (len(history) + 1)
+                last_rows.append(len(rows) - 1)
+            names = {name for row in rows for name in row}
+            columns = {
+                name: np.array([row.get(name, math.nan) for row in rows], dtype=np.float64)
+                for name in names
+            }
+            features = features_from_columns(columns, np.array(groups, dtype=np.int64), access)
             started = time.perf_counter()
             try:
                 prediction = self._models[access].predict(features[last_rows])
@@ -197,30 +212,18 @@ class ModelEstimator:
         shares = [u for s in recent if (u := utilisation(s)) is not None]
         return not shares or min(shares) >= SATURATED_UTILISATION
 
-    def _frame(self, key: Key) -> pd.DataFrame:
-        """The path's history plus one row for the period to predict (radio as last reported)."""
-        samples = list(self._history[key])
-        columns = KPI_COLUMNS[key[1]]
-        rows = []
-        for sample in samples:
-            row: dict[str, float | str] = {
-                GROUP: "path",
-                TIME: sample.time_s,
-                THROUGHPUT: sample.throughput_mbps or 0.0,
-            }
-            for measurement, column in columns.items():
-                value = sample.measurements.get(measurement)
-                row[column] = math.nan if value is None else float(value)
-            if key[1] == "nr":
-                row["cqi"] = _cqi(sample.measurements)
-            share = utilisation(sample)
-            row[SATURATED] = math.nan if share is None else float(share >= SATURATED_UTILISATION)
-            rows.append(row)
-        upcoming = dict(rows[-1])
-        upcoming[TIME] = samples[-1].time_s + samples[-1].period_s
-        upcoming[THROUGHPUT] = math.nan
-        rows.append(upcoming)
-        return pd.DataFrame(rows)
+
+def _row(sample: KpiSample) -> dict[str, float]:
+    """One period of a path as the canonical feature inputs (models/features.py)."""
+    row = {THROUGHPUT: sample.throughput_mbps or 0.0}
+    for measurement, column in KPI_COLUMNS[sample.access].items():
+        value = sample.measurements.get(measurement)
+        row[column] = math.nan if value is None else float(value)
+    if sample.access == "nr":
+        row["cqi"] = _cqi(sample.measurements)
+    share = utilisation(sample)
+    row[SATURATED] = math.nan if share is None else float(share >= SATURATED_UTILISATION)
+    return row
 
 
 def _cqi(measurements: Mapping[str, float]) -> float:
