@@ -25,7 +25,12 @@ test: lint unit
 TRAIN_DATA := build/train/train-site.parquet build/train/train-walks.parquet \
 	build/train/train-site-held.parquet
 HOLDOUT := paper-static paper-static-lowlatency paper-dynamic paper-interruption lifi-blockage \
-	many-cpes
+	many-cpes raca-static raca-driving raca-driving-b
+# the traces the raca-* scenarios replay are kept out of the NR model's training
+RACA := ../shared/datasets/raca5g-download
+RACA_REPLAYED := $(RACA)/static/B_2020.02.13_13.57.29.csv $(RACA)/driving/B_2019.12.16_14.23.32.csv \
+	$(RACA)/driving/B_2020.01.16_09.56.56.csv
+RACA_TRAIN := $(filter-out $(RACA_REPLAYED),$(wildcard $(RACA)/static/*.csv $(RACA)/driving/*.csv))
 HOLDOUT_DATA := $(addprefix build/holdout/,$(addsuffix .parquet,$(HOLDOUT)))
 
 build/train/train-site-held.parquet: setup
@@ -52,7 +57,7 @@ build/holdout/%.parquet: setup
 	.venv/bin/atsss e2sim dataset --scenario $* --out $@
 
 models: setup $(TRAIN_DATA) $(HOLDOUT_DATA)
-	.venv/bin/atsss train --access nr --data ../shared/datasets/raca5g-download \
+	.venv/bin/atsss train --access nr $(addprefix --data ,$(RACA_TRAIN)) \
 		$(addprefix --data ,$(TRAIN_DATA)) $(addprefix --holdout ,$(HOLDOUT_DATA)) --out models/shipped
 	.venv/bin/atsss train --access wifi $(addprefix --data ,$(TRAIN_DATA)) \
 		$(addprefix --holdout ,$(HOLDOUT_DATA)) --out models/shipped

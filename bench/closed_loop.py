@@ -31,6 +31,7 @@ from bench.simulated import SimulatedKpis, SimulatedProber
 from core.domain import Direction
 from core.scenario.model import Scenario
 from core.scenario.truth import Truth, sample_truth
+from e2sim.kpis import measured_radio
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.oracle import OracleNoiseEstimator
 from xapp.estimators.probe import ProbeSettings
@@ -279,7 +280,9 @@ def _make_contender(
         hysteresis=Hysteresis(settings.min_gain),
         reporting_period_s=settings.reporting_period_s,
         control_delay_s=settings.control_delay_s,
-        kpis=SimulatedKpis(truth, settings.direction, scenario.seed),
+        kpis=SimulatedKpis(
+            truth, settings.direction, scenario.seed, measured_radio(scenario, truth.times_s)
+        ),
         prober=prober,
         store=store,
         initial_weights=settings.initial_weights,

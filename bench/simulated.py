@@ -17,8 +17,9 @@ at the end fails the probe as down.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -26,7 +27,15 @@ import numpy.typing as npt
 from core.domain import Direction, KpiSample, ProbeOutcome, ProbeRequest
 from core.scenario.truth import Truth
 from core.standards import nr as nr_standard
-from e2sim.kpis import NodeReport, NrTables, WifiTables, lifi_report, nr_report, wifi_report
+from e2sim.kpis import (
+    NodeReport,
+    NrTables,
+    WifiTables,
+    lifi_report,
+    nr_report,
+    wifi_report,
+    with_measured,
+)
 from e2sim.radio import wifi
 from kpm.catalogue import MeasurementDirection, load_catalogue
 
@@ -36,8 +45,17 @@ PROBE_RELATIVE_ERROR = 0.03
 
 
 class SimulatedKpis:
-    def __init__(self, truth: Truth, direction: Direction, seed: int) -> None:
+    def __init__(
+        self,
+        truth: Truth,
+        direction: Direction,
+        seed: int,
+        measured: Mapping[str, npt.NDArray[np.floating[Any]]] | None = None,
+    ) -> None:
+        """``measured``: radio KPIs the scenario gives as measured (e2sim.kpis.measured_radio
+        on the truth's time grid), reported in place of the inverted ones."""
         self._truth = truth
+        self._measured = measured or {}
         self._direction = direction
         self._rng = np.random.default_rng(seed)
         self._nr = NrTables(nr_standard.NrCarrier(tdd=nr_standard.PATTERNS["5ms"]))
@@ -93,9 +111,10 @@ class SimulatedKpis:
         cells = np.arange(members.size)
         if access == "nr":
             rtt = self._truth.rtt_ms[tick, members, self._truth.accesses.index(access)]
-            return nr_report(
+            report = nr_report(
                 self._nr, capacity, capacity, available, rtt, utilisation, self._rng, cells, True
             )
+            return with_measured(report, self._measured, tick, members)
         if access == "wifi":
             return wifi_report(
                 self._wifi, capacity, capacity, available, utilisation, self._rng, cells, True

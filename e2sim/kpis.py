@@ -24,12 +24,15 @@ station carried: the capacity times its utilisation (1.0 for a saturating transf
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from core.scenario.model import Scenario
+from core.scenario.truth import sample_series
 from core.standards import nr as nr_standard
 from e2sim.radio import lifi, nr, wifi
 
@@ -253,3 +256,51 @@ def lifi_report(
         "LIFI.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
     }
     return NodeReport(values, {})
+
+
+def measured_radio(
+    scenario: Scenario, times_s: npt.NDArray[np.floating[Any]]
+) -> dict[str, FloatArray]:
+    """NR paths whose scenario gives measured radio KPIs (``reported:``): KPI name → (ticks,
+    CPEs), NaN where none is given (the node then reports what the capacity implies)."""
+    found: dict[str, FloatArray] = {}
+    for c, entry in enumerate(scenario.cpes):
+        path = entry.paths.get("nr")
+        if path is None or path.reported is None:
+            continue
+        key = (scenario.seed, entry.cpe.cpe_id, "nr", "reported")
+        for name, series in (
+            ("cqi", path.reported.cqi),
+            ("L1M.SS-SINR", path.reported.sinr_db),
+            ("L1M.SS-RSRP", path.reported.rsrp_dbm),
+        ):
+            if series is None:
+                continue
+            values = found.setdefault(name, np.full((len(times_s), len(scenario.cpes)), np.nan))
+            values[:, c] = sample_series(
+                series, np.asarray(times_s, dtype=np.float64), (*key, name)
+            )
+    return found
+
+
+def with_measured(
+    report: NodeReport,
+    measured: Mapping[str, FloatArray],
+    tick: int,
+    members: npt.NDArray[np.int64],
+) -> NodeReport:
+    """``report`` with the measured radio KPIs in place of the inverted ones, where given."""
+    if not measured:
+        return report
+    values = dict(report.values)
+    labels = dict(report.labels)
+    for name, series in measured.items():
+        given_values = series[min(tick, len(series) - 1), members]
+        given = np.isfinite(given_values)
+        if name == "cqi":
+            cqi = np.clip(np.round(np.nan_to_num(given_values)), 0, 15).astype(np.int64)
+            # distBinX is 1-based: bin k holds CQI k - 1
+            labels["CARR.WBCQIDist"] = np.where(given, cqi + 1, labels["CARR.WBCQIDist"])
+        else:
+            values[name] = np.where(given, np.round(given_values), values[name])
+    return NodeReport(values, labels, report.unmeasured, report.radio_names)

@@ -18,7 +18,16 @@ from core.scenario.load import ScenarioError
 from core.scenario.model import Scenario
 from core.scenario.truth import Truth, sample_series, sample_truth
 from core.standards import nr as nr_standard
-from e2sim.kpis import NodeReport, NrTables, WifiTables, lifi_report, nr_report, wifi_report
+from e2sim.kpis import (
+    NodeReport,
+    NrTables,
+    WifiTables,
+    lifi_report,
+    measured_radio,
+    nr_report,
+    wifi_report,
+    with_measured,
+)
 from e2sim.radio import lifi, nr, wifi
 from e2sim.radio.nr import RadioStateError
 
@@ -66,6 +75,7 @@ class SimWorld:
         self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
         self.uplink_mbps = self._uplink()
         self._apply_radio()
+        self._reported = measured_radio(scenario, self.downlink.times_s)
         self.downlink.capacity_mbps[...] *= capacity_scale
         self.uplink_mbps = self.uplink_mbps * capacity_scale
         self._rng = np.random.default_rng(scenario.seed if seed is None else seed)
@@ -98,14 +108,19 @@ class SimWorld:
         usable_ul = np.where(truth.available, truth.capacity_ul_mbps, 0.0)
         if truth.access == "nr":
             rtt = self.downlink.rtt_ms[tick, members, a]
-            return nr_report(
-                self.nr_tables,
-                usable_dl,
-                usable_ul,
-                truth.available,
-                rtt,
-                self.utilisation,
-                self._rng,
+            return with_measured(
+                nr_report(
+                    self.nr_tables,
+                    usable_dl,
+                    usable_ul,
+                    truth.available,
+                    rtt,
+                    self.utilisation,
+                    self._rng,
+                ),
+                self._reported,
+                tick,
+                members,
             )
         if truth.access == "wifi":
             return wifi_report(

@@ -35,6 +35,9 @@ def test_every_shipped_scenario_is_there_and_loads() -> None:
         "paper-interruption",
         "lifi-blockage",
         "many-cpes",
+        "raca-static",
+        "raca-driving",
+        "raca-driving-b",
     }
     for name in SHIPPED:
         scenario = load_scenario(name)
@@ -225,3 +228,82 @@ def test_hostile_yaml_gets_one_short_line_quickly(tmp_path: Path) -> None:
         load_scenario(str(path))
     message = problem(tmp_path, minimal(name=["x" * 1000] * 1000))
     assert len(message) < 500
+
+
+TRACE = (
+    "Timestamp,NetworkMode,State,DL_bitrate,CQI,SNR,RSRP\n"
+    "2020.01.01_10.00.00,LTE,D,5000,7,3,-110\n"
+    "2020.01.01_10.00.01,5G,D,100000,12,15,-90\n"
+    "2020.01.01_10.00.02,5G,D,-,12,15,-90\n"
+    "2020.01.01_10.00.03,5G,I,0,12,15,-90\n"
+    "2020.01.01_10.00.04,5G,D,50000,9,8,-97\n"
+    "2020.01.01_10.00.04,5G,D,60000,9,8,-97\n"
+    "2020.01.01_10.00.05,5G,D,200000,15,25,-80\n"
+)
+
+
+def measured_scenario(tmp_path: Path, **measured: object) -> dict[str, object]:
+    (tmp_path / "trace.csv").write_text(TRACE)
+    spec = {"file": "trace.csv", "column": "DL_bitrate", "unit": "kbit/s"} | measured
+    return minimal(
+        duration_s=6,
+        cpes=[
+            {
+                "id": "c",
+                "accesses": {
+                    "nr": {
+                        "downlink_mbps": {"measured": spec},
+                        "reported": {
+                            "cqi": {"measured": spec | {"column": "CQI", "unit": "as-is"}},
+                            "sinr_db": {"measured": spec | {"column": "SNR", "unit": "as-is"}},
+                        },
+                    },
+                    "wifi": {"downlink_mbps": 50},
+                },
+            }
+        ],
+    )
+
+
+def test_a_series_read_from_a_measurement_file(tmp_path: Path) -> None:
+    data = measured_scenario(tmp_path, where={"NetworkMode": "5G", "State": "D"}, start_s=1)
+    scenario = parse_scenario(data, "t.yaml", base=tmp_path)
+    nr = scenario.cpes[0].paths["nr"]
+    # the LTE, idle and empty rows are out, of a repeated second the last row stands, kbit/s
+    # become Mbit/s, and t = 0 is one second into the trace
+    assert nr.downlink_mbps.points == [(0.0, 100.0), (3.0, 60.0), (4.0, 200.0)]
+    assert nr.downlink_mbps.interpolation == "step"
+    truth = sample_truth(scenario, Direction.DOWNLINK, 1.0)
+    assert truth.capacity_mbps[:, 0, 0].tolist() == [100, 100, 100, 60, 200, 200]
+
+
+def test_the_simulated_node_reports_the_measured_radio(tmp_path: Path) -> None:
+    from e2sim.world import SimWorld
+
+    data = measured_scenario(tmp_path, where={"NetworkMode": "5G", "State": "D"}, start_s=1)
+    world = SimWorld(parse_scenario(data, "t.yaml", base=tmp_path))
+    report = world.report(world.truth(4, "nr"), 4)
+    # CQI 15 and SINR 25 dB as measured, not what inverting 200 Mbit/s would give
+    assert int(report.labels["CARR.WBCQIDist"][0]) == 15 + 1
+    assert float(report.values["L1M.SS-SINR"][0]) == 25.0
+    report = world.report(world.truth(3, "nr"), 3)
+    assert int(report.labels["CARR.WBCQIDist"][0]) == 9 + 1
+
+
+@pytest.mark.parametrize(
+    ("measured", "expected"),
+    [
+        ({"column": "DL_rate"}, "has no column 'DL_rate'"),
+        ({"file": "nowhere.csv"}, "nowhere.csv not found (looked in"),
+        ({"unit": "furlongs"}, "measured.unit"),
+        ({"time_format": "%H:%M"}, "reads as '%H:%M'"),
+        ({"where": {"State": "X"}}, "no row of"),
+    ],
+)
+def test_a_bad_measured_series_is_named(
+    tmp_path: Path, measured: dict[str, object], expected: str
+) -> None:
+    data = measured_scenario(tmp_path, **measured)
+    with pytest.raises(ScenarioError, match=r"cpes\[0\]\.accesses\.nr\.downlink_mbps") as error:
+        parse_scenario(data, "t.yaml", base=tmp_path)
+    assert expected in str(error.value)

@@ -21,6 +21,7 @@ from core.domain import (
     SteeringRule,
     SteeringThresholds,
 )
+from core.scenario.measured import resolve_measured
 from core.scenario.model import Scenario, ScenarioCpe
 from core.scenario.schema import ScenarioSpec
 
@@ -78,7 +79,7 @@ def load_scenario(name_or_path: str) -> Scenario:
         raise ScenarioError(f"{path}:{line} is not valid YAML: {_short(error)}") from error
     except RecursionError:
         raise ScenarioError(f"{path}: nested too deeply to be a scenario") from None
-    return parse_scenario(data, source=str(path))
+    return parse_scenario(data, source=str(path), base=path.parent)
 
 
 def _check_size(root: yaml.Node | None, path: Path) -> None:
@@ -110,9 +111,11 @@ def _short(error: object, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def parse_scenario(data: Any, source: str = "<scenario>") -> Scenario:
+def parse_scenario(data: Any, source: str = "<scenario>", base: Path | None = None) -> Scenario:
+    """``base``: where the scenario's measurement files are looked up first."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: expected a mapping at the top level")
+    data = resolve_measured(data, base, lambda message: ScenarioError(f"{source}: {message}"))
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as error:

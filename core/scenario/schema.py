@@ -155,6 +155,15 @@ class RadioSpec(_Strict):
         return load
 
 
+class ReportedSpec(_Strict):
+    """Radio KPIs the simulated node reports as measured (e.g. from the trace whose capacity the
+    path follows), instead of values inverted from the capacity. NR only."""
+
+    cqi: SeriesSpec | None = None
+    sinr_db: SeriesSpec | None = None
+    rsrp_dbm: SeriesSpec | None = None
+
+
 class PathSpec(_Strict):
     downlink_mbps: NonNegativeSeries
     uplink_mbps: NonNegativeSeries | None = None
@@ -166,6 +175,7 @@ class PathSpec(_Strict):
     # With count > 1: every copy's capacities are scaled by a seeded uniform draw in this range.
     scale: tuple[float, float] = (1.0, 1.0)
     radio: RadioSpec | None = None
+    reported: ReportedSpec | None = None
 
     @field_validator("scale")
     @classmethod

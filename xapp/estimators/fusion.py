@@ -3,12 +3,15 @@
 Every period, each source's previous estimate (its prediction for the period that just ended)
 is compared with what the measuring sources (``references``: KPI headroom, probes) found for
 that period; per source and path, exponentially weighted, fusion keeps the mean relative error
-(the source's *bias*) and its spread. A source that is not itself a measurement (the model) is
-corrected for its bias once it has shown it a few times (a model reading Wi-Fi 3 % low on a
-TDD pattern it never saw is scaled up by 3 %), and each source's standard deviation is the
-larger of what it states and the spread it has shown. A model that is confidently wrong on
-inputs unlike its training data is thus first discounted, then corrected; one whose errors
-scatter keeps a wide σ and little weight. The σ then
+(the source's *bias*, slowly) and the RMS of its errors. A source that is not itself a
+measurement (the model) is corrected for its bias once it has shown it a few times (a model
+reading Wi-Fi 3 % low on a TDD pattern it never saw is scaled up by 3 %), and each source's
+standard deviation is the larger of what it states and the RMS error it has shown. A model
+that is confidently wrong on inputs unlike its training data thus loses its weight at once
+and is corrected as its bias becomes clear. A measuring source's stated σ already says how far
+its measurement may be from the next period, and of its measurements only the newest counts:
+a probe of seconds ago does not outvote this period's KPIs (on a real 5G trace, where NR
+jumps between 0 and 200 Mbit/s, such a stale probe held the fused value at 6 Mbit/s). The σ then
 grows with the estimate's age (capacities drift: ``drift_ratio_per_s`` × age, in quadrature),
 and the estimates are averaged with weights 1/σ²; the result keeps the smallest σ of its
 sources, as their errors are correlated (they all predict the same next period).
@@ -57,7 +60,7 @@ class FusedEstimator:
             raise ValueError("fusion needs at least one estimator")
         self.sources = list(sources)
         self.references = list(references)
-        # (path, source) → (comparisons, mean relative error, mean squared relative error)
+        # (path, source) → (comparisons, bias: slow mean relative error, mean squared error)
         self._errors: dict[tuple[Path, str], tuple[int, float, float]] = {}
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
@@ -98,17 +101,18 @@ class FusedEstimator:
                 prior = priors.get((path, source.name))
                 if prior is None or prior.measured_at_s >= truth.measured_at_s:
                     continue
-                if truth.capacity_mbps <= 0:
-                    continue
-                error = prior.capacity_mbps / truth.capacity_mbps - 1
+                error = prior.capacity_mbps - truth.capacity_mbps
+                # relative to the larger of the two, so a stalled period (a truth near 0)
+                # cannot blow the bias up: in (-1, 1), ≈ error / truth for small errors
+                relative = error / max(prior.capacity_mbps, truth.capacity_mbps, MIN_STDDEV_MBPS)
                 key = (path, source.name)
-                count, mean, square = self._errors.get(key, (0, error, error**2))
+                count, bias, square = self._errors.get(key, (0, relative, error**2))
                 # the bias is a slow average (a plain mean at first): one period's measurement
                 # noise must not pass for it
                 slow = max(1.0 / (count + 1), BIAS_WEIGHT)
                 self._errors[key] = (
                     count + 1,
-                    (1 - slow) * mean + slow * error,
+                    (1 - slow) * bias + slow * relative,
                     (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * error**2,
                 )
 
@@ -150,6 +154,14 @@ class FusedEstimator:
                 True,
                 lower_bound=True,
             )
+        measuring = {reference.name for reference in self.references}
+        measured = [e.measured_at_s for e in exact if e.source in measuring]
+        if measured:
+            # A newer measurement of the path supersedes an older one (a probe of seconds ago
+            # against this period's KPIs): only the newest measurement speaks for it.
+            exact = [
+                e for e in exact if e.source not in measuring or e.measured_at_s >= max(measured)
+            ]
         exact = [self._corrected(e) for e in exact]
         sigmas = [self._sigma(e, now_s, self._shown_error(e)) for e in exact]
         # A source far less certain than the sharpest one barely narrows the belief when its
@@ -189,23 +201,22 @@ class FusedEstimator:
         bias = self._bias(estimate)
         if bias is None:
             return estimate
+        # undo the bounded relative error: (p - t) / max(p, t) = bias
+        factor = 1 / (1 + bias) if bias < 0 else 1 - bias
         return replace(
             estimate,
-            capacity_mbps=estimate.capacity_mbps / (1 + bias),
-            stddev_mbps=estimate.stddev_mbps / (1 + bias),
+            capacity_mbps=estimate.capacity_mbps * factor,
+            stddev_mbps=estimate.stddev_mbps * factor,
         )
 
     def _shown_error(self, estimate: CapacityEstimate) -> float:
-        """What the source's errors on this path have been, in Mbit/s at its current value:
-        their spread about its bias where the bias is corrected, their RMS otherwise."""
+        """The RMS of the source's errors on this path, in Mbit/s; 0 for a measuring source,
+        whose stated σ already covers how far its measurement is from the next period."""
+        if estimate.source in {reference.name for reference in self.references}:
+            return 0.0
         path = (estimate.cpe_id, estimate.access, estimate.direction)
         found = self._errors.get((path, estimate.source))
-        if found is None:
-            return 0.0
-        _, mean, square = found
-        if self._bias(estimate) is not None:
-            square = max(square - mean**2, 0.0)
-        return math.sqrt(square) * estimate.capacity_mbps
+        return 0.0 if found is None else math.sqrt(found[2])
 
     def _sigma(self, estimate: CapacityEstimate, now_s: float, shown_error: float) -> float:
         drift = self.drift_ratio_per_s * estimate.capacity_mbps * estimate.age_s(now_s)

@@ -1,0 +1,136 @@
+"""Time series read from a measurement file, for scenarios driven by real traces.
+
+Anywhere a scenario takes a time series it may instead say where to read one:
+
+```yaml
+downlink_mbps:
+  measured:
+    file: raca5g-download/static/B_2020.02.13_13.57.29.csv
+    column: DL_bitrate
+    unit: kbit/s
+    time_column: Timestamp            # default; G-NetTrack's yyyy.mm.dd_HH.MM.SS by default
+    where: {NetworkMode: 5G, State: D}  # only rows with these values
+    start_s: 0                        # the scenario's t = 0 is this far into the trace
+```
+
+Before the scenario is validated, each such mapping becomes ``points`` (one per measured row,
+step interpolation unless the mapping says otherwise), so the rest of the code sees an
+ordinary series. A relative ``file`` is looked up next to the scenario, then in each folder of
+``ATSSS_DATASETS`` (separated by ``:``), then in the workplace's shared datasets folder.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+GNETTRACK_TIME_FORMAT = "%Y.%m.%d_%H.%M.%S"
+UNITS = {"kbit/s": 0.001, "Mbit/s": 1.0, "bit/s": 1e-6, "Gbit/s": 1000.0, "as-is": 1.0}
+MAX_MEASURED_ROWS = 200_000
+# the repository's sibling `shared/datasets` (the workplace's data), for files named relatively
+SHARED_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+
+
+class MeasuredSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: str = Field(min_length=1)
+    column: str = Field(min_length=1)
+    unit: Literal["kbit/s", "Mbit/s", "bit/s", "Gbit/s", "as-is"] = "as-is"
+    time_column: str = "Timestamp"
+    time_format: str = GNETTRACK_TIME_FORMAT
+    where: dict[str, str] = {}
+    start_s: float = Field(default=0.0, ge=0)
+
+
+def dataset_folders(base: Path | None) -> list[Path]:
+    folders = [base] if base is not None else []
+    folders += [Path(p) for p in os.environ.get("ATSSS_DATASETS", "").split(":") if p]
+    folders.append(SHARED_DATASETS)
+    return folders
+
+
+def resolve_measured(
+    data: Any, base: Path | None, fail: Callable[[str], Exception], key: str = ""
+) -> Any:
+    """``data`` with every ``measured:`` series replaced by its points (raises ``fail(msg)``)."""
+    if isinstance(data, list):
+        return [resolve_measured(item, base, fail, f"{key}[{i}]") for i, item in enumerate(data)]
+    if not isinstance(data, dict):
+        return data
+    if "measured" in data:
+        rest = {k: v for k, v in data.items() if k != "measured"}
+        if "points" in rest or "value" in rest:
+            raise fail(f"{key}: expected 'measured' instead of 'points' or 'value', not both")
+        where = f"{key}.measured"
+        try:
+            spec = MeasuredSpec.model_validate(data["measured"])
+        except ValidationError as error:
+            first = error.errors()[0]
+            field = ".".join(str(part) for part in first["loc"])
+            raise fail(f"{where}.{field}: {first['msg']}") from None
+        return {**rest, "points": _points(spec, base, fail, where), **_step(rest)}
+    return {
+        k: resolve_measured(v, base, fail, f"{key}.{k}" if key else str(k)) for k, v in data.items()
+    }
+
+
+def _step(rest: dict[str, Any]) -> dict[str, str]:
+    # a measured row is the mean over its period: hold it, do not ramp between rows
+    return {} if "interpolation" in rest else {"interpolation": "step"}
+
+
+def _points(
+    spec: MeasuredSpec, base: Path | None, fail: Callable[[str], Exception], where: str
+) -> list[list[float]]:
+    path = _find(spec.file, base)
+    if path is None:
+        tried = ", ".join(str(folder) for folder in dataset_folders(base))
+        raise fail(f"{where}.file: {spec.file} not found (looked in {tried}; set ATSSS_DATASETS)")
+    try:
+        frame = pd.read_csv(path, na_values=["-"], low_memory=False, nrows=MAX_MEASURED_ROWS + 1)
+    except (OSError, ValueError, UnicodeDecodeError) as error:
+        raise fail(f"{where}.file: {path}: cannot read as CSV: {error}") from None
+    if len(frame) > MAX_MEASURED_ROWS:
+        raise fail(f"{where}.file: {path}: more than {MAX_MEASURED_ROWS} rows")
+    for column in (spec.column, spec.time_column, *spec.where):
+        if column not in frame.columns:
+            raise fail(f"{where}: {path} has no column {column!r}")
+    times = pd.to_datetime(frame[spec.time_column], format=spec.time_format, errors="coerce")
+    if times.isna().all():
+        raise fail(
+            f"{where}.time_column: no value of {spec.time_column!r} in {path} reads as "
+            f"{spec.time_format!r}"
+        )
+    seconds = (times - times.min()).dt.total_seconds() - spec.start_s
+    keep = times.notna() & (seconds >= 0)
+    for column, value in spec.where.items():
+        keep &= frame[column].astype(str) == value
+    values = pd.to_numeric(frame[spec.column], errors="coerce") * UNITS[spec.unit]
+    keep &= values.notna()
+    selected = pd.DataFrame({"t": seconds[keep], "v": values[keep]})
+    # G-NetTrack repeats a second now and then; the last row of a second stands
+    selected = selected.drop_duplicates("t", keep="last").sort_values("t")
+    if selected.empty:
+        raise fail(f"{where}: no row of {path} passes the filters after start_s={spec.start_s:g}")
+    points = [[float(t), float(v)] for t, v in zip(selected["t"], selected["v"], strict=True)]
+    if not all(math.isfinite(v) for _, v in points):
+        raise fail(f"{where}.column: {spec.column!r} has non-finite values")
+    return points
+
+
+def _find(name: str, base: Path | None) -> Path | None:
+    given = Path(name)
+    if given.is_absolute():
+        return given if given.is_file() else None
+    for folder in dataset_folders(base):
+        candidate = folder / given
+        if candidate.is_file():
+            return candidate
+    return None
