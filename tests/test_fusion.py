@@ -224,3 +224,37 @@ def test_a_biased_but_sharp_source_is_corrected_not_followed() -> None:
     assert alone is not None
     assert kpi.answer is not None
     assert alone.capacity_mbps == pytest.approx(kpi.answer.capacity_mbps)
+
+
+class Scripted(Fixed):
+    """A source whose answer at each period is given by a function of the period."""
+
+    def __init__(self, name: str, value: object, stddev: float) -> None:
+        super().__init__(name, None)
+        self.value, self.stddev = value, stddev
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        capacity = self.value(round(now_s))  # type: ignore[operator]
+        self.answer = est(capacity, self.stddev, now_s, source=self.name)
+
+
+def test_a_source_that_forecasts_the_next_measurement_carries_the_result() -> None:
+    """The capacity alternates 100/200 each period. The KPIs measure the period that ended (a
+    forecast one period late); a model that forecasts the next period right must carry the
+    fused value, though the KPIs state the sharper σ. Before, the measurement's stated σ won
+    and the model, judged against it, was left out."""
+
+    def truth(t: int) -> float:
+        return 100.0 if t % 2 else 200.0
+
+    kpi = Scripted("kpi", truth, 10.0)
+    model = Scripted("model", lambda t: truth(t + 1), 30.0)
+    fused = FusedEstimator([kpi, model], references=[kpi])
+    samples = [KpiSample("cpe-1", "wifi", DL, 0.0, 1.0, throughput_mbps=50.0)]
+    for t in range(12):
+        fused.update(samples, float(t))
+    now = fused.estimate("cpe-1", "wifi", DL, 11.0)
+    assert now is not None
+    assert now.capacity_mbps == pytest.approx(truth(12), rel=0.05)
+    # the result hedges on what the sources state, not on the KPIs' poor record as a forecast
+    assert now.stddev_mbps <= 30.0 + 1e-6
