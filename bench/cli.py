@@ -14,7 +14,12 @@ from rich.table import Table
 from bench.closed_loop import CONTENDERS, ESTIMATORS, LoopSettings, evaluate
 from core.console import err, fail, out
 from core.domain import Direction
-from core.scenario.load import ScenarioError, load_scenario, shipped_scenarios
+from core.scenario.load import (
+    MeasurementMissingError,
+    ScenarioError,
+    load_scenario,
+    shipped_scenarios,
+)
 from xapp.policy.weight_policy import PolicyConfig
 
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
@@ -151,7 +156,15 @@ def bench_loop(
             contenders=contenders,
             agent_reaction_s=None if agent_reaction_ms is None else agent_reaction_ms / 1000,
         )
-        loaded = [load_scenario(name) for name in names]
+        loaded = []
+        for name in names:
+            try:
+                loaded.append(load_scenario(name))
+            except MeasurementMissingError as error:
+                if scenario:
+                    raise
+                # every shipped scenario was asked for: one whose trace is not here is skipped
+                err.print(f"[yellow]skipped[/] {name}: {error}")
     except (ScenarioError, ValueError) as error:
         fail(str(error))
     reports = []

@@ -8,7 +8,12 @@ import typer
 from rich.table import Table
 
 from core.console import fail, out
-from core.scenario.load import ScenarioError, load_scenario, shipped_scenarios
+from core.scenario.load import (
+    MeasurementMissingError,
+    ScenarioError,
+    load_scenario,
+    shipped_scenarios,
+)
 
 scenario_app = typer.Typer(help="List and check scenario files.", no_args_is_help=True)
 
@@ -18,7 +23,11 @@ def scenario_list() -> None:
     """The scenarios shipped with the xApp."""
     table = Table("name", "CPEs", "duration s", "description")
     for name, path in sorted(shipped_scenarios().items()):
-        loaded = load_scenario(str(path))
+        try:
+            loaded = load_scenario(str(path))
+        except MeasurementMissingError:
+            table.add_row(name, "", "", "needs its measurement file (set ATSSS_DATASETS)")
+            continue
         first_line = loaded.description.splitlines()[0] if loaded.description else ""
         table.add_row(name, str(len(loaded.cpes)), f"{loaded.duration_s:g}", first_line)
     out.print(table)

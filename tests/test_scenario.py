@@ -307,3 +307,31 @@ def test_a_bad_measured_series_is_named(
     with pytest.raises(ScenarioError, match=r"cpes\[0\]\.accesses\.nr\.downlink_mbps") as error:
         parse_scenario(data, "t.yaml", base=tmp_path)
     assert expected in str(error.value)
+
+
+def test_a_shipped_scenario_without_its_trace_is_named_listed_and_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine without the real 5G dataset: the raca-* scenarios say what they need, `scenario
+    list` still lists everything, and `bench loop` over every shipped scenario skips them."""
+    from typer.testing import CliRunner
+
+    import core.scenario.measured as measured
+    from atsss.cli import app
+    from core.scenario.load import MeasurementMissingError
+
+    monkeypatch.setattr(measured, "SHARED_DATASETS", tmp_path)
+    monkeypatch.setenv("ATSSS_DATASETS", str(tmp_path))
+    with pytest.raises(MeasurementMissingError, match="set ATSSS_DATASETS"):
+        load_scenario("raca-static")
+    runner = CliRunner()
+    listed = runner.invoke(app, ["scenario", "list"])
+    assert listed.exit_code == 0, listed.output
+    assert "raca-static" in listed.output
+    assert "needs its measurement file" in listed.output
+    run = runner.invoke(app, ["bench", "loop", "--duration", "2", "--policy", "oracle", "--json"])
+    assert run.exit_code == 0, run.output
+    assert "skipped raca-static" in " ".join(run.output.split())
+    assert '"scenario": "paper-static"' in run.output
+    asked = runner.invoke(app, ["bench", "loop", "--scenario", "raca-static", "--duration", "2"])
+    assert asked.exit_code == 2

@@ -30,6 +30,10 @@ class ScenarioError(ValueError):
     """A scenario that cannot be used; the message is one line naming file, key and expectation."""
 
 
+class MeasurementMissingError(ScenarioError):
+    """A scenario driven by a measurement file that is not on this machine."""
+
+
 def shipped_scenarios() -> dict[str, Path]:
     """The scenarios that come with the package, by name (file name without ``.yaml``)."""
     folder = resources.files("core.scenario") / "shipped"
@@ -115,7 +119,12 @@ def parse_scenario(data: Any, source: str = "<scenario>", base: Path | None = No
     """``base``: where the scenario's measurement files are looked up first."""
     if not isinstance(data, dict):
         raise ScenarioError(f"{source}: expected a mapping at the top level")
-    data = resolve_measured(data, base, lambda message: ScenarioError(f"{source}: {message}"))
+    data = resolve_measured(
+        data,
+        base,
+        lambda message: ScenarioError(f"{source}: {message}"),
+        missing=lambda message: MeasurementMissingError(f"{source}: {message}"),
+    )
     try:
         spec = ScenarioSpec.model_validate(data)
     except ValidationError as error:

@@ -57,11 +57,19 @@ def dataset_folders(base: Path | None) -> list[Path]:
 
 
 def resolve_measured(
-    data: Any, base: Path | None, fail: Callable[[str], Exception], key: str = ""
+    data: Any,
+    base: Path | None,
+    fail: Callable[[str], Exception],
+    key: str = "",
+    missing: Callable[[str], Exception] | None = None,
 ) -> Any:
-    """``data`` with every ``measured:`` series replaced by its points (raises ``fail(msg)``)."""
+    """``data`` with every ``measured:`` series replaced by its points; a bad spec raises
+    ``fail(message)``, a measurement file not found ``missing(message)`` (default: fail)."""
     if isinstance(data, list):
-        return [resolve_measured(item, base, fail, f"{key}[{i}]") for i, item in enumerate(data)]
+        return [
+            resolve_measured(item, base, fail, f"{key}[{i}]", missing)
+            for i, item in enumerate(data)
+        ]
     if not isinstance(data, dict):
         return data
     if "measured" in data:
@@ -75,9 +83,11 @@ def resolve_measured(
             first = error.errors()[0]
             field = ".".join(str(part) for part in first["loc"])
             raise fail(f"{where}.{field}: {first['msg']}") from None
-        return {**rest, "points": _points(spec, base, fail, where), **_step(rest)}
+        points = _points(spec, base, fail, missing or fail, where)
+        return {**rest, "points": points, **_step(rest)}
     return {
-        k: resolve_measured(v, base, fail, f"{key}.{k}" if key else str(k)) for k, v in data.items()
+        k: resolve_measured(v, base, fail, f"{key}.{k}" if key else str(k), missing)
+        for k, v in data.items()
     }
 
 
@@ -87,12 +97,18 @@ def _step(rest: dict[str, Any]) -> dict[str, str]:
 
 
 def _points(
-    spec: MeasuredSpec, base: Path | None, fail: Callable[[str], Exception], where: str
+    spec: MeasuredSpec,
+    base: Path | None,
+    fail: Callable[[str], Exception],
+    missing: Callable[[str], Exception],
+    where: str,
 ) -> list[list[float]]:
     path = _find(spec.file, base)
     if path is None:
         tried = ", ".join(str(folder) for folder in dataset_folders(base))
-        raise fail(f"{where}.file: {spec.file} not found (looked in {tried}; set ATSSS_DATASETS)")
+        raise missing(
+            f"{where}.file: {spec.file} not found (looked in {tried}; set ATSSS_DATASETS)"
+        )
     try:
         frame = pd.read_csv(path, na_values=["-"], low_memory=False, nrows=MAX_MEASURED_ROWS + 1)
     except (OSError, ValueError, UnicodeDecodeError) as error:
