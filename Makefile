@@ -38,23 +38,23 @@ build/train/train-site-held.parquet: setup
 	sed 's/^seed: 101/seed: 303/; s/^name: train-site/name: train-site-held/' \
 		models/scenarios/train-site.yaml > build/train/train-site-held.yaml
 	.venv/bin/atsss e2sim dataset --scenario build/train/train-site-held.yaml --utilisation 0.4 \
-		--duration 45 --out $@
+		--duration 45 --own-cells --out $@
 
 build/train/%.parquet: setup
 	@mkdir -p build/train
-	.venv/bin/atsss e2sim dataset --scenario models/scenarios/$*.yaml --out $@
+	.venv/bin/atsss e2sim dataset --scenario models/scenarios/$*.yaml --own-cells --out $@
 
 build/holdout/paper-static-lowlatency.parquet: setup
 	@mkdir -p build/holdout
-	.venv/bin/atsss e2sim dataset --scenario paper-static-lowlatency --nr-pattern 1ms --out $@
+	.venv/bin/atsss e2sim dataset --scenario paper-static-lowlatency --nr-pattern 1ms --own-cells --out $@
 
 build/holdout/many-cpes.parquet: setup
 	@mkdir -p build/holdout
-	.venv/bin/atsss e2sim dataset --scenario many-cpes --duration 20 --out $@
+	.venv/bin/atsss e2sim dataset --scenario many-cpes --duration 20 --own-cells --out $@
 
 build/holdout/%.parquet: setup
 	@mkdir -p build/holdout
-	.venv/bin/atsss e2sim dataset --scenario $* --out $@
+	.venv/bin/atsss e2sim dataset --scenario $* --own-cells --out $@
 
 models: setup $(TRAIN_DATA) $(HOLDOUT_DATA)
 	.venv/bin/atsss train --access nr $(addprefix --data ,$(RACA_TRAIN)) \

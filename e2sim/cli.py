@@ -45,12 +45,24 @@ def _scenario(name: str, duration_s: float | None) -> Scenario:
 
 
 def _world(
-    scenario: Scenario, period_ms: int, utilisation: float, nr_pattern: str, scale: float = 1.0
+    scenario: Scenario,
+    period_ms: int,
+    utilisation: float,
+    nr_pattern: str,
+    scale: float = 1.0,
+    own_cells: bool = False,
 ) -> SimWorld:
     if nr_pattern not in PATTERNS:
         _fail(f"--nr-pattern is one of {', '.join(PATTERNS)}, not {nr_pattern!r}")
     try:
-        return SimWorld(scenario, period_ms / 1000.0, utilisation, nr_pattern, capacity_scale=scale)
+        return SimWorld(
+            scenario,
+            period_ms / 1000.0,
+            utilisation,
+            nr_pattern,
+            capacity_scale=scale,
+            own_cells=own_cells,
+        )
     except (ScenarioError, ValueError) as error:
         _fail(str(error))
 
@@ -240,9 +252,18 @@ def dataset(
         float, typer.Option(help="Share of its capacity each station carries.")
     ] = 1.0,
     nr_pattern: Annotated[str, typer.Option(help="NR TDD pattern: 5ms or 1ms.")] = "5ms",
+    own_cells: Annotated[
+        bool,
+        typer.Option(
+            help="Each CPE in a cell of its own, the rest of the carrier reported as others' "
+            "load, as `bench loop` reports it (the models' training data)."
+        ),
+    ] = False,
 ) -> None:
     """Write KPIs with the true capacity of every period, CPE and access."""
-    world = _world(_scenario(scenario, duration), period_ms, utilisation, nr_pattern)
+    world = _world(
+        _scenario(scenario, duration), period_ms, utilisation, nr_pattern, own_cells=own_cells
+    )
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task("periods", total=world.ticks)
         try:

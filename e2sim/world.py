@@ -58,9 +58,13 @@ class SimWorld:
         nr_pattern: str = "5ms",
         seed: int | None = None,
         capacity_scale: float = 1.0,
+        own_cells: bool = False,
     ) -> None:
         """``capacity_scale`` multiplies every capacity (e.g. 0.1 for a testbed whose paths are
-        shaped to a tenth of the scenario's), so the KPIs describe the scaled paths."""
+        shaped to a tenth of the scenario's), so the KPIs describe the scaled paths.
+        ``own_cells``: each station in a cell of its own, the carrier or channel share its
+        capacity leaves out reported as other stations' load, as `bench loop` reports it (the
+        training datasets use it); by default all stations of a node share one cell."""
         if period_s <= 0:
             raise ValueError(f"the reporting period must be > 0 s, got {period_s}")
         if not 0 <= utilisation <= 1:
@@ -70,6 +74,7 @@ class SimWorld:
         self.scenario = scenario
         self.period_s = period_s
         self.utilisation = utilisation
+        self.own_cells = own_cells
         self.nr_tables = NrTables(nr_standard.NrCarrier(tdd=nr_standard.PATTERNS[nr_pattern]))
         self.wifi_tables = WifiTables(wifi.WifiLink())
         self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
@@ -117,6 +122,7 @@ class SimWorld:
                     rtt,
                     self.utilisation,
                     self._rng,
+                    *self._cells(members),
                 ),
                 self._reported,
                 tick,
@@ -124,11 +130,23 @@ class SimWorld:
             )
         if truth.access == "wifi":
             return wifi_report(
-                self.wifi_tables, usable_dl, usable_ul, truth.available, self.utilisation, self._rng
+                self.wifi_tables,
+                usable_dl,
+                usable_ul,
+                truth.available,
+                self.utilisation,
+                self._rng,
+                *self._cells(members),
             )
         if truth.access == "lifi":
             return lifi_report(usable_dl, usable_ul, truth.available, self.utilisation, self._rng)
         raise ValueError(f"the simulator models nr, wifi and lifi, not {truth.access!r}")
+
+    def _cells(self, members: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64] | None, bool]:
+        """(cells, outside_load) for the KPI models."""
+        if not self.own_cells:
+            return None, False
+        return np.arange(members.size), True
 
     def _uplink(self) -> FloatArray:
         try:

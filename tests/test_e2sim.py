@@ -15,7 +15,7 @@ import pytest
 
 from core.domain import Direction, KpiSample
 from core.scenario.e2_identities import e2_cpes, node_name
-from core.scenario.load import ScenarioError, load_scenario
+from core.scenario.load import ScenarioError, load_scenario, parse_scenario
 from e2sim.node import SimulatedNode
 from e2sim.world import SimWorld
 from xapp.adapters.memory_store import MemoryStateStore
@@ -208,3 +208,40 @@ def test_runner_honours_the_subscribed_period_and_the_reporting_delay() -> None:
         assert delayed.wall_s >= 2.3
     finally:
         termination.stop()
+
+
+def test_own_cells_report_the_rest_of_the_channel_as_others_load() -> None:
+    """A station whose capacity needs 70 % of the channel: alone in its cell the node reported
+    a 70 %-busy channel, so the idle 30 % read as capacity it never had. With own cells (how
+    `bench loop` reports, and the models' training data now) the rest is others' load, and the
+    reference the model features compute is the capacity, whatever the station carried."""
+    from models.data import load
+    from models.features import REFERENCE, build_features, feature_names
+
+    scenario = parse_scenario(
+        {
+            "name": "w",
+            "duration_s": 10,
+            "cpes": [{"id": "c", "accesses": {"wifi": {"downlink_mbps": 150}}}],
+        }
+    )
+    for utilisation in (1.0, 0.4):
+        world = SimWorld(scenario, utilisation=utilisation, own_cells=True)
+        report = world.report(world.truth(3, "wifi"), 3)
+        used = float(report.values["WLAN.StaAirtime"][0])
+        share = used / (100 * utilisation)  # of the channel its capacity needs
+        assert share < 0.8
+        busy = float(report.values["WLAN.ChannelUtilization"][0])
+        assert busy == pytest.approx(used + 100 * (1 - share), abs=0.5)
+        shared = SimWorld(scenario, utilisation=utilisation).report(world.truth(3, "wifi"), 3)
+        assert float(shared.values["WLAN.ChannelUtilization"][0]) == pytest.approx(used, abs=0.5)
+    path = Path(__file__).parent / "_own_cells.csv"
+    try:
+        from e2sim.dataset import write_dataset
+
+        write_dataset(SimWorld(scenario, utilisation=0.4, own_cells=True), path)
+        frame, _ = load([path], "wifi")
+        reference = build_features(frame, "wifi")[:, feature_names("wifi").index(REFERENCE)]
+        assert reference[1:] == pytest.approx(frame["target_mbps"].to_numpy()[:-1], rel=0.06)
+    finally:
+        path.unlink(missing_ok=True)
