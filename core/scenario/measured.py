@@ -21,13 +21,14 @@ ordinary series. A relative ``file`` is looked up next to the scenario, then in 
 
 from __future__ import annotations
 
+import csv
 import math
 import os
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
-import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 GNETTRACK_TIME_FORMAT = "%Y.%m.%d_%H.%M.%S"
@@ -109,36 +110,69 @@ def _points(
         raise missing(
             f"{where}.file: {spec.file} not found (looked in {tried}; set ATSSS_DATASETS)"
         )
-    try:
-        frame = pd.read_csv(path, na_values=["-"], low_memory=False, nrows=MAX_MEASURED_ROWS + 1)
-    except (OSError, ValueError, UnicodeDecodeError) as error:
-        raise fail(f"{where}.file: {path}: cannot read as CSV: {error}") from None
-    if len(frame) > MAX_MEASURED_ROWS:
-        raise fail(f"{where}.file: {path}: more than {MAX_MEASURED_ROWS} rows")
+    rows = _read_rows(path, fail, where)
+    header = rows[0] if rows else []
+    index = {name: i for i, name in enumerate(header)}
     for column in (spec.column, spec.time_column, *spec.where):
-        if column not in frame.columns:
+        if column not in index:
             raise fail(f"{where}: {path} has no column {column!r}")
-    times = pd.to_datetime(frame[spec.time_column], format=spec.time_format, errors="coerce")
-    if times.isna().all():
+    times = [_time(row, index[spec.time_column], spec.time_format) for row in rows[1:]]
+    known = [t for t in times if t is not None]
+    if not known:
         raise fail(
             f"{where}.time_column: no value of {spec.time_column!r} in {path} reads as "
             f"{spec.time_format!r}"
         )
-    seconds = (times - times.min()).dt.total_seconds() - spec.start_s
-    keep = times.notna() & (seconds >= 0)
-    for column, value in spec.where.items():
-        keep &= frame[column].astype(str) == value
-    values = pd.to_numeric(frame[spec.column], errors="coerce") * UNITS[spec.unit]
-    keep &= values.notna()
-    selected = pd.DataFrame({"t": seconds[keep], "v": values[keep]})
+    origin = min(known)
     # G-NetTrack repeats a second now and then; the last row of a second stands
-    selected = selected.drop_duplicates("t", keep="last").sort_values("t")
-    if selected.empty:
+    by_second: dict[float, float] = {}
+    for row, time in zip(rows[1:], times, strict=True):
+        if time is None:
+            continue
+        t = (time - origin).total_seconds() - spec.start_s
+        if t < 0 or any(_cell(row, index[c]) != v for c, v in spec.where.items()):
+            continue
+        value = _number(_cell(row, index[spec.column]))
+        if value is not None:
+            by_second[t] = value * UNITS[spec.unit]
+    if not by_second:
         raise fail(f"{where}: no row of {path} passes the filters after start_s={spec.start_s:g}")
-    points = [[float(t), float(v)] for t, v in zip(selected["t"], selected["v"], strict=True)]
+    points = [[t, by_second[t]] for t in sorted(by_second)]
     if not all(math.isfinite(v) for _, v in points):
         raise fail(f"{where}.column: {spec.column!r} has non-finite values")
     return points
+
+
+def _read_rows(path: Path, fail: Callable[[str], Exception], where: str) -> list[list[str]]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows: list[list[str]] = []
+            for row in csv.reader(handle):
+                rows.append(row)
+                if len(rows) > MAX_MEASURED_ROWS + 1:
+                    raise fail(f"{where}.file: {path}: more than {MAX_MEASURED_ROWS} rows")
+    except (OSError, UnicodeDecodeError, csv.Error) as error:
+        raise fail(f"{where}.file: {path}: cannot read as CSV: {error}") from None
+    return rows
+
+
+def _cell(row: list[str], column: int) -> str:
+    return row[column].strip() if column < len(row) else ""
+
+
+def _time(row: list[str], column: int, time_format: str) -> datetime | None:
+    try:
+        return datetime.strptime(_cell(row, column), time_format)
+    except ValueError:
+        return None
+
+
+def _number(text: str) -> float | None:
+    # G-NetTrack writes "-" where it has no value
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _find(name: str, base: Path | None) -> Path | None:
