@@ -149,8 +149,8 @@ def test_overrides_roles_audit_and_durability(tmp_path: Path) -> None:
                 assert made.status_code == 201, made.text
                 wait_until(lambda: (held(proxy) or {}).get("nr") == 0, 10, "nr excluded")
                 wait_until(lambda: alice.get("/v1/overrides").json() == [], 10, "the expiry")
-                # NR carries a fifth of the capacity: the loop takes it back at once (a path as small as
-                # LiFi's 12 Mbit/s may stay out on the loop's own judgement, which is not the point)
+                # NR carries a fifth of the capacity: the loop takes it back at once (a path as
+                # small as LiFi's 12 Mbit/s may stay out on the loop's own judgement)
                 wait_until(lambda: (held(proxy) or {}).get("nr", 0) > 0, 10, "nr back")
                 actions = [(e["who"], e["action"]) for e in alice.get("/v1/audit").json()]
                 assert actions[:4] == [
