@@ -27,10 +27,11 @@ def test_every_fault_loses_nothing_acknowledged_and_recovers() -> None:
     for fault in made:
         result = results[fault]
         # The override and both agents' sets; on the testbed, the agent's one set.
-        assert result["acknowledged"] == (1 if fault == "link" else 3), result
-        assert result["lost"] == 0, result
-        assert result["recovery_s"] is not None, result
-        assert 0.0 <= result["efficiency"] <= 1.0, result
+        shown = json.dumps(result)  # in full: the notes say what happened second by second
+        assert result["acknowledged"] == (1 if fault == "link" else 3), shown
+        assert result["lost"] == 0, shown
+        assert result["recovery_s"] is not None, shown
+        assert 0.0 <= result["efficiency"] <= 1.0, shown
     # While one agent hung, the loop kept serving the other (pushes side by side).
     assert "hung" in " ".join(results["agent-hang"]["notes"])
 

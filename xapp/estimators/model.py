@@ -210,7 +210,9 @@ class ModelEstimator:
         if (recent[-1].throughput_mbps or 0.0) <= 0:
             return False  # it carried nothing: the history says nothing of its headroom
         shares = [u for s in recent if (u := utilisation(s)) is not None]
-        return not shares or min(shares) >= SATURATED_UTILISATION
+        # No utilisation KPIs: nothing says the path was not held back, so it is not assumed
+        # saturated (a probe or another source has to say what it could carry).
+        return bool(shares) and min(shares) >= SATURATED_UTILISATION
 
 
 def _row(sample: KpiSample) -> dict[str, float]:
