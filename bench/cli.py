@@ -192,6 +192,82 @@ def bench_loop(
         err.print(f"plot written to {plot}")
 
 
+@bench_app.command("predictability")
+def bench_predictability(
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Scenario file or shipped name (repeatable). Default: every shipped scenario."
+        ),
+    ] = None,
+    reporting_period_ms: Annotated[int, typer.Option(help="KPI reporting period.")] = 1000,
+    step_ms: Annotated[int, typer.Option(help="Time step of the scenario's truth.")] = 100,
+    direction: Annotated[Direction, typer.Option(help="Which direction to evaluate.")] = (
+        Direction.DOWNLINK
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """How far any loop fed by periodic reports can get: an idealised WRR (continuous weights,
+    no delay) with weights from the instant capacities, from each coming period's mean, from
+    the last report, and from the last report hedged per access by the factors best on the
+    scenario in hindsight (a bound on deciding from one report)."""
+    from bench.predictability import predictability
+
+    names = list(scenario or sorted(shipped_scenarios()))
+    if reporting_period_ms <= 0 or step_ms <= 0:
+        fail("--reporting-period-ms and --step-ms must be > 0")
+    results = []
+    for name in names:
+        try:
+            loaded = load_scenario(name)
+        except MeasurementMissingError as error:
+            if scenario:
+                fail(str(error))
+            err.print(f"[yellow]skipped[/] {name}: {error}")
+            continue
+        except ScenarioError as error:
+            fail(str(error))
+        try:
+            with err.status(f"scoring {loaded.name} …"):
+                results.append(
+                    predictability(
+                        loaded,
+                        period_s=reporting_period_ms / 1000,
+                        step_s=step_ms / 1000,
+                        direction=direction,
+                    )
+                )
+        except (ScenarioError, ValueError) as error:
+            fail(str(error))
+    if as_json:
+        rows = [{**r.__dict__, "half_gap_target": r.half_gap_target} for r in results]
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(
+        "scenario",
+        "instant",
+        "period-mean",
+        "last-report",
+        "hedged-hindsight",
+        "half-gap target",
+        "lag-1 correlation",
+    )
+    for r in results:
+        table.add_row(
+            r.scenario,
+            f"{r.instant:.3f}",
+            f"{r.period_mean:.3f}",
+            f"{r.last_report:.3f}",
+            f"{r.hedged_hindsight:.3f}",
+            f"{r.half_gap_target:.3f}",
+            " ".join(
+                f"{access} {'-' if value is None else f'{value:.2f}'}"
+                for access, value in r.lag1_correlation.items()
+            ),
+        )
+    out.print(table)
+
+
 @bench_app.command("testbed")
 def bench_testbed(
     scenario: Annotated[

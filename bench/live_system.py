@@ -108,6 +108,8 @@ def agent_process(workdir: Path, name: str, role: str, cpe_ids: list[str]) -> It
         text=True,
     )
     url = f"http://127.0.0.1:{port}"
+    # A fault may restart the agent: what is stopped at the end is its process then.
+    agent = Agent(url, process, workdir / f"{name}-state.json")
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -121,10 +123,10 @@ def agent_process(workdir: Path, name: str, role: str, cpe_ids: list[str]) -> It
             if time.monotonic() > deadline:
                 raise LiveSystemError(f"agent {name} did not start")
             time.sleep(0.1)
-        yield Agent(url, process, workdir / f"{name}-state.json")
+        yield agent
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        agent.process.terminate()
+        agent.process.wait(timeout=30)
         log.close()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,13 +103,19 @@ class Metrics:
     mape: float
     rows: int
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | None]:
+        """Rounded; a metric that does not exist (R² of a constant target) is null, so that the
+        card stays strict JSON that any reader takes."""
         return {
-            "r2": round(self.r2, 4),
-            "mae_mbps": round(self.mae_mbps, 3),
-            "mape": round(self.mape, 4),
+            "r2": _finite(self.r2, 4),
+            "mae_mbps": _finite(self.mae_mbps, 3),
+            "mape": _finite(self.mape, 4),
             "rows": self.rows,
         }
+
+
+def _finite(value: float, digits: int) -> float | None:
+    return round(value, digits) if math.isfinite(value) else None
 
 
 def metrics(y: npt.NDArray[np.float64], predicted: npt.NDArray[np.float64]) -> Metrics:

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from bench.faults import FAULTS, LIVE_FAULTS
 
@@ -34,6 +35,22 @@ def test_every_fault_loses_nothing_acknowledged_and_recovers() -> None:
         assert 0.0 <= result["efficiency"] <= 1.0, shown
     # While one agent hung, the loop kept serving the other (pushes side by side).
     assert "hung" in " ".join(results["agent-hang"]["notes"])
+    # Every process the bench started ended with it, restarted ones included.
+    assert not left_over("atsss-faults-")
+
+
+def left_over(marker: str) -> list[str]:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            command = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue  # ended meanwhile
+        if marker in command:
+            found.append(f"{proc.name}: {command}")
+    return found
 
 
 def test_an_unknown_fault_is_named() -> None:

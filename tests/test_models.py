@@ -276,3 +276,17 @@ def evaluate_cli(card: Path, data: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+def test_cards_are_strict_json_with_null_for_a_metric_that_does_not_exist() -> None:
+    """R² of a constant capacity does not exist; written as NaN, jq and most JSON readers
+    refuse the whole card."""
+    from models.train import Metrics
+
+    assert Metrics(float("nan"), 1.0, 0.01, 10).as_dict()["r2"] is None
+
+    def refuse(constant: str) -> float:
+        raise ValueError(f"non-standard JSON constant {constant}")
+
+    for card in sorted(SHIPPED.glob("*.card.json")):
+        json.loads(card.read_text(), parse_constant=refuse)
