@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -276,7 +276,7 @@ def _make_contender(
         truth,
         direction=settings.direction,
         estimator=estimator,
-        policy=make_policy(policy, settings.policy),
+        policy=make_policy(policy, _policy_config(settings)),
         hysteresis=Hysteresis(settings.min_gain),
         reporting_period_s=settings.reporting_period_s,
         control_delay_s=settings.control_delay_s,
@@ -290,6 +290,14 @@ def _make_contender(
     if settings.agent_reaction_s is None:
         return controlled
     return AgentReaction(controlled, truth, settings.agent_reaction_s)
+
+
+def _policy_config(settings: LoopSettings) -> PolicyConfig:
+    """Where the agents react to carrier loss, a dark weighted path stalls the round only for
+    their reaction time, not for MPTCP's own detection."""
+    if settings.agent_reaction_s is None:
+        return settings.policy
+    return replace(settings.policy, outage_stall_s=settings.agent_reaction_s)
 
 
 def _make_estimator(

@@ -25,6 +25,7 @@ from core.domain import (
     WeightSet,
 )
 from xapp.policy.hysteresis import Hysteresis
+from xapp.policy.outage_risk import OutageRisk
 from xapp.policy.weight_policy import PathView, PolicyInput, WeightPolicy
 from xapp.ports import (
     CapacityEstimator,
@@ -116,6 +117,10 @@ class ControlLoop:
         self._last_rule: dict[tuple[str, Direction], SteeringRule] = {}
         self._last_override: dict[tuple[str, Direction], int | None] = {}
         self._last_usable: dict[tuple[str, Direction], frozenset[str]] = {}
+        self._outage_risk = OutageRisk()
+        # When each (CPE, direction) was last decided, and the running mean of the intervals.
+        self._last_decision_s: dict[tuple[str, Direction], float] = {}
+        self._decision_interval_s: dict[tuple[str, Direction], float] = {}
         self._warmup_s = warmup_s
         self._first_report_s: dict[tuple[str, Direction], float] = {}
         self._carrier: dict[tuple[str, str], _Carrier] = {}
@@ -328,15 +333,21 @@ class ControlLoop:
         demand_mbps = 0.0
         demand_known = False
         for access in cpe.access_names:
-            conditions = self._conditions.get((cpe.cpe_id, access, direction), _PathConditions())
+            key = (cpe.cpe_id, access, direction)
+            conditions = self._conditions.get(key, _PathConditions())
+            if access in excluded:
+                estimate, risk = None, self._outage_risk.probability(key)
+            else:
+                estimate = self._estimate(cpe.cpe_id, access, direction, now_s)
+                usable = estimate is not None and estimate.available and estimate.capacity_mbps > 0
+                risk = self._outage_risk.observe(key, usable)
             paths.append(
                 PathView(
                     access=access,
-                    estimate=None
-                    if access in excluded
-                    else self._estimate(cpe.cpe_id, access, direction, now_s),
+                    estimate=estimate,
                     rtt_ms=conditions.rtt_ms,
                     loss_rate_permille=conditions.loss_rate_permille,
+                    outage_probability=risk,
                 )
             )
             if conditions.throughput_mbps is not None:
@@ -350,7 +361,24 @@ class ControlLoop:
             rule=rule,
             demand_mbps=demand_mbps if demand_known else None,
             current=current.weights if current is not None else None,
+            decision_interval_s=self._interval_since_last_decision(cpe.cpe_id, direction, now_s),
         )
+
+    def _interval_since_last_decision(
+        self, cpe_id: str, direction: Direction, now_s: float
+    ) -> float:
+        """The usual time between this CPE's decisions (1 s until known): event-driven ones in
+        between must not make it look shorter than the reporting period for long."""
+        key = (cpe_id, direction)
+        last = self._last_decision_s.get(key)
+        self._last_decision_s[key] = now_s
+        usual = self._decision_interval_s.get(key)
+        if last is None or now_s <= last:
+            return usual if usual is not None else 1.0
+        gap = min(now_s - last, 60.0)
+        usual = gap if usual is None else 0.8 * usual + 0.2 * gap
+        self._decision_interval_s[key] = usual
+        return usual
 
     def _estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float

@@ -22,8 +22,9 @@ from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.robust import robust_weights, score_mbps
 
 FloatArray = npt.NDArray[np.float64]
-# (point estimates, standard deviations, max weight, quantile) → weights
-WeighingRule = Callable[[FloatArray, FloatArray, int, float], npt.ArrayLike]
+# (point estimates, standard deviations, max weight, quantile, each path's probability of going
+# dark within the period, the share of the period a weighted path going dark stalls) → weights
+WeighingRule = Callable[[FloatArray, FloatArray, int, float, FloatArray, float], npt.ArrayLike]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,9 @@ class PolicyConfig:
     quantile: float = 0.3
     # Fraction of the priority path's capacity above which PRIORITY_BASED counts it saturated.
     saturation_fraction: float = 0.9
+    # How long a weighted path that went dark stalls the round before it is taken out: MPTCP's
+    # own detection (the paper measured 0.4-0.5 s), or the agent's reaction where it has one.
+    outage_stall_s: float = 0.45
 
     def __post_init__(self) -> None:
         if not 1 <= self.max_weight <= 255:
@@ -55,6 +59,8 @@ class PolicyConfig:
             raise ValueError(
                 f"saturation_fraction must be in (0, 1], got {self.saturation_fraction}"
             )
+        if not 0 <= self.outage_stall_s <= 60:
+            raise ValueError(f"outage_stall_s must be in [0, 60], got {self.outage_stall_s}")
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,8 @@ class PathView:
     estimate: CapacityEstimate | None
     rtt_ms: float | None = None
     loss_rate_permille: float | None = None
+    # How likely the path is to go dark before the next decision (from its recent history).
+    outage_probability: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,8 @@ class PolicyInput:
     # What the CPE is currently sending; None means "as much as it can" (a bulk transfer).
     demand_mbps: float | None = None
     current: Mapping[str, int] | None = None
+    # Time until the next decision: the share of it a dark weighted path stalls the round.
+    decision_interval_s: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -124,26 +134,40 @@ class WeightPolicy:
         ):
             weights.update(dict.fromkeys(selected, 1))
         else:
+            risk = {p.access: p.outage_probability for p in request.paths}
             chosen = self._weigh(
                 np.array([usable[a].capacity_mbps for a in selected]),
                 np.array([usable[a].stddev_mbps for a in selected]),
                 self.config.max_weight,
                 self.config.quantile,
+                np.array([risk[a] for a in selected]),
+                self._stall_fraction(request),
             )
             weights.update(zip(selected, (int(w) for w in np.asarray(chosen)), strict=True))
         standby = sorted(p.access for p in request.paths if p.access not in usable)
         reason = why + (f"; no usable estimate for {', '.join(standby)}" if standby else "")
         return Proposal(
             weights=weights,
-            predicted_mbps=self._predict(weights, usable),
+            predicted_mbps=self._predict(weights, usable, request),
             current_predicted_mbps=(
-                self._predict(request.current, usable) if request.current is not None else None
+                self._predict(request.current, usable, request)
+                if request.current is not None
+                else None
             ),
             usable=frozenset(usable),
             reason=reason,
         )
 
-    def _predict(self, weights: Mapping[str, int], usable: Mapping[str, CapacityEstimate]) -> float:
+    def _stall_fraction(self, request: PolicyInput) -> float:
+        interval = max(request.decision_interval_s, 1e-3)
+        return min(1.0, self.config.outage_stall_s / interval)
+
+    def _predict(
+        self,
+        weights: Mapping[str, int],
+        usable: Mapping[str, CapacityEstimate],
+        request: PolicyInput,
+    ) -> float:
         """Predicted aggregate; a weighted path without a usable estimate counts as dead."""
         accesses = sorted(set(weights) | set(usable))
         w = np.array([weights.get(a, 0) for a in accesses], dtype=np.float64)
@@ -151,7 +175,15 @@ class WeightPolicy:
         if not self._uncertainty_aware:
             return aggregate_mbps(w.tolist(), means.tolist())
         stddevs = np.array([usable[a].stddev_mbps if a in usable else 0.0 for a in accesses])
-        return score_mbps(w, means, stddevs, self.config.quantile)
+        risk = {p.access: p.outage_probability for p in request.paths}
+        return score_mbps(
+            w,
+            means,
+            stddevs,
+            self.config.quantile,
+            np.array([risk.get(a, 0.0) for a in accesses]),
+            self._stall_fraction(request),
+        )
 
     def _usable(self, estimate: CapacityEstimate | None, now_s: float) -> bool:
         return (
@@ -223,13 +255,23 @@ def _within_thresholds(paths: list[PathView], rule: SteeringRule) -> list[PathVi
 
 
 def _proportional(
-    means: FloatArray, stddevs: FloatArray, max_weight: int, quantile: float
+    means: FloatArray,
+    stddevs: FloatArray,
+    max_weight: int,
+    quantile: float,
+    outage_probability: FloatArray,
+    stall_fraction: float,
 ) -> tuple[int, ...]:
     return proportional_weights(means.tolist(), max_weight)
 
 
 def _round_robin(
-    means: FloatArray, stddevs: FloatArray, max_weight: int, quantile: float
+    means: FloatArray,
+    stddevs: FloatArray,
+    max_weight: int,
+    quantile: float,
+    outage_probability: FloatArray,
+    stall_fraction: float,
 ) -> tuple[int, ...]:
     return round_robin_weights(means.tolist())
 
@@ -256,4 +298,5 @@ def _as_published(config: PolicyConfig) -> PolicyConfig:
         stale_after_s=config.stale_after_s,
         quantile=0.5,
         saturation_fraction=config.saturation_fraction,
+        outage_stall_s=config.outage_stall_s,
     )
