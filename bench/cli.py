@@ -20,6 +20,7 @@ from core.scenario.load import (
     load_scenario,
     shipped_scenarios,
 )
+from e2sim.nonideal import NonIdealities
 from xapp.policy.weight_policy import PolicyConfig
 
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
@@ -116,6 +117,14 @@ def bench_loop(
     min_gain: Annotated[
         float, typer.Option(help="Predicted relative gain needed to push new weights.")
     ] = 0.01,
+    non_idealities: Annotated[
+        str,
+        typer.Option(
+            help="What the simulated nodes do that KPI formulas leave out: ideal, or realistic "
+            "(NR frequency-selective scheduling gain, Wi-Fi contention loss, radio reports one "
+            "period late; docs/e2sim.md)."
+        ),
+    ] = "ideal",
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     plot: Annotated[
         Path | None,
@@ -155,6 +164,7 @@ def bench_loop(
             policy=PolicyConfig(max_weight=max_weight),
             contenders=contenders,
             agent_reaction_s=None if agent_reaction_ms is None else agent_reaction_ms / 1000,
+            nonideal=NonIdealities.named(non_idealities),
         )
         loaded = []
         for name in names:

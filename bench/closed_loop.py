@@ -32,6 +32,7 @@ from core.domain import Direction
 from core.scenario.model import Scenario
 from core.scenario.truth import Truth, sample_truth
 from e2sim.kpis import measured_radio
+from e2sim.nonideal import NonIdealities
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.oracle import OracleNoiseEstimator
 from xapp.estimators.probe import ProbeSettings
@@ -71,6 +72,8 @@ class LoopSettings:
     initial_weights: dict[str, int] | None = None
     # The CPE agents' local reaction to carrier loss (bench/agent_reaction.py); None: none.
     agent_reaction_s: float | None = None
+    # What the simulated nodes do that the KPI formulas leave out (e2sim/nonideal.py)
+    nonideal: NonIdealities = field(default_factory=NonIdealities)
 
     def __post_init__(self) -> None:
         if self.step_s <= 0:
@@ -281,7 +284,11 @@ def _make_contender(
         reporting_period_s=settings.reporting_period_s,
         control_delay_s=settings.control_delay_s,
         kpis=SimulatedKpis(
-            truth, settings.direction, scenario.seed, measured_radio(scenario, truth.times_s)
+            truth,
+            settings.direction,
+            scenario.seed,
+            measured_radio(scenario, truth.times_s),
+            settings.nonideal,
         ),
         prober=prober,
         store=store,

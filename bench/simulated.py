@@ -31,11 +31,13 @@ from e2sim.kpis import (
     NodeReport,
     NrTables,
     WifiTables,
+    lagged,
     lifi_report,
     nr_report,
     wifi_report,
     with_measured,
 )
+from e2sim.nonideal import NonIdealities, RadioLag
 from e2sim.radio import wifi
 from kpm.catalogue import MeasurementDirection, load_catalogue
 
@@ -51,10 +53,14 @@ class SimulatedKpis:
         direction: Direction,
         seed: int,
         measured: Mapping[str, npt.NDArray[np.floating[Any]]] | None = None,
+        nonideal: NonIdealities | None = None,
     ) -> None:
         """``measured``: radio KPIs the scenario gives as measured (e2sim.kpis.measured_radio
-        on the truth's time grid), reported in place of the inverted ones."""
+        on the truth's time grid), reported in place of the inverted ones. ``nonideal``: what
+        real nodes do that the KPI formulas leave out (e2sim/nonideal.py; ideal by default)."""
         self._truth = truth
+        self._nonideal = nonideal or NonIdealities()
+        self._lag = RadioLag(self._nonideal.radio_lag_periods)
         self._measured = measured or {}
         self._direction = direction
         self._rng = np.random.default_rng(seed)
@@ -112,13 +118,32 @@ class SimulatedKpis:
         if access == "nr":
             rtt = self._truth.rtt_ms[tick, members, self._truth.accesses.index(access)]
             report = nr_report(
-                self._nr, capacity, capacity, available, rtt, utilisation, self._rng, cells, True
+                self._nr,
+                capacity,
+                capacity,
+                available,
+                rtt,
+                utilisation,
+                self._rng,
+                cells,
+                True,
+                nonideal=self._nonideal,
             )
+            report = lagged(report, self._lag, access)
             return with_measured(report, self._measured, tick, members)
         if access == "wifi":
-            return wifi_report(
-                self._wifi, capacity, capacity, available, utilisation, self._rng, cells, True
+            report = wifi_report(
+                self._wifi,
+                capacity,
+                capacity,
+                available,
+                utilisation,
+                self._rng,
+                cells,
+                True,
+                nonideal=self._nonideal,
             )
+            return lagged(report, self._lag, access)
         if access == "lifi":
             return lifi_report(capacity, capacity, available, utilisation, self._rng)
         raise ValueError(f"the simulated KPIs cover nr, wifi and lifi, not {access!r}")

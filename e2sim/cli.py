@@ -17,6 +17,7 @@ from core.scenario.load import ScenarioError, load_scenario
 from core.scenario.model import Scenario
 from core.standards.nr import PATTERNS
 from e2sim.dataset import write_dataset
+from e2sim.nonideal import NonIdealities
 from e2sim.runner import RunStats, SimRunner
 from e2sim.world import SimWorld
 from kpm.versions import parse_builder_layout
@@ -25,6 +26,13 @@ e2sim_app = typer.Typer(
     help="KPM simulator of 5G NR, Wi-Fi and LiFi access nodes.", no_args_is_help=True
 )
 err = Console(stderr=True, width=110)
+
+
+NON_IDEALITIES_HELP = (
+    "What the nodes do that KPI formulas leave out: ideal, or realistic (NR frequency-selective "
+    "scheduling gain, Wi-Fi efficiency per station and contention loss, radio reports one "
+    "period late; docs/e2sim.md)."
+)
 
 
 def _fail(message: str) -> NoReturn:
@@ -51,6 +59,7 @@ def _world(
     nr_pattern: str,
     scale: float = 1.0,
     own_cells: bool = False,
+    non_idealities: str = "ideal",
 ) -> SimWorld:
     if nr_pattern not in PATTERNS:
         _fail(f"--nr-pattern is one of {', '.join(PATTERNS)}, not {nr_pattern!r}")
@@ -62,6 +71,7 @@ def _world(
             nr_pattern,
             capacity_scale=scale,
             own_cells=own_cells,
+            nonideal=NonIdealities.named(non_idealities),
         )
     except (ScenarioError, ValueError) as error:
         _fail(str(error))
@@ -117,6 +127,7 @@ def run(
             "the nodes and CPEs as the simulator does, so both sides agree."
         ),
     ] = None,
+    non_idealities: Annotated[str, typer.Option(help=NON_IDEALITIES_HELP)] = "ideal",
 ) -> None:
     """Connect one E2 node per access to the xApp and report every period."""
     try:
@@ -126,7 +137,7 @@ def run(
     loaded = _scenario(scenario, duration)
     if config is not None:
         _check_config(config, loaded)
-    world = _world(loaded, period_ms, utilisation, nr_pattern, scale)
+    world = _world(loaded, period_ms, utilisation, nr_pattern, scale, non_idealities=non_idealities)
     with contextlib.ExitStack() as stack:
         truth_out = stack.enter_context(truth.open("w")) if truth is not None else None
         progress = stack.enter_context(Progress(console=err, transient=True, disable=as_json))
@@ -259,10 +270,16 @@ def dataset(
             "load, as `bench loop` reports it (the models' training data)."
         ),
     ] = False,
+    non_idealities: Annotated[str, typer.Option(help=NON_IDEALITIES_HELP)] = "ideal",
 ) -> None:
     """Write KPIs with the true capacity of every period, CPE and access."""
     world = _world(
-        _scenario(scenario, duration), period_ms, utilisation, nr_pattern, own_cells=own_cells
+        _scenario(scenario, duration),
+        period_ms,
+        utilisation,
+        nr_pattern,
+        own_cells=own_cells,
+        non_idealities=non_idealities,
     )
     with Progress(console=err, transient=True) as progress:
         task = progress.add_task("periods", total=world.ticks)

@@ -34,6 +34,13 @@ import numpy.typing as npt
 from core.scenario.model import Scenario
 from core.scenario.truth import sample_series
 from core.standards import nr as nr_standard
+from e2sim.nonideal import (
+    NonIdealities,
+    RadioLag,
+    prb_fraction,
+    station_factors,
+    wifi_efficiency,
+)
 from e2sim.radio import lifi, nr, wifi
 
 FloatArray = npt.NDArray[np.floating[Any]]
@@ -86,6 +93,7 @@ WIFI_RADIO_NAMES = frozenset(
 
 
 Utilisation = float | FloatArray
+IDEAL = NonIdealities()
 
 
 def _cell_total(per_station: FloatArray, cells: npt.NDArray[np.int64] | None) -> FloatArray:
@@ -140,6 +148,7 @@ def nr_report(
     rng: np.random.Generator,
     cells: npt.NDArray[np.int64] | None = None,
     outside_load: bool = False,
+    nonideal: NonIdealities = IDEAL,
 ) -> NodeReport:
     index = np.minimum(
         np.searchsorted(tables.full_dl_mbps, capacity_dl), len(tables.full_dl_mbps) - 1
@@ -151,14 +160,16 @@ def nr_report(
     carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
     carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
     prbs = tables.carrier.prbs
+    # the share of its free PRBs the UE used for what it carried (nonideal.py)
+    used = prb_fraction(utilisation, nonideal.nr_selective_gain)
     values: dict[str, FloatArray] = {
         "DRB.UEThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
         "DRB.UEThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
-        "RRU.PrbUsedDl": np.round(np.where(available, share * prbs * utilisation, 0.0)),
+        "RRU.PrbUsedDl": np.round(np.where(available, share * prbs * used, 0.0)),
         "RRU.PrbAvailDl": np.full(len(index), float(prbs)),
         "RRU.PrbTotDl": np.clip(
             (
-                _cell_total(share * utilisation, cells)
+                _cell_total(share * used, cells)
                 + (_cell_mean(1.0 - share, cells) if outside_load else 0.0)
             )
             * 100,
@@ -208,11 +219,25 @@ def wifi_report(
     rng: np.random.Generator,
     cells: npt.NDArray[np.int64] | None = None,
     outside_load: bool = False,
+    nonideal: NonIdealities = IDEAL,
 ) -> NodeReport:
-    needed_phy = capacity_dl / tables.link.mac_efficiency
+    # each station's own MAC efficiency (nonideal.py; the nominal one when ideal)
+    own_efficiency = tables.link.mac_efficiency * station_factors(
+        len(capacity_dl), nonideal.wifi_efficiency_spread
+    )
+    needed_phy = capacity_dl / own_efficiency
     index = np.minimum(np.searchsorted(tables.phy_mbps, needed_phy), len(tables.phy_mbps) - 1)
     phy = tables.phy_mbps[index]
     airtime = np.clip(needed_phy / phy, 0.0, 1.0)
+    if nonideal.wifi_contention_loss > 0:
+        # the others' share of the channel costs efficiency, so the capacity takes more airtime
+        others = (
+            1.0 - airtime
+            if outside_load
+            else _cell_total(airtime * utilisation, cells) - airtime * utilisation
+        )
+        efficiency = wifi_efficiency(own_efficiency, others, nonideal.wifi_contention_loss)
+        airtime = np.clip(capacity_dl / efficiency / phy, 0.0, 1.0)
     snr = tables.snr_db[index] + rng.uniform(0, 3, len(index))
     rssi = snr + tables.link.noise_dbm
     carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
@@ -234,6 +259,12 @@ def wifi_report(
         "WLAN.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
     }
     return NodeReport(values, {}, unmeasured=~available, radio_names=WIFI_RADIO_NAMES)
+
+
+def lagged(report: NodeReport, lag: RadioLag, node: str) -> NodeReport:
+    """The report with its radio measurements as of ``lag.periods`` reports before."""
+    values, labels = lag.delay(node, report.values, report.labels, report.radio_names)
+    return NodeReport(values, labels, report.unmeasured, report.radio_names)
 
 
 def lifi_report(

@@ -22,12 +22,14 @@ from e2sim.kpis import (
     NodeReport,
     NrTables,
     WifiTables,
+    lagged,
     lifi_report,
     measured_radio,
     nr_report,
     wifi_report,
     with_measured,
 )
+from e2sim.nonideal import NonIdealities, RadioLag
 from e2sim.radio import lifi, nr, wifi
 from e2sim.radio.nr import RadioStateError
 
@@ -59,6 +61,7 @@ class SimWorld:
         seed: int | None = None,
         capacity_scale: float = 1.0,
         own_cells: bool = False,
+        nonideal: NonIdealities | None = None,
     ) -> None:
         """``capacity_scale`` multiplies every capacity (e.g. 0.1 for a testbed whose paths are
         shaped to a tenth of the scenario's), so the KPIs describe the scaled paths.
@@ -75,6 +78,9 @@ class SimWorld:
         self.period_s = period_s
         self.utilisation = utilisation
         self.own_cells = own_cells
+        # what real nodes do that the KPI formulas leave out (nonideal.py); ideal by default
+        self.nonideal = nonideal or NonIdealities()
+        self._lag = RadioLag(self.nonideal.radio_lag_periods)
         self.nr_tables = NrTables(nr_standard.NrCarrier(tdd=nr_standard.PATTERNS[nr_pattern]))
         self.wifi_tables = WifiTables(wifi.WifiLink())
         self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
@@ -113,23 +119,20 @@ class SimWorld:
         usable_ul = np.where(truth.available, truth.capacity_ul_mbps, 0.0)
         if truth.access == "nr":
             rtt = self.downlink.rtt_ms[tick, members, a]
-            return with_measured(
-                nr_report(
-                    self.nr_tables,
-                    usable_dl,
-                    usable_ul,
-                    truth.available,
-                    rtt,
-                    self.utilisation,
-                    self._rng,
-                    *self._cells(members),
-                ),
-                self._reported,
-                tick,
-                members,
+            report = nr_report(
+                self.nr_tables,
+                usable_dl,
+                usable_ul,
+                truth.available,
+                rtt,
+                self.utilisation,
+                self._rng,
+                *self._cells(members),
+                nonideal=self.nonideal,
             )
+            return with_measured(lagged(report, self._lag, "nr"), self._reported, tick, members)
         if truth.access == "wifi":
-            return wifi_report(
+            report = wifi_report(
                 self.wifi_tables,
                 usable_dl,
                 usable_ul,
@@ -137,7 +140,9 @@ class SimWorld:
                 self.utilisation,
                 self._rng,
                 *self._cells(members),
+                nonideal=self.nonideal,
             )
+            return lagged(report, self._lag, "wifi")
         if truth.access == "lifi":
             return lifi_report(usable_dl, usable_ul, truth.available, self.utilisation, self._rng)
         raise ValueError(f"the simulator models nr, wifi and lifi, not {truth.access!r}")

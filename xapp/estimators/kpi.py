@@ -33,6 +33,9 @@ from core.standards import nr as nr_standard
 # The cell's carrier (bandwidth, TDD pattern, measured efficiency): the testbed's by default
 NR_CARRIER = nr_standard.NrCarrier()
 WIFI_MAC_EFFICIENCY = 1190.0 / 2401.96  # TCP goodput over PHY rate, measured (docs/e2sim.md)
+# Below this airtime share (%) the counters' rounding (0.1 %) says too little of the rate per
+# airtime; the nominal efficiency stands in.
+MEASURED_AIRTIME_PCT = 5.0
 RELATIVE_ERROR = 0.10  # of an estimate built from headroom KPIs
 LOWER_BOUND_ERROR = 0.50  # of a bare throughput, which may be far below capacity
 VOLATILITY_WEIGHT = 0.3
@@ -86,7 +89,7 @@ def estimate_from_sample(sample: KpiSample) -> CapacityEstimate | None:
     if sample.access == "nr" and sample.direction == Direction.DOWNLINK:
         headroom = _nr(m, throughput)
     elif sample.access == "wifi":
-        headroom = _wifi(m, sample.direction)
+        headroom = _wifi(m, sample.direction, throughput)
     elif sample.access == "lifi":
         key = "LIFI.StaPhyRateDl" if sample.direction == Direction.DOWNLINK else "LIFI.StaPhyRateUl"
         headroom = m.get(key)
@@ -150,7 +153,7 @@ def reported_cqi(m: Mapping[str, float]) -> int | None:
     return best
 
 
-def _wifi(m: Mapping[str, float], direction: Direction) -> float | None:
+def _wifi(m: Mapping[str, float], direction: Direction, throughput: float | None) -> float | None:
     key = "WLAN.StaPhyRateDl" if direction == Direction.DOWNLINK else "WLAN.StaPhyRateUl"
     phy, airtime, busy = m.get(key), m.get("WLAN.StaAirtime"), m.get("WLAN.ChannelUtilization")
     if phy is None:
@@ -158,6 +161,17 @@ def _wifi(m: Mapping[str, float], direction: Direction) -> float | None:
     share = 1.0
     if airtime is not None and busy is not None:
         share = min(1.0, (airtime + max(0.0, 100.0 - busy)) / 100.0)
+    if (
+        direction == Direction.DOWNLINK
+        and throughput is not None
+        and throughput > 0
+        and airtime is not None
+        and airtime >= MEASURED_AIRTIME_PCT
+    ):
+        # What the station's airtime actually carried: its MAC efficiency is not a constant
+        # (aggregation, retries, contention), so where it used enough airtime to tell, the
+        # measured rate per airtime replaces the nominal PHY rate × efficiency.
+        return throughput / (airtime / 100.0) * share
     return phy * WIFI_MAC_EFFICIENCY * share
 
 
