@@ -263,7 +263,9 @@ def wifi_report(
 
 def lagged(report: NodeReport, lag: RadioLag, node: str) -> NodeReport:
     """The report with its radio measurements as of ``lag.periods`` reports before."""
-    values, labels = lag.delay(node, report.values, report.labels, report.radio_names)
+    values, labels = lag.delay(
+        node, report.values, report.labels, report.radio_names, report.unmeasured
+    )
     return NodeReport(values, labels, report.unmeasured, report.radio_names)
 
 

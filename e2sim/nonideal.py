@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.floating[Any]]
 IntArray = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
 LEVELS = ("ideal", "realistic")
 
 
@@ -118,7 +119,7 @@ class RadioLag:
 
     def __init__(self, periods: int) -> None:
         self.periods = periods
-        self._seen: dict[str, deque[tuple[dict[str, FloatArray], dict[str, IntArray]]]] = {}
+        self._seen: dict[str, deque[_Measured]] = {}
 
     def delay(
         self,
@@ -126,25 +127,39 @@ class RadioLag:
         values: dict[str, FloatArray],
         labels: dict[str, IntArray],
         radio_names: frozenset[str],
+        unmeasured: BoolArray | None = None,
     ) -> tuple[dict[str, FloatArray], dict[str, IntArray]]:
         """``values`` and ``labels`` (distribution bins) with the radio names' replaced by
-        those of ``periods`` reports before; the first reports keep their own (nothing earlier
-        was measured), as do reports whose stations changed."""
+        those of ``periods`` reports before. A station measured then has its measurement
+        delayed; one that was not (its link was down, or it is new) keeps this period's, as
+        nothing earlier was measured; so do all when the node's stations changed."""
         if self.periods <= 0:
             return values, labels
+        count = len(next(iter(values.values()))) if values else 0
+        measured_now = (
+            np.ones(count, dtype=bool) if unmeasured is None else ~np.asarray(unmeasured, bool)
+        )
         history = self._seen.setdefault(node, deque(maxlen=self.periods + 1))
         history.append(
-            (
+            _Measured(
                 {n: v.copy() for n, v in values.items() if n in radio_names},
                 {n: v.copy() for n, v in labels.items() if n in radio_names},
+                measured_now,
             )
         )
-        old_values, old_labels = history[0]
+        earlier = history[0]
+        if earlier.measured.shape != measured_now.shape:
+            return values, labels
         delayed_values, delayed_labels = dict(values), dict(labels)
-        for name, old in old_values.items():
-            if old.shape == values[name].shape:
-                delayed_values[name] = old
-        for name, old_bins in old_labels.items():
-            if old_bins.shape == labels[name].shape:
-                delayed_labels[name] = old_bins
+        for name, old in earlier.values.items():
+            delayed_values[name] = np.where(earlier.measured, old, values[name])
+        for name, old_bins in earlier.labels.items():
+            delayed_labels[name] = np.where(earlier.measured, old_bins, labels[name])
         return delayed_values, delayed_labels
+
+
+@dataclass(frozen=True)
+class _Measured:
+    values: dict[str, FloatArray]
+    labels: dict[str, IntArray]
+    measured: BoolArray

@@ -119,3 +119,38 @@ def test_utilisation_tells_a_held_back_path() -> None:
     assert utilisation(held) == pytest.approx(10 / (133 - (13.3 - 10)))
     assert utilisation(full) == pytest.approx(0.98, abs=0.005)
     assert utilisation(sample("nr", 30.0)) is None  # no headroom KPIs: cannot tell
+
+
+def test_wifi_reads_the_rate_its_airtime_carried_and_remembers_the_efficiency() -> None:
+    """A station whose MAC efficiency is 0.4, not the nominal 0.495: 2400 Mbit/s PHY, 30 % of
+    the airtime carried 288 Mbit/s, 50 % of the channel idle: 960 × 0.8 = 768 Mbit/s (the
+    nominal formula would say 951)."""
+    estimator = KpiEstimator()
+    busy = sample(
+        "wifi",
+        288.0,
+        WLAN_StaPhyRateDl=2400.0,
+        WLAN_StaAirtime=30.0,
+        WLAN_ChannelUtilization=50.0,
+    )
+    estimator.update([busy], 10.0)
+    estimate = estimator.estimate("cpe-1", "wifi", DL, 10.0)
+    assert estimate is not None
+    assert estimate.capacity_mbps == pytest.approx(768.0)
+    # Next period it is given almost no weight: 1 % of the airtime is too little to measure the
+    # rate it carried, and the efficiency measured before stands in for the nominal one.
+    idle = sample(
+        "wifi",
+        9.0,
+        WLAN_StaPhyRateDl=2400.0,
+        WLAN_StaAirtime=1.0,
+        WLAN_ChannelUtilization=21.0,
+    )
+    estimator.update([idle], 11.0)
+    estimate = estimator.estimate("cpe-1", "wifi", DL, 11.0)
+    assert estimate is not None
+    assert estimate.capacity_mbps == pytest.approx(2400.0 * 0.4 * 0.8)
+    # A fresh estimator knows no better than the nominal efficiency.
+    fresh = estimate_from_sample(idle)
+    assert fresh is not None
+    assert fresh.capacity_mbps == pytest.approx(2400.0 * 1190.0 / 2401.96 * 0.8)

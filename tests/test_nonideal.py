@@ -99,6 +99,14 @@ def test_radio_measurements_are_reported_a_period_late() -> None:
     assert first["sinr"][0] == 10.0  # nothing earlier: its own
     assert second["sinr"][0] == 10.0  # the period before's
     assert second["thp"][0] == 6.0  # counters are not delayed
+    # A station whose link was down had no measurement then: back, it reports this period's.
+    back = RadioLag(1)
+    sinr = frozenset({"sinr"})
+    back.delay("wifi", {"sinr": np.array([0.0, 9.0])}, {}, sinr, np.array([True, False]))
+    now, _ = back.delay(
+        "wifi", {"sinr": np.array([25.0, 12.0])}, {}, sinr, np.array([False, False])
+    )
+    assert list(now["sinr"]) == [25.0, 9.0]
 
 
 def test_bad_settings_are_named() -> None:

@@ -52,13 +52,19 @@ class KpiEstimator:
     def __init__(self) -> None:
         self._latest: dict[Path, CapacityEstimate] = {}
         self._change_variance: dict[Path, float] = {}
+        # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
+        # airtime to measure it (a path just back, or given little weight) uses it.
+        self._wifi_efficiency: dict[Path, float] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for sample in samples:
-            estimate = estimate_from_sample(sample)
+            path = (sample.cpe_id, sample.access, sample.direction)
+            measured = measured_wifi_efficiency(sample)
+            if measured is not None:
+                self._wifi_efficiency[path] = measured
+            estimate = estimate_from_sample(sample, self._wifi_efficiency.get(path))
             if estimate is None:
                 continue
-            path = (sample.cpe_id, sample.access, sample.direction)
             previous = self._latest.get(path)
             if estimate.available and not estimate.lower_bound:
                 if previous is not None and previous.available and not previous.lower_bound:
@@ -80,7 +86,11 @@ class KpiEstimator:
         return self._latest.get((cpe_id, access, direction))
 
 
-def estimate_from_sample(sample: KpiSample) -> CapacityEstimate | None:
+def estimate_from_sample(
+    sample: KpiSample, wifi_efficiency: float | None = None
+) -> CapacityEstimate | None:
+    """``wifi_efficiency``: the station's MAC efficiency where known (measured before), for a
+    period in which it used too little airtime to measure it; the nominal one otherwise."""
     m = sample.measurements
     throughput = sample.throughput_mbps
     if sample.available is False:
@@ -89,7 +99,7 @@ def estimate_from_sample(sample: KpiSample) -> CapacityEstimate | None:
     if sample.access == "nr" and sample.direction == Direction.DOWNLINK:
         headroom = _nr(m, throughput)
     elif sample.access == "wifi":
-        headroom = _wifi(m, sample.direction, throughput)
+        headroom = _wifi(m, sample.direction, throughput, wifi_efficiency)
     elif sample.access == "lifi":
         key = "LIFI.StaPhyRateDl" if sample.direction == Direction.DOWNLINK else "LIFI.StaPhyRateUl"
         headroom = m.get(key)
@@ -153,7 +163,24 @@ def reported_cqi(m: Mapping[str, float]) -> int | None:
     return best
 
 
-def _wifi(m: Mapping[str, float], direction: Direction, throughput: float | None) -> float | None:
+def measured_wifi_efficiency(sample: KpiSample) -> float | None:
+    """What the station's downlink airtime carried over its PHY rate, where it used enough
+    airtime to tell (None otherwise)."""
+    if sample.access != "wifi" or sample.direction != Direction.DOWNLINK:
+        return None
+    m, throughput = sample.measurements, sample.throughput_mbps
+    phy, airtime = m.get("WLAN.StaPhyRateDl"), m.get("WLAN.StaAirtime")
+    if not throughput or not phy or airtime is None or airtime < MEASURED_AIRTIME_PCT:
+        return None
+    return min(1.0, throughput / (airtime / 100.0) / phy)
+
+
+def _wifi(
+    m: Mapping[str, float],
+    direction: Direction,
+    throughput: float | None,
+    efficiency: float | None = None,
+) -> float | None:
     key = "WLAN.StaPhyRateDl" if direction == Direction.DOWNLINK else "WLAN.StaPhyRateUl"
     phy, airtime, busy = m.get(key), m.get("WLAN.StaAirtime"), m.get("WLAN.ChannelUtilization")
     if phy is None:
@@ -172,7 +199,7 @@ def _wifi(m: Mapping[str, float], direction: Direction, throughput: float | None
         # (aggregation, retries, contention), so where it used enough airtime to tell, the
         # measured rate per airtime replaces the nominal PHY rate × efficiency.
         return throughput / (airtime / 100.0) * share
-    return phy * WIFI_MAC_EFFICIENCY * share
+    return phy * (efficiency or WIFI_MAC_EFFICIENCY) * share
 
 
 def _estimate(
