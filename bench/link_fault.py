@@ -139,6 +139,10 @@ def _judge(
     if "carrier lost on wifi" not in log:
         notes.append("the agent did not see the carrier go")
     notes.append(f"{rate_before:.0f} Mbit/s before the fault; the agent took wifi out and back")
+    if recovered_at is None:
+        # what the agent did about it, for whoever has to find out why
+        said = [line for line in log.splitlines() if "wifi" in line or "endpoint" in line]
+        notes.append("agent log: " + " | ".join(said[-12:]))
     return LinkFaultOutcome(
         acknowledged=1,
         lost=lost,

@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 # After an endpoint is added back: how long until its subflows are checked, and how often.
 REJOIN_CHECK_S = 1.0
-REJOIN_ATTEMPTS = 3
+REJOIN_ATTEMPTS = 6
 
 
 class MainlineBackend:
@@ -80,7 +80,9 @@ class MainlineBackend:
     def _see_it_joined(self, address: str, turn: int) -> None:
         """An endpoint added back whose join failed gets no subflow, and the kernel does not
         try again: while MPTCP connections exist and none of their subflows leaves from the
-        address, take the endpoint out and add it again (as it is now, flags included)."""
+        address, take the endpoint out and add it again (as it is now, flags included). A join
+        still under way (its SYN sent, perhaps again after a lost first one: TCP retries after
+        1 s) is left to finish: restarting it at each check could keep it from ever joining."""
         for _ in range(REJOIN_ATTEMPTS):
             time.sleep(self.rejoin_check_s)
             if self._returned.get(address) != turn or address in self._removed:
@@ -90,6 +92,9 @@ class MainlineBackend:
                     return  # no MPTCP connection: nothing to join
                 if self.runner(["ss", "-tnH", "state", "established", "src", address]).strip():
                     return
+                if self.runner(["ss", "-tnH", "state", "syn-sent", "src", address]).strip():
+                    log.info("a subflow from %s is still joining", address)
+                    continue
                 current = {str(e.get("address")): e for e in self.endpoints()}.get(address)
                 if current is None:
                     return
