@@ -158,6 +158,14 @@ class PolicySettings(_Strict):
     min_gain: float = Field(
         default=0.01, ge=0, le=1, description="predicted relative gain needed to push"
     )
+    outage_stall_s: float = Field(
+        default=0.45,
+        ge=0,
+        le=60,
+        description="how long a weighted path that goes dark stalls the WRR round before it is "
+        "taken out (MPTCP's detection; less where the agents react to carrier loss): the "
+        "policy weighs each path's learnt risk of going dark by it",
+    )
 
 
 # With mainline MPTCP the CPE's backup flags are the one lever for both directions (MP_PRIO

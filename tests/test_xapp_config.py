@@ -88,7 +88,16 @@ BAD = [
         "cpes.0.accesses.wifi.station_mac: expected a MAC address",
     ),
     (lambda d: d["cpes"].append(dict(d["cpes"][1])), "cpes: the id 'cpe-2' appears twice"),
+    (lambda d: d.update(policy={"outage_stall_s": -1}), "policy.outage_stall_s:"),
 ]
+
+
+def test_the_outage_stall_reaches_the_policy() -> None:
+    from xapp.service import live_settings
+
+    assert live_settings(parse_deployment(good(), "f.json")).policy.outage_stall_s == 0.45
+    quick = parse_deployment(edited(lambda d: d.update(policy={"outage_stall_s": 0.1})), "f.json")
+    assert live_settings(quick).policy.outage_stall_s == 0.1
 
 
 @pytest.mark.parametrize(("change", "message"), BAD)

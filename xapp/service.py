@@ -121,7 +121,10 @@ def live_settings(deployment: Deployment) -> LiveSettings:
         directions=deployment.directions,
         period_s=reporting_period_s(deployment),
         estimator=EstimatorSettings(mode=deployment.estimator),
-        policy=PolicyConfig(max_weight=deployment.policy.max_weight),
+        policy=PolicyConfig(
+            max_weight=deployment.policy.max_weight,
+            outage_stall_s=deployment.policy.outage_stall_s,
+        ),
         min_gain=deployment.policy.min_gain,
     )
 
