@@ -89,8 +89,8 @@ class KpiEstimator:
 def estimate_from_sample(
     sample: KpiSample, wifi_efficiency: float | None = None
 ) -> CapacityEstimate | None:
-    """``wifi_efficiency``: the station's MAC efficiency where known (measured before), for a
-    period in which it used too little airtime to measure it; the nominal one otherwise."""
+    """``wifi_efficiency``: the station's MAC efficiency as last measured (KpiEstimator keeps
+    it); without it, this period's where measurable, the nominal one otherwise."""
     m = sample.measurements
     throughput = sample.throughput_mbps
     if sample.available is False:
@@ -99,7 +99,9 @@ def estimate_from_sample(
     if sample.access == "nr" and sample.direction == Direction.DOWNLINK:
         headroom = _nr(m, throughput)
     elif sample.access == "wifi":
-        headroom = _wifi(m, sample.direction, throughput, wifi_efficiency)
+        if wifi_efficiency is None:
+            wifi_efficiency = measured_wifi_efficiency(sample)
+        headroom = _wifi(m, sample.direction, wifi_efficiency)
     elif sample.access == "lifi":
         key = "LIFI.StaPhyRateDl" if sample.direction == Direction.DOWNLINK else "LIFI.StaPhyRateUl"
         headroom = m.get(key)
@@ -165,22 +167,20 @@ def reported_cqi(m: Mapping[str, float]) -> int | None:
 
 def measured_wifi_efficiency(sample: KpiSample) -> float | None:
     """What the station's downlink airtime carried over its PHY rate, where it used enough
-    airtime to tell (None otherwise)."""
+    airtime to tell (None otherwise). A station's MAC efficiency is not a constant
+    (aggregation, retries, contention): where it is measured, it replaces the nominal one."""
     if sample.access != "wifi" or sample.direction != Direction.DOWNLINK:
         return None
     m, throughput = sample.measurements, sample.throughput_mbps
     phy, airtime = m.get("WLAN.StaPhyRateDl"), m.get("WLAN.StaAirtime")
     if not throughput or not phy or airtime is None or airtime < MEASURED_AIRTIME_PCT:
         return None
-    return min(1.0, throughput / (airtime / 100.0) / phy)
+    return throughput / (airtime / 100.0) / phy
 
 
-def _wifi(
-    m: Mapping[str, float],
-    direction: Direction,
-    throughput: float | None,
-    efficiency: float | None = None,
-) -> float | None:
+def _wifi(m: Mapping[str, float], direction: Direction, efficiency: float | None) -> float | None:
+    """PHY rate × MAC efficiency (the station's own where measured, the nominal one
+    otherwise) × (its airtime + idle airtime)."""
     key = "WLAN.StaPhyRateDl" if direction == Direction.DOWNLINK else "WLAN.StaPhyRateUl"
     phy, airtime, busy = m.get(key), m.get("WLAN.StaAirtime"), m.get("WLAN.ChannelUtilization")
     if phy is None:
@@ -188,17 +188,6 @@ def _wifi(
     share = 1.0
     if airtime is not None and busy is not None:
         share = min(1.0, (airtime + max(0.0, 100.0 - busy)) / 100.0)
-    if (
-        direction == Direction.DOWNLINK
-        and throughput is not None
-        and throughput > 0
-        and airtime is not None
-        and airtime >= MEASURED_AIRTIME_PCT
-    ):
-        # What the station's airtime actually carried: its MAC efficiency is not a constant
-        # (aggregation, retries, contention), so where it used enough airtime to tell, the
-        # measured rate per airtime replaces the nominal PHY rate × efficiency.
-        return throughput / (airtime / 100.0) * share
     return phy * (efficiency or WIFI_MAC_EFFICIENCY) * share
 
 
