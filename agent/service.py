@@ -308,9 +308,12 @@ class WeightService:
         hook = getattr(self.backend, "set_carrier", None)
         if hook is None or self.config.role != "cpe" or access not in self.config.accesses:
             return
+        # Whether the path carries once back (its weight after the agent's own reactions):
+        # the backend then adds its endpoint with that priority from the start.
+        carries = up and any(p.weight > 0 for p in self._kernel_paths() if p.access == access)
         try:
             entry = self.config.accesses[access]
-            hook(entry.address, entry.interface, up)
+            hook(entry.address, entry.interface, up, carries)
         except BackendError as error:  # the weight 0 below still applies
             log.error("carrier %s on %s: %s", "back" if up else "lost", access, error)
 

@@ -171,6 +171,8 @@ class EndpointTable:
         if argv[:4] == ["ip", "-j", "mptcp", "endpoint"]:
             shown = enumerate(self.backup.items(), 1)
             return json.dumps([{"id": i, "address": a, "backup": b} for i, (a, b) in shown])
+        if argv[0] == "ss":
+            return ""  # no subflows
         self.backup[addresses[int(argv[5]) - 1]] = argv[6] == "backup"
         return ""
 
@@ -277,12 +279,19 @@ class LiveEndpointTable:
         self.connections = False  # an MPTCP connection exists (`ss -M`)
         self.joined: set[str] = set()  # addresses with a subflow (`ss -t … src`)
         self.joining: set[str] = set()  # addresses with a subflow's SYN out (`state syn-sent`)
+        # Established subflows (`ss -tinH state established`): whether each asked for backup.
+        self.subflow_backup: dict[str, bool] = {}
 
     def __call__(self, argv: list[str]) -> str:
         if argv[:4] == ["ip", "-j", "mptcp", "endpoint"]:
             return json.dumps(list(self.endpoints.values()))
         if argv[:2] == ["ss", "-MnH"]:
             return "ESTAB 0 0 10.2.0.1:40000 10.0.0.1:5201\n" if self.connections else ""
+        if argv[:2] == ["ss", "-tinH"]:
+            return "".join(
+                f"0 0 {a}%if:40000 10.0.0.1:5202\n\t bbr tcp-ulp-mptcp flags:Jj{'b' * b}ec\n"
+                for a, b in self.subflow_backup.items()
+            )
         if argv[0] == "ss":
             if "syn-sent" in argv:
                 return "SYN-SENT\n" if argv[-1] in self.joining else ""
@@ -303,10 +312,13 @@ class LiveEndpointTable:
                     entry[rest[0]] = True
                     rest = rest[1:]
             self.endpoints[address] = entry
-        else:  # change id N backup|nobackup
-            for entry in self.endpoints.values():
-                if entry["id"] == int(argv[5]):
-                    entry["backup"] = argv[6] == "backup"
+        else:  # change id N backup|nobackup: established subflows hear it (MP_PRIO)
+            backup = argv[6] == "backup"
+            for address, entry in self.endpoints.items():
+                if entry["id"] == int(argv[5]) and entry.get("backup", False) != backup:
+                    entry["backup"] = backup
+                    if address in self.subflow_backup:
+                        self.subflow_backup[address] = backup
         return ""
 
 
@@ -328,7 +340,12 @@ def test_a_mainline_agent_takes_a_dead_links_endpoint_out_and_puts_it_back(
     service.set_carrier("nr", True)
     back = table.endpoints["10.1.0.1"]
     assert (back["id"], back["dev"], back["subflow"]) == (1, "nr0", True)
-    assert back["backup"] is False  # added on standby, then the xApp's weight 30 applied
+    # Added active from the start, as the xApp's weight 30 applies again: a priority changed
+    # while the subflow joins would not reach it.
+    assert back.get("backup", False) is False
+    added = [c for c in table.commands if c[3] == "add"][-1]
+    assert added[:5] == ["ip", "mptcp", "endpoint", "add", "10.1.0.1"]
+    assert "backup" not in added
     assert service.effective("cpe-1") == {"nr": 30, "wifi": 0, "lifi": 1}
     # The last weighted path losing carrier keeps its weight (nothing else would carry) and
     # loses its endpoint all the same; the write still checks out.
@@ -337,7 +354,7 @@ def test_a_mainline_agent_takes_a_dead_links_endpoint_out_and_puts_it_back(
     assert "10.2.0.1" not in table.endpoints
     assert service.effective("cpe-1") == {"nr": 0, "wifi": 1, "lifi": 0}
     service.set_carrier("wifi", True)
-    assert table.endpoints["10.2.0.1"].get("backup") is False
+    assert table.endpoints["10.2.0.1"].get("backup", False) is False
     # A join that failed after the return (no subflow from the address while a connection
     # exists) is tried again: the endpoint is taken out and added as it is now.
     time.sleep(0.1)  # the check after Wi-Fi's return found no connection and ended
@@ -362,3 +379,36 @@ def test_a_mainline_agent_takes_a_dead_links_endpoint_out_and_puts_it_back(
     service.set_carrier("wifi", True)
     time.sleep(0.2)
     assert backend.rejoins == REJOIN_ATTEMPTS
+
+
+def test_a_subflow_that_kept_its_joins_priority_is_told_again(tmp_path: Path) -> None:
+    """The kernel sends MP_PRIO only for established subflows: one that was still joining when
+    its endpoint's flag changed keeps the priority of its join at both ends (on the testbed a
+    returning Wi-Fi weighted 100 stayed backup and carried nothing). The agent flips the flag
+    and back wherever a subflow's priority differs from its endpoint's."""
+    table = LiveEndpointTable()
+    backend = MainlineBackend("cpe", runner=table, rejoin_check_s=0.2)
+    service = WeightService(cpe_config(tmp_path), backend)
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 100, "lifi": 0}, 1))
+    assert backend.realigned == 0
+    # Wi-Fi's subflow joined as backup (the flag changed during its join).
+    table.subflow_backup = {"10.1.0.1": False, "10.2.0.1": True, "10.3.0.1": True}
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 90, "lifi": 0}, 2))
+    assert table.subflow_backup == {"10.1.0.1": False, "10.2.0.1": False, "10.3.0.1": True}
+    flips = [c[-1] for c in table.commands if c[3] == "change" and c[5] == "2"]
+    assert flips[-2:] == ["backup", "nobackup"]
+    assert backend.realigned == 1
+    # After a carrier return, the check that waits for the join aligns it as soon as it is
+    # established, without waiting for the xApp's next set.
+    table.connections = True
+    service.set_carrier("lifi", False)
+    table.subflow_backup.pop("10.3.0.1")
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 90, "lifi": 5}, 3))
+    service.set_carrier("lifi", True)
+    table.subflow_backup["10.3.0.1"] = True  # joined with the wrong priority after all
+    table.joined.add("10.3.0.1")
+    deadline = time.monotonic() + 5
+    while table.subflow_backup["10.3.0.1"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert table.subflow_backup["10.3.0.1"] is False
+    assert backend.realigned == 2

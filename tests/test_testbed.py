@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -17,8 +18,13 @@ import httpx
 import pytest
 import yaml
 
+from agent.backends.mainline import MainlineBackend
+from agent.backends.wrr import run_command
+from agent.config import load_config
 from agent.probes import iperf3_probe
+from agent.service import WeightService, WeightUpdate
 from agent.testbed import ACCESSES, Testbed
+from core.domain import Direction
 
 RATES = {"nr": 34.2, "wifi": 119.0, "lifi": 1.21}  # the paper's capacities, scaled by 1/10
 PROBE_PORT, MPTCP_PORT = 5201, 5202
@@ -284,3 +290,66 @@ def test_agent_prober_measures_a_path_through_a_real_agent(
     assert not outcome.path_down, outcome.error
     assert outcome.capacity_mbps == pytest.approx(RATES["wifi"], rel=0.15), outcome
     assert outcome.probe_mbit > 0
+
+
+def _subflow_flags(testbed: Testbed, side: str, cpe_address: str) -> list[str]:
+    """The MPTCP flags `ss` shows for each established subflow from a CPE address (in the CPE
+    a lowercase b is the backup priority it asked for, in the proxy a B the one it heard)."""
+    run_in = testbed.in_cpe if side == "cpe" else testbed.in_proxy
+    shown = subprocess.run(
+        run_in(["ss", "-tinH", "state", "established"]), capture_output=True, text=True
+    ).stdout
+    flags = []
+    for record in re.split(r"\n(?=\S)", shown):
+        plain = record.replace("[::ffff:", "").replace("]", "")
+        if re.search(re.escape(cpe_address) + r"[%:]", plain):
+            found = re.search(r"tcp-ulp-mptcp flags:(\S+)", record)
+            if found:
+                flags.append(found.group(1))
+    return flags
+
+
+def test_a_path_back_after_a_carrier_loss_carries_as_its_weight_says(
+    testbed: Testbed, tmp_path: Path
+) -> None:
+    """The agent puts a returning access's endpoint back and applies the xApp's weight at once;
+    a priority changed while the kernel is still joining that subflow never reaches it (no
+    MP_PRIO before the join completes), so Wi-Fi, weighted 100, stayed a backup subflow at both
+    ends and carried nothing while NR was active (seen on the testbed as seconds of NR alone)."""
+    config = load_config(cpe_agent_config(testbed, tmp_path, {}))
+    backend = MainlineBackend("cpe", runner=lambda argv: run_command(testbed.in_cpe(argv)))
+    service = WeightService(config, backend)
+    service.apply(WeightUpdate("cpe-1", Direction.DOWNLINK, {"nr": 30, "wifi": 100, "lifi": 0}, 1))
+    wifi = str(testbed.cpe_address("wifi"))
+    transfer = subprocess.Popen(
+        testbed.in_cpe(
+            [
+                *("mptcpize", "run", "iperf3", "-c", str(testbed.server)),
+                *("-p", str(MPTCP_PORT), "-t", "12", "-R"),
+            ]
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(1.5)
+        assert _subflow_flags(testbed, "cpe", wifi), "no Wi-Fi subflow before the loss"
+        for _ in range(3):  # the race is lost nearly every time; three returns make sure
+            testbed.set_link("wifi", False)
+            service.set_carrier("wifi", False)
+            time.sleep(0.5)
+            testbed.set_link("wifi", True)
+            service.set_carrier("wifi", True)
+            deadline = time.monotonic() + 5
+            while not _subflow_flags(testbed, "cpe", wifi) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(1.5)  # the agent's own check after a return
+            at_cpe, at_proxy = (_subflow_flags(testbed, s, wifi) for s in ("cpe", "proxy"))
+            assert at_cpe, "no Wi-Fi subflow at the CPE after the return"
+            assert at_proxy, "no Wi-Fi subflow at the proxy after the return"
+            assert not any("b" in f for f in at_cpe), at_cpe
+            assert not any("B" in f for f in at_proxy), at_proxy
+    finally:
+        transfer.kill()
+        transfer.wait()
+        testbed.set_link("wifi", True)

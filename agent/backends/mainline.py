@@ -11,12 +11,20 @@ there again on the others at once, where a backup subflow on a dead link holds t
 MPTCP's retransmission timer gives up on it (in the netns testbed, about 0.3 s of lost transfer
 against 1.4 s). When the carrier is back the endpoint is added again with its id, device and
 flags, and the kernel opens the subflows again on the connections that had them.
+
+A subflow's priority travels in its join (the endpoint's backup flag then) and later only in
+MP_PRIO, which the kernel sends for established subflows alone: a flag changed while a subflow
+is still joining never reaches it, and the subflow stays backup (or active) at both ends while
+the endpoint says otherwise. So a returning endpoint is added with the priority its weight will
+have, and wherever an established subflow's priority differs from its endpoint's flag, the flag
+is flipped and flipped back, which sends MP_PRIO again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import time
 from ipaddress import IPv4Address
@@ -30,6 +38,8 @@ log = logging.getLogger(__name__)
 # After an endpoint is added back: how long until its subflows are checked, and how often.
 REJOIN_CHECK_S = 1.0
 REJOIN_ATTEMPTS = 6
+# How often a returning endpoint is looked at for a finished join (to align its priority).
+JOIN_POLL_S = 0.1
 
 
 class MainlineBackend:
@@ -52,10 +62,14 @@ class MainlineBackend:
         self._removed: dict[str, dict[str, object]] = {}
         self._returned: dict[str, int] = {}  # address → which return it is (to drop stale checks)
         self.rejoins = 0
+        self.realigned = 0  # subflows whose priority had to be sent again
 
-    def set_carrier(self, address: IPv4Address, interface: str, up: bool) -> None:
+    def set_carrier(
+        self, address: IPv4Address, interface: str, up: bool, carries: bool = False
+    ) -> None:
         """Remove the address's endpoint while its access has no carrier; put it back after
-        (also when an earlier run of the agent took it out: as a subflow endpoint)."""
+        (also when an earlier run of the agent took it out: as a subflow endpoint), active if
+        its path ``carries`` (weight > 0) once back, else backup."""
         key = str(address)
         if not up:
             endpoint = {str(e.get("address")): e for e in self.endpoints()}.get(key)
@@ -69,8 +83,8 @@ class MainlineBackend:
             if any(str(e.get("address")) == key for e in self.endpoints()):
                 return
             removed = {"dev": interface, "subflow": True}
-        # Back on standby first; the weights written next decide whether it carries.
-        self.runner(_add_argv(key, {**removed, "backup": True}))
+        # With the priority it will have: one changed during the join would not reach it.
+        self.runner(_add_argv(key, {**removed, "backup": not carries}))
         turn = self._returned.get(key, 0) + 1
         self._returned[key] = turn
         threading.Thread(
@@ -84,14 +98,13 @@ class MainlineBackend:
         still under way (its SYN sent, perhaps again after a lost first one: TCP retries after
         1 s) is left to finish: restarting it at each check could keep it from ever joining."""
         for _ in range(REJOIN_ATTEMPTS):
-            time.sleep(self.rejoin_check_s)
+            if self._wait_joined(address, turn):
+                return
             if self._returned.get(address) != turn or address in self._removed:
                 return  # the carrier went again, or came back again: a newer check runs
             try:
                 if not self.runner(["ss", "-MnH"]).strip():
                     return  # no MPTCP connection: nothing to join
-                if self.runner(["ss", "-tnH", "state", "established", "src", address]).strip():
-                    return
                 if self.runner(["ss", "-tnH", "state", "syn-sent", "src", address]).strip():
                     log.info("a subflow from %s is still joining", address)
                     continue
@@ -105,6 +118,47 @@ class MainlineBackend:
             except BackendError as error:
                 log.warning("checking %s's subflows after its return: %s", address, error)
                 return
+
+    def _wait_joined(self, address: str, turn: int) -> bool:
+        """Up to ``rejoin_check_s``: True once a subflow from the address is established (its
+        priority then aligned with its endpoint), or when this check is no longer wanted."""
+        deadline = time.monotonic() + self.rejoin_check_s
+        while True:
+            time.sleep(max(0.0, min(JOIN_POLL_S, deadline - time.monotonic())))
+            if self._returned.get(address) != turn or address in self._removed:
+                return True
+            try:
+                if self.runner(["ss", "-tnH", "state", "established", "src", address]).strip():
+                    self.align_priorities([address])
+                    return True
+            except BackendError as error:
+                log.warning("checking %s's subflows after its return: %s", address, error)
+                return True
+            if time.monotonic() >= deadline:
+                return False
+
+    def align_priorities(self, addresses: list[str]) -> None:
+        """Send MP_PRIO again (flip the endpoint's flag and back) wherever an established
+        subflow from one of ``addresses`` has another priority than its endpoint's flag."""
+        endpoints = {str(e.get("address")): e for e in self.endpoints()}
+        asked = _subflow_priorities(self.runner(["ss", "-tinH", "state", "established"]))
+        for address in addresses:
+            endpoint = endpoints.get(address)
+            if endpoint is None or address not in asked:
+                continue
+            backup = _is_backup(endpoint)
+            if all(b == backup for b in asked[address]):
+                continue
+            wanted, other = ("backup", "nobackup") if backup else ("nobackup", "backup")
+            change = ["ip", "mptcp", "endpoint", "change", "id", str(endpoint["id"])]
+            self.runner([*change, other])
+            self.runner([*change, wanted])
+            self.realigned += 1
+            log.warning(
+                "subflows from %s kept the priority of their join: %s sent again",
+                address,
+                wanted,
+            )
 
     def endpoints(self) -> list[dict[str, object]]:
         raw = self.runner(["ip", "-j", "mptcp", "endpoint", "show"])
@@ -132,6 +186,10 @@ class MainlineBackend:
                 )
             flag = "backup" if path.weight == 0 else "nobackup"
             self.runner(["ip", "mptcp", "endpoint", "change", "id", str(endpoint["id"]), flag])
+        # A subflow that was joining at an earlier change kept its join's priority.
+        self.align_priorities(
+            [str(p.cpe_address) for p in paths if str(p.cpe_address) not in self._removed]
+        )
 
     def read(self, paths: list[PathWeight]) -> KernelState:
         by_address = {str(e.get("address")): e for e in self.endpoints()}
@@ -144,13 +202,8 @@ class MainlineBackend:
             endpoint = by_address.get(str(path.cpe_address))
             if endpoint is None:
                 continue
-            # `ip -j` shows flags as boolean keys ("backup": true); older builds as a list
-            flags = endpoint.get("flags") or []
-            backup = endpoint.get("backup") is True or (
-                isinstance(flags, list) and "backup" in flags
-            )
             # Mainline cannot hold a weight: "active" reads back as the weight asked for.
-            state[(path.cpe_id, path.access)] = 0 if backup else max(path.weight, 1)
+            state[(path.cpe_id, path.access)] = 0 if _is_backup(endpoint) else max(path.weight, 1)
         return state
 
     def describe(self) -> dict[str, object]:
@@ -177,3 +230,26 @@ def _add_argv(address: str, endpoint: dict[str, object]) -> list[str]:
     flags = set(listed) if isinstance(listed, list) else set()
     flags |= {name for name in _FLAGS if endpoint.get(name) is True}
     return argv + sorted(flags & set(_FLAGS))
+
+
+def _is_backup(endpoint: dict[str, object]) -> bool:
+    # `ip -j` shows flags as boolean keys ("backup": true); older builds as a list
+    flags = endpoint.get("flags") or []
+    return endpoint.get("backup") is True or (isinstance(flags, list) and "backup" in flags)
+
+
+# A record's first line: [state] Recv-Q Send-Q local-address... (no state column when `ss`
+# was asked for one state)
+_SOURCE = re.compile(r"^(?:[A-Z][A-Z0-9-]*\s+)?\d+\s+\d+\s+(?:\[::ffff:)?(\d+\.\d+\.\d+\.\d+)")
+_MPTCP_FLAGS = re.compile(r"tcp-ulp-mptcp flags:(\S+)")
+
+
+def _subflow_priorities(shown: str) -> dict[str, list[bool]]:
+    """Source address → whether each established MPTCP subflow from it asked for backup, from
+    `ss -tinH state established` (a lowercase b among a subflow's flags)."""
+    out: dict[str, list[bool]] = {}
+    for record in re.split(r"\n(?=\S)", shown):
+        source, flags = _SOURCE.match(record), _MPTCP_FLAGS.search(record)
+        if source and flags:
+            out.setdefault(source.group(1), []).append("b" in flags.group(1))
+    return out
