@@ -27,7 +27,6 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from xapp.policy.fluid import aggregate_mbps_batch
 from xapp.policy.optimal import optimal_weights_batch
 
 FloatArray = npt.NDArray[np.float64]
@@ -40,7 +39,8 @@ _SEED = 20240601
 
 @cache
 def _standard_normal_draws(paths: int) -> FloatArray:
-    draws = np.random.default_rng(_SEED).standard_normal((DRAWS, paths))
+    """(paths, DRAWS): path-major, so that every per-path operation reads contiguous draws."""
+    draws = np.ascontiguousarray(np.random.default_rng(_SEED).standard_normal((DRAWS, paths)).T)
     draws.setflags(write=False)
     return draws
 
@@ -53,8 +53,10 @@ def _order_statistic(values: FloatArray, quantile: float) -> FloatArray:
 
 
 def belief_draws(means_mbps: FloatArray, stddevs_mbps: FloatArray) -> FloatArray:
-    """(DRAWS, paths) capacities drawn from the estimates' beliefs, never below 0."""
-    return np.maximum(0.0, means_mbps + stddevs_mbps * _standard_normal_draws(len(means_mbps)))
+    """(paths, DRAWS) capacities drawn from the estimates' beliefs, never below 0."""
+    means = np.asarray(means_mbps, dtype=np.float64)[:, None]
+    stddevs = np.asarray(stddevs_mbps, dtype=np.float64)[:, None]
+    return np.maximum(0.0, means + stddevs * _standard_normal_draws(len(means)))
 
 
 def score_mbps(
@@ -79,28 +81,49 @@ def _aggregates_at_risk(
     outage_probability: FloatArray | None,
     stall_fraction: float,
 ) -> FloatArray:
-    """(candidates, draws) aggregates, less each weighted path's expected outage cost."""
-    shape = (len(candidates), *draws.shape)
-    full = aggregate_mbps_batch(
-        np.broadcast_to(candidates[:, None, :], shape), np.broadcast_to(draws, shape)
-    )
+    """(candidates, draws) aggregates of (candidates, paths) weights over (paths, draws)
+    capacities, less each weighted path's expected outage cost."""
+    # Paths × candidates × draws: the minimum over the paths is then elementwise over planes.
+    weights = candidates.T
+    weighted = weights > 0
+    counted = np.where(weighted, weights, 0.0)
+    ratios = draws[:, None, :] / np.where(weighted, weights, 1.0)[:, :, None]
+    ratios[~weighted] = np.inf  # an unweighted path never sets the round rate
+    full = _aggregates(counted.sum(axis=0), ratios.min(axis=0))
     if outage_probability is None:
         return full
     after_stall = max(0.0, 0.5 - stall_fraction)
     expected = full.copy()
     for path, probability in enumerate(outage_probability):
-        weighted = candidates[:, path] > 0
-        if probability <= 0 or not weighted.any():
+        dropping = weighted[path]
+        if probability <= 0 or not dropping.any():
             continue
-        without = candidates[weighted].copy()
-        without[:, path] = 0.0
-        inner = (int(weighted.sum()), *draws.shape)
-        rest = aggregate_mbps_batch(
-            np.broadcast_to(without[:, None, :], inner), np.broadcast_to(draws, inner)
+        # Without the path: the aggregate of the others alone, from the same ratios.
+        others = [i for i in range(len(weights)) if i != path]
+        rest = _aggregates(
+            counted[others][:, dropping].sum(axis=0),
+            ratios[others][:, dropping].min(axis=0, initial=np.inf),
         )
-        dark = 0.5 * full[weighted] + after_stall * rest
-        expected[weighted] -= probability * (full[weighted] - dark)
+        dark = 0.5 * full[dropping] + after_stall * rest
+        expected[dropping] -= probability * (full[dropping] - dark)
     return expected
+
+
+def _aggregates(totals: FloatArray, round_rates: FloatArray) -> FloatArray:
+    """(candidates, draws) aggregates from each candidate's weight sum and each round rate; a
+    candidate without weights (an infinite rate) carries nothing."""
+    return np.asarray(totals[:, None] * np.where(np.isfinite(round_rates), round_rates, 0.0))
+
+
+def _distinct_rows(weights: IntArray, max_weight: int) -> IntArray:
+    """The distinct rows of (rows, paths) weights in 0..max_weight, in lexicographic order (as
+    np.unique(axis=0) gives them, at a fraction of its cost, by one integer key per row)."""
+    base = max_weight + 1
+    if float(base) ** weights.shape[1] >= 2.0**63:
+        return np.unique(weights, axis=0)
+    keys = weights @ (base ** np.arange(weights.shape[1] - 1, -1, -1, dtype=np.int64))
+    _, first = np.unique(keys, return_index=True)
+    return weights[first]
 
 
 def robust_weights(
@@ -122,8 +145,8 @@ def robust_weights(
     one_lowered = np.where(np.eye(len(means), dtype=bool), lowered[None, :], means[None, :])
     one_dropped = np.where(np.eye(len(means), dtype=bool), 0.0, means[None, :])
     draws = belief_draws(means, stddevs)
-    starts = np.vstack([means, lowered, one_lowered, one_dropped, draws[:CANDIDATE_DRAWS]])
-    candidates = np.unique(optimal_weights_batch(starts, max_weight), axis=0)
+    starts = np.vstack([means, lowered, one_lowered, one_dropped, draws[:, :CANDIDATE_DRAWS].T])
+    candidates = _distinct_rows(optimal_weights_batch(starts, max_weight), max_weight)
     candidates = candidates[candidates.sum(axis=1) > 0]
     if len(candidates) == 0:
         return np.zeros(len(means), dtype=np.int64)

@@ -1,0 +1,309 @@
+"""The fast optimiser and robust policy decide exactly as the straightforward formulations do.
+
+The references below are the implementations the fast ones replaced, kept verbatim apart from
+names: every candidate evaluated in full with (rows × candidates × paths) temporaries, rows
+deduplicated with np.unique(axis=0), draws laid out (draws × paths). The fast code must give the
+same integer weights bit for bit and the same scores to within 1e-9.
+"""
+
+import itertools
+from functools import cache
+from statistics import NormalDist
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from xapp.policy import robust
+from xapp.policy.fluid import aggregate_mbps
+from xapp.policy.optimal import optimal_weights, optimal_weights_batch
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+def reference_optimal_weights_batch(capacities: FloatArray, max_weight: int) -> IntArray:
+    rows = len(capacities)
+    divisors = np.arange(1, max_weight + 1, dtype=np.float64)
+    rates = (capacities[:, :, None] / divisors[None, None, :]).reshape(rows, -1)
+    valid = rates > 0
+    safe_rates = np.where(valid, rates, 1.0)
+    with np.errstate(over="ignore"):
+        weights = np.minimum(
+            np.floor(capacities[:, None, :] / safe_rates[:, :, None] * (1 + 1e-12)), max_weight
+        )
+    weights = np.where(valid[:, :, None], weights, 0.0)
+    weighted = weights > 0
+    ratios = np.where(
+        weighted, capacities[:, None, :] / np.where(weighted, weights, 1.0), np.inf
+    ).min(axis=2)
+    totals = weights.sum(axis=2)
+    aggregates = totals * np.where(np.isfinite(ratios), ratios, 0.0)
+    best = aggregates.max(axis=1, keepdims=True)
+    ties = aggregates >= best * (1 - 1e-9)
+    chosen = np.argmin(np.where(ties, totals, np.inf), axis=1)
+    result: IntArray = weights[np.arange(rows), chosen].astype(np.int64)
+    result[best[:, 0] <= 0] = 0
+    return result
+
+
+def reference_aggregate_mbps_batch(weights: FloatArray, capacities: FloatArray) -> FloatArray:
+    weighted = weights > 0
+    ratios = np.where(weighted, capacities / np.where(weighted, weights, 1.0), np.inf)
+    round_rate = ratios.min(axis=-1)
+    round_rate = np.where(np.isfinite(round_rate), round_rate, 0.0)
+    return np.asarray(np.where(weighted, weights, 0.0).sum(axis=-1) * round_rate)
+
+
+@cache
+def reference_standard_normal_draws(paths: int) -> FloatArray:
+    return np.random.default_rng(robust._SEED).standard_normal((robust.DRAWS, paths))
+
+
+def reference_belief_draws(means: FloatArray, stddevs: FloatArray) -> FloatArray:
+    return np.maximum(0.0, means + stddevs * reference_standard_normal_draws(len(means)))
+
+
+def reference_order_statistic(values: FloatArray, quantile: float) -> FloatArray:
+    rank = min(values.shape[-1] - 1, max(0, round(quantile * (values.shape[-1] - 1))))
+    return np.asarray(np.partition(values, rank, axis=-1)[..., rank], dtype=np.float64)
+
+
+def reference_aggregates_at_risk(
+    candidates: FloatArray,
+    draws: FloatArray,
+    outage_probability: FloatArray | None,
+    stall_fraction: float,
+) -> FloatArray:
+    shape = (len(candidates), *draws.shape)
+    full = reference_aggregate_mbps_batch(
+        np.broadcast_to(candidates[:, None, :], shape), np.broadcast_to(draws, shape)
+    )
+    if outage_probability is None:
+        return full
+    after_stall = max(0.0, 0.5 - stall_fraction)
+    expected = full.copy()
+    for path, probability in enumerate(outage_probability):
+        weighted = candidates[:, path] > 0
+        if probability <= 0 or not weighted.any():
+            continue
+        without = candidates[weighted].copy()
+        without[:, path] = 0.0
+        inner = (int(weighted.sum()), *draws.shape)
+        rest = reference_aggregate_mbps_batch(
+            np.broadcast_to(without[:, None, :], inner), np.broadcast_to(draws, inner)
+        )
+        dark = 0.5 * full[weighted] + after_stall * rest
+        expected[weighted] -= probability * (full[weighted] - dark)
+    return expected
+
+
+def reference_score_mbps(
+    weights: FloatArray,
+    means: FloatArray,
+    stddevs: FloatArray,
+    quantile: float,
+    outage_probability: FloatArray | None,
+    stall_fraction: float,
+) -> float:
+    draws = reference_belief_draws(means, stddevs)
+    w = np.asarray(weights, dtype=np.float64)[None, :]
+    aggregates = reference_aggregates_at_risk(w, draws, outage_probability, stall_fraction)
+    return float(reference_order_statistic(aggregates[0], quantile))
+
+
+def reference_robust_weights(
+    means: FloatArray,
+    stddevs: FloatArray,
+    max_weight: int,
+    quantile: float,
+    outage_probability: FloatArray | None,
+    stall_fraction: float,
+) -> IntArray:
+    at_risk = outage_probability is not None and bool(np.any(outage_probability > 0))
+    if not np.any(stddevs > 0) and not at_risk:
+        exact: IntArray = reference_optimal_weights_batch(means[None, :], max_weight)[0]
+        return exact
+    z = NormalDist().inv_cdf(quantile)
+    lowered = np.maximum(0.0, means + z * stddevs)
+    one_lowered = np.where(np.eye(len(means), dtype=bool), lowered[None, :], means[None, :])
+    one_dropped = np.where(np.eye(len(means), dtype=bool), 0.0, means[None, :])
+    draws = reference_belief_draws(means, stddevs)
+    starts = np.vstack([means, lowered, one_lowered, one_dropped, draws[: robust.CANDIDATE_DRAWS]])
+    candidates = np.unique(reference_optimal_weights_batch(starts, max_weight), axis=0)
+    candidates = candidates[candidates.sum(axis=1) > 0]
+    if len(candidates) == 0:
+        return np.zeros(len(means), dtype=np.int64)
+    aggregates = reference_aggregates_at_risk(
+        candidates.astype(np.float64),
+        draws,
+        outage_probability if at_risk else None,
+        stall_fraction,
+    )
+    scores = reference_order_statistic(aggregates, quantile)
+    ties = scores >= scores.max() * (1 - 1e-9)
+    chosen = np.argmin(np.where(ties, candidates.sum(axis=1), np.iinfo(np.int64).max))
+    return np.asarray(candidates[chosen], dtype=np.int64)
+
+
+# Exact zeros, subnormals, tiny paths beside large ones, and a few round values drawn often so
+# that equal capacities (ties) are common.
+capacity = st.one_of(
+    st.just(0.0),
+    st.sampled_from([1e-3, 0.5, 12.1, 50.0, 100.0, 342.0, 1190.0]),
+    st.floats(min_value=0.0, max_value=2000.0),
+    st.floats(min_value=0.0, max_value=1e-300),
+    st.floats(min_value=1e-6, max_value=1e-2),
+)
+max_weights = st.sampled_from([1, 2, 3, 7, 100, 255])
+
+
+@st.composite
+def capacity_rows(
+    draw: st.DrawFn, paths: int | None = None, values: st.SearchStrategy[float] = capacity
+) -> list[float]:
+    size = paths if paths is not None else draw(st.integers(1, 4))
+    row = draw(st.lists(values, min_size=size, max_size=size))
+    if draw(st.booleans()):
+        # Some paths copied from others: exact ties between paths.
+        row = [row[draw(st.integers(0, size - 1))] if draw(st.booleans()) else c for c in row]
+    return row
+
+
+@st.composite
+def capacity_matrices(draw: st.DrawFn) -> list[list[float]]:
+    paths = draw(st.integers(1, 4))
+    return draw(st.lists(capacity_rows(paths), min_size=1, max_size=6))
+
+
+@st.composite
+def beliefs(draw: st.DrawFn) -> tuple[FloatArray, FloatArray, FloatArray, float, float]:
+    """(means, stddevs, outage probabilities, quantile, stall fraction) for 1-4 paths."""
+    means = draw(capacity_rows())
+    spread = st.one_of(st.just(0.0), st.sampled_from([0.01, 0.05, 0.35, 1.0]), st.floats(0, 2))
+    stddevs = [m * draw(spread) for m in means]
+    outage = st.one_of(st.just(0.0), st.sampled_from([0.05, 0.1, 1.0]), st.floats(0, 1))
+    risks = draw(
+        st.one_of(
+            st.just([0.0] * len(means)), st.lists(outage, min_size=len(means), max_size=len(means))
+        )
+    )
+    quantile = draw(st.sampled_from([0.05, 0.3, 0.5, 0.9]) | st.floats(0.01, 0.99))
+    stall = draw(st.sampled_from([0.0, 0.45, 0.6, 1.0]) | st.floats(0, 1))
+    return np.array(means), np.array(stddevs), np.array(risks), quantile, stall
+
+
+@settings(max_examples=400, deadline=None)
+@given(capacity_matrices(), max_weights)
+@example([[0.0, 0.0]], 100)
+@example([[100.0, 100.0], [50.0, 100.0]], 100)
+@example([[1000.0, 1000.0, 0.5]], 100)
+@example([[5e-324, 1e-323, 3e-323]], 7)
+@example([[1000.0, 999.0]], 100)
+# Near ties (within 1e-9 of the best, not within 1e-13) with fewer segments per round.
+@example([[36.300000000847184, 60.5]], 3)
+@example([[6.999999995753822, 4.000000000412851, 3.0], [500.0, 300.0000000619018, 0.0]], 3)
+def test_optimal_weights_batch_equals_the_reference(
+    rows: list[list[float]], max_weight: int
+) -> None:
+    capacities = np.array(rows)
+    expected = reference_optimal_weights_batch(capacities, max_weight)
+    np.testing.assert_array_equal(optimal_weights_batch(capacities, max_weight), expected)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.integers(1, 3).flatmap(
+        lambda paths: capacity_rows(paths, st.just(0.0) | st.floats(min_value=1e-3, max_value=2000))
+    ),
+    st.integers(1, 6),
+)
+def test_optimal_weights_are_the_smallest_exhaustive_best(
+    caps: list[float], max_weight: int
+) -> None:
+    """Against every weight vector, not only those the optimiser considers: the best aggregate,
+    and no vector with fewer segments per round within the tie band."""
+    vectors = list(itertools.product(range(max_weight + 1), repeat=len(caps)))
+    aggregates = [aggregate_mbps(list(w), caps) for w in vectors]
+    best = max(aggregates)
+    chosen = optimal_weights(caps, max_weight)
+    assert aggregate_mbps(list(chosen), caps) == pytest.approx(best, rel=1e-9, abs=0)
+    assert not [
+        w
+        for w, aggregate in zip(vectors, aggregates, strict=True)
+        if sum(w) < sum(chosen) and aggregate >= best * (1 - 1e-9)
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(beliefs(), max_weights)
+@example((np.array([342.0, 1190.0, 12.1]), np.array([1.0, 3.0, 4.2]), np.zeros(3), 0.3, 0.45), 100)
+@example(
+    (np.array([342.0, 1190.0, 12.1]), np.array([3.4, 11.9, 0.1]), np.array([0, 0, 0.1]), 0.3, 0.45),
+    100,
+)
+@example((np.array([100.0, 100.0]), np.array([5.0, 5.0]), np.zeros(2), 0.3, 0.0), 100)
+# Near ties between the candidates' scores.
+@example(
+    (np.array([29.99999999563525, 49.99999994576933]), np.array([0, 5e-9]), np.zeros(2), 0.3, 0.45),
+    3,
+)
+@example(
+    (
+        np.array([399.99999815697805, 200.0, 100.00000000391063]),
+        np.array([3.999999981569781e-08, 0.2, 0.0]),
+        np.array([0.0, 0.1, 0.0]),
+        0.3,
+        0.45,
+    ),
+    3,
+)
+@example((np.array([100.0, 0.0]), np.zeros(2), np.array([1.0, 0.0]), 0.5, 1.0), 100)
+def test_robust_weights_and_scores_equal_the_reference(
+    belief: tuple[FloatArray, FloatArray, FloatArray, float, float], max_weight: int
+) -> None:
+    means, stddevs, risks, quantile, stall = belief
+    for outage in (risks, None):
+        expected = reference_robust_weights(means, stddevs, max_weight, quantile, outage, stall)
+        chosen = robust.robust_weights(means, stddevs, max_weight, quantile, outage, stall)
+        np.testing.assert_array_equal(chosen, expected)
+    others = [np.ones(len(means)), np.arange(len(means), dtype=np.float64) * 7]
+    for weights in [expected.astype(np.float64), *others]:
+        assert robust.score_mbps(weights, means, stddevs, quantile, risks, stall) == pytest.approx(
+            reference_score_mbps(weights, means, stddevs, quantile, risks, stall), rel=1e-9, abs=0
+        )
+
+
+@settings(max_examples=200, deadline=None)
+@given(beliefs(), st.integers(1, 12), st.integers(0, 2**32 - 1))
+def test_aggregates_at_risk_equal_the_reference(
+    belief: tuple[FloatArray, FloatArray, FloatArray, float, float], count: int, seed: int
+) -> None:
+    means, stddevs, risks, _, stall = belief
+    rng = np.random.default_rng(seed)
+    candidates = rng.integers(0, 4, size=(count, len(means))).astype(np.float64)
+    for outage in (risks, None):
+        np.testing.assert_allclose(
+            robust._aggregates_at_risk(
+                candidates, robust.belief_draws(means, stddevs), outage, stall
+            ),
+            reference_aggregates_at_risk(
+                candidates, reference_belief_draws(means, stddevs), outage, stall
+            ),
+            rtol=1e-9,
+            atol=0,
+        )
+
+
+@pytest.mark.parametrize(("paths", "max_weight"), [(3, 100), (4, 255), (8, 255), (10, 100)])
+def test_distinct_rows_are_those_of_np_unique_in_its_order(paths: int, max_weight: int) -> None:
+    rng = np.random.default_rng(paths)
+    weights = rng.integers(0, max_weight + 1, size=(40, paths))
+    weights[20:] = weights[:20]
+    weights[5, :] = max_weight
+    weights[7, :] = 0
+    np.testing.assert_array_equal(
+        robust._distinct_rows(weights, max_weight), np.unique(weights, axis=0)
+    )
