@@ -6,13 +6,6 @@ bottleneck path j, so searching r over every c_j / k (k = 1..W_max) and taking t
 weights finds the best integer weights in O(n² · W_max). A path too small to carry even one
 segment per round at the chosen rate gets weight 0, which is how the optimum drops paths that
 would drag the others down.
-
-The weights for a rate c_j / k give path j itself weight k' ≥ 1 (k, but for rounding on
-subnormal capacities), so their aggregate, (Σ w) · min over weighted i of c_i / w_i, is at most
-(Σ w) · c_j / k': an upper bound for each candidate that costs no minimum over the paths. The
-exact aggregate is then computed only for candidates whose bound reaches the tie band of the
-best bound's exact aggregate; every other candidate is provably below the band, so the choice is
-that of evaluating them all.
 """
 
 from __future__ import annotations
@@ -45,7 +38,7 @@ def optimal_weights_batch(
     capacities = np.asarray(capacities_mbps, dtype=np.float64)
     if capacities.ndim != 2:
         raise ValueError("capacities must be a (rows × paths) matrix")
-    if np.any(~np.isfinite(capacities)) or np.any(capacities < 0):
+    if not np.all((capacities >= 0) & (capacities < np.inf)):
         raise ValueError(f"capacities must be finite and ≥ 0, got {capacities.tolist()}")
     rows, paths = capacities.shape
     if paths == 0:
@@ -53,7 +46,6 @@ def optimal_weights_batch(
 
     # Candidate round rates per row: every c_j / k; rows × (paths · max_weight), j-major.
     rates = (capacities[:, :, None] / _divisors(max_weight)).reshape(rows, -1)
-    valid = rates > 0
     # Paths × rows × candidates, so that sums and minima over the paths are elementwise
     # operations on whole planes rather than reductions along a short last axis.
     weights = np.empty((paths, rows, rates.shape[1]))
@@ -61,33 +53,16 @@ def optimal_weights_batch(
     # overflow to inf and are capped at max_weight like any other. A zero rate (a path without
     # capacity) is taken as infinite, which gives every path weight 0.
     with np.errstate(over="ignore"):
-        np.divide(capacities.T[:, :, None], np.where(valid, rates, np.inf), out=weights)
-    weights *= 1 + 1e-12
+        np.divide(capacities.T[:, :, None], np.where(rates > 0, rates, np.inf), out=weights)
+        weights *= 1 + 1e-12
     np.floor(weights, out=weights)
     np.minimum(weights, float(max_weight), out=weights)
     totals = weights.sum(axis=0)
-
-    own = weights.reshape(paths, rows, paths, max_weight)[np.arange(paths), :, np.arange(paths)]
-    own = own.transpose(1, 0, 2).reshape(rows, -1)
-    own_capacity = np.repeat(capacities, max_weight, axis=1)
-    # A candidate without weights (totals 0) is bounded by 0 whatever the factor; an infinite
-    # bound from overflow is still a bound.
-    with np.errstate(over="ignore"):
-        bounds = totals * (own_capacity / np.maximum(own, 1.0))
-
-    # The exact aggregate of each row's best bound, and the tie band below it: no candidate
-    # bounded below the band can be best or tied with the best.
-    top = np.argmax(bounds, axis=1)
-    floor_of_best = _aggregates(weights[:, np.arange(rows), top], capacities.T)
-    contenders = bounds >= (floor_of_best * (1 - _TIE_TOLERANCE))[:, None]
-    contenders &= bounds.max(axis=1, keepdims=True) > 0
-    flat = np.flatnonzero(contenders)
-    aggregates = np.full(bounds.shape, -np.inf)
-    np.put(
-        aggregates,
-        flat,
-        _aggregates(weights.reshape(paths, -1)[:, flat], capacities.T[:, flat // rates.shape[1]]),
-    )
+    # The round rate is the least c_i / w_i over the weighted paths. An unweighted path gives
+    # c / 0 = inf, or 0 / 0 = nan, which fmin passes over; no weighted path leaves inf or nan.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = np.fmin.reduce(capacities.T[:, :, None] / weights, axis=0)
+    aggregates = totals * np.where(ratios < np.inf, ratios, 0.0)
 
     best = aggregates.max(axis=1, keepdims=True)
     ties = aggregates >= best * (1 - _TIE_TOLERANCE)
@@ -102,12 +77,3 @@ def _divisors(max_weight: int) -> npt.NDArray[np.float64]:
     divisors = np.arange(1, max_weight + 1, dtype=np.float64)
     divisors.setflags(write=False)
     return divisors
-
-
-def _aggregates(
-    weights: npt.NDArray[np.float64], capacities: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """Fluid-model aggregates of (paths × n) weights on (paths × n) capacities."""
-    weighted = weights > 0
-    ratios = np.where(weighted, capacities / np.where(weighted, weights, 1.0), np.inf).min(axis=0)
-    return np.asarray(weights.sum(axis=0) * np.where(np.isfinite(ratios), ratios, 0.0))
