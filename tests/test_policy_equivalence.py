@@ -7,6 +7,7 @@ same integer weights bit for bit and the same scores to within 1e-9.
 """
 
 import itertools
+from collections.abc import Mapping
 from functools import cache
 from statistics import NormalDist
 
@@ -16,9 +17,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from core.domain import CapacityEstimate
 from xapp.policy import robust
 from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.optimal import optimal_weights, optimal_weights_batch
+from xapp.policy.weight_policy import (
+    PathView,
+    PolicyConfig,
+    PolicyInput,
+    WeightPolicy,
+    make_policy,
+)
+
+from .helpers import DL, estimate
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -146,6 +157,29 @@ def reference_robust_weights(
     ties = scores >= scores.max() * (1 - 1e-9)
     chosen = np.argmin(np.where(ties, candidates.sum(axis=1), np.iinfo(np.int64).max))
     return np.asarray(candidates[chosen], dtype=np.int64)
+
+
+def reference_predict(
+    weights: Mapping[str, int],
+    usable: Mapping[str, CapacityEstimate],
+    request: PolicyInput,
+    config: PolicyConfig,
+) -> float:
+    """WeightPolicy's prediction, one weight set at a time."""
+    accesses = sorted(set(weights) | set(usable))
+    w = np.array([weights.get(a, 0) for a in accesses], dtype=np.float64)
+    means = np.array([usable[a].capacity_mbps if a in usable else 0.0 for a in accesses])
+    stddevs = np.array([usable[a].stddev_mbps if a in usable else 0.0 for a in accesses])
+    risk = {p.access: p.outage_probability for p in request.paths}
+    stall = min(1.0, config.outage_stall_s / max(request.decision_interval_s, 1e-3))
+    return reference_score_mbps(
+        w,
+        means,
+        stddevs,
+        config.quantile,
+        np.array([risk.get(a, 0.0) for a in accesses]),
+        stall,
+    )
 
 
 # Exact zeros, subnormals, tiny paths beside large ones, and a few round values drawn often so
@@ -310,3 +344,61 @@ def test_distinct_weighted_rows_are_those_of_np_unique_in_its_order(
     np.testing.assert_array_equal(
         robust._distinct_weighted_rows(weights, max_weight), distinct[distinct.sum(axis=1) > 0]
     )
+
+
+@st.composite
+def policy_inputs(draw: st.DrawFn) -> PolicyInput:
+    """A CPE's paths (some unusable, some at risk of going dark) and the weights in force, which
+    may name paths the CPE no longer has or leave some out."""
+    names = draw(st.lists(st.sampled_from(["nr", "wifi", "lifi"]), min_size=1, unique=True))
+    means = draw(capacity_rows(len(names)))
+    views = tuple(
+        PathView(
+            name,
+            estimate(
+                name,
+                mean,
+                stddev_mbps=mean * draw(st.sampled_from([0.0, 0.01, 0.05, 0.35])),
+                available=draw(st.booleans() | st.just(True)),
+            ),
+            outage_probability=draw(st.sampled_from([0.0, 0.0, 0.05, 0.5])),
+        )
+        for name, mean in zip(names, means, strict=True)
+    )
+    current = draw(
+        st.none()
+        | st.dictionaries(
+            st.sampled_from(["nr", "wifi", "lifi", "gone"]), st.integers(0, 100), min_size=1
+        )
+    )
+    interval = draw(st.sampled_from([0.2, 1.0, 5.0]))
+    return PolicyInput("cpe-1", DL, 0.0, views, current=current, decision_interval_s=interval)
+
+
+@settings(max_examples=200, deadline=None)
+@given(policy_inputs())
+def test_proposals_equal_the_reference(request: PolicyInput) -> None:
+    config = PolicyConfig()
+    proposal = make_policy("optimal", config).propose(request)
+    reference = WeightPolicy(
+        "reference", reference_robust_weights, config, uncertainty_aware=True
+    ).propose(request)
+    if reference is None:
+        assert proposal is None
+        return
+    assert proposal is not None
+    assert dict(proposal.weights) == dict(reference.weights)
+    usable = {
+        p.access: p.estimate
+        for p in request.paths
+        if p.estimate is not None and p.estimate.available and p.estimate.capacity_mbps > 0
+    }
+    assert proposal.predicted_mbps == pytest.approx(
+        reference_predict(proposal.weights, usable, request, config), rel=1e-9, abs=0
+    )
+    if request.current is None:
+        assert proposal.current_predicted_mbps is None
+    else:
+        assert proposal.current_predicted_mbps == pytest.approx(
+            reference_predict(request.current, usable, request, config), rel=1e-9, abs=0
+        )

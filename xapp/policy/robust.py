@@ -69,10 +69,25 @@ def score_mbps(
 ) -> float:
     """The ``quantile`` of the aggregate these weights would give, over the beliefs, with each
     weighted path's risk of going dark charged."""
-    draws = belief_draws(means_mbps, stddevs_mbps)
     w = np.asarray(weights, dtype=np.float64)[None, :]
+    return float(
+        scores_mbps(w, means_mbps, stddevs_mbps, quantile, outage_probability, stall_fraction)[0]
+    )
+
+
+def scores_mbps(
+    weights: npt.ArrayLike,
+    means_mbps: FloatArray,
+    stddevs_mbps: FloatArray,
+    quantile: float,
+    outage_probability: FloatArray | None = None,
+    stall_fraction: float = 0.0,
+) -> FloatArray:
+    """``score_mbps`` of each row of (rows, paths) weights, the beliefs drawn once for all."""
+    draws = belief_draws(means_mbps, stddevs_mbps)
+    w = np.asarray(weights, dtype=np.float64)
     aggregates = _aggregates_at_risk(w, draws, outage_probability, stall_fraction)
-    return float(_order_statistic(aggregates[0], quantile))
+    return _order_statistic(aggregates, quantile)
 
 
 def _aggregates_at_risk(

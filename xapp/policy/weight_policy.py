@@ -10,7 +10,7 @@ weights would carry under the same beliefs, so hysteresis can compare like with 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy.typing as npt
 from core.domain import CapacityEstimate, Direction, SteeringMode, SteeringRule
 from xapp.policy.baselines import proportional_weights, round_robin_weights
 from xapp.policy.fluid import aggregate_mbps
-from xapp.policy.robust import robust_weights, score_mbps
+from xapp.policy.robust import robust_weights, scores_mbps
 
 FloatArray = npt.NDArray[np.float64]
 # (point estimates, standard deviations, max weight, quantile, each path's probability of going
@@ -146,14 +146,17 @@ class WeightPolicy:
             weights.update(zip(selected, (int(w) for w in np.asarray(chosen)), strict=True))
         standby = sorted(p.access for p in request.paths if p.access not in usable)
         reason = why + (f"; no usable estimate for {', '.join(standby)}" if standby else "")
+        if request.current is None:
+            (predicted_mbps,) = self._predict([weights], usable, request)
+            current_predicted_mbps = None
+        else:
+            predicted_mbps, current_predicted_mbps = self._predict(
+                [weights, request.current], usable, request
+            )
         return Proposal(
             weights=weights,
-            predicted_mbps=self._predict(weights, usable, request),
-            current_predicted_mbps=(
-                self._predict(request.current, usable, request)
-                if request.current is not None
-                else None
-            ),
+            predicted_mbps=predicted_mbps,
+            current_predicted_mbps=current_predicted_mbps,
             usable=frozenset(usable),
             reason=reason,
         )
@@ -164,19 +167,22 @@ class WeightPolicy:
 
     def _predict(
         self,
-        weights: Mapping[str, int],
+        weight_sets: Sequence[Mapping[str, int]],
         usable: Mapping[str, CapacityEstimate],
         request: PolicyInput,
-    ) -> float:
-        """Predicted aggregate; a weighted path without a usable estimate counts as dead."""
-        accesses = sorted(set(weights) | set(usable))
-        w = np.array([weights.get(a, 0) for a in accesses], dtype=np.float64)
+    ) -> list[float]:
+        """Predicted aggregate of each weight set; a weighted path without a usable estimate
+        counts as dead. Sets over the same paths are scored together, from the same draws."""
+        accesses = sorted(set(weight_sets[0]) | set(usable))
+        if any(sorted(set(w) | set(usable)) != accesses for w in weight_sets[1:]):
+            return [self._predict([w], usable, request)[0] for w in weight_sets]
+        w = np.array([[ws.get(a, 0) for a in accesses] for ws in weight_sets], dtype=np.float64)
         means = np.array([usable[a].capacity_mbps if a in usable else 0.0 for a in accesses])
         if not self._uncertainty_aware:
-            return aggregate_mbps(w.tolist(), means.tolist())
+            return [aggregate_mbps(row, means.tolist()) for row in w.tolist()]
         stddevs = np.array([usable[a].stddev_mbps if a in usable else 0.0 for a in accesses])
         risk = {p.access: p.outage_probability for p in request.paths}
-        return score_mbps(
+        scores = scores_mbps(
             w,
             means,
             stddevs,
@@ -184,6 +190,7 @@ class WeightPolicy:
             np.array([risk.get(a, 0.0) for a in accesses]),
             self._stall_fraction(request),
         )
+        return [float(score) for score in scores]
 
     def _usable(self, estimate: CapacityEstimate | None, now_s: float) -> bool:
         return (
