@@ -38,7 +38,7 @@ def optimal_weights_batch(
     capacities = np.asarray(capacities_mbps, dtype=np.float64)
     if capacities.ndim != 2:
         raise ValueError("capacities must be a (rows × paths) matrix")
-    if not np.all((capacities >= 0) & (capacities < np.inf)):
+    if capacities.size and not (capacities.min() >= 0 and capacities.max() < np.inf):
         raise ValueError(f"capacities must be finite and ≥ 0, got {capacities.tolist()}")
     rows, paths = capacities.shape
     if paths == 0:

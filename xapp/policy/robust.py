@@ -35,6 +35,7 @@ IntArray = npt.NDArray[np.int64]
 DRAWS = 128
 CANDIDATE_DRAWS = 8
 _SEED = 20240601
+_NOT_TIED = np.iinfo(np.int64).max
 
 
 @cache
@@ -157,8 +158,8 @@ def robust_weights(
 ) -> IntArray:
     means = np.asarray(means_mbps, dtype=np.float64)
     stddevs = np.asarray(stddevs_mbps, dtype=np.float64)
-    at_risk = outage_probability is not None and bool(np.any(outage_probability > 0))
-    if not np.any(stddevs > 0) and not at_risk:
+    at_risk = outage_probability is not None and bool((outage_probability > 0).any())
+    if not (stddevs > 0).any() and not at_risk:
         exact: IntArray = optimal_weights_batch(means[None, :], max_weight)[0]
         return exact
     z = NormalDist().inv_cdf(quantile)
@@ -184,5 +185,5 @@ def robust_weights(
     )
     scores = _order_statistic(aggregates, quantile)
     ties = scores >= scores.max() * (1 - 1e-9)
-    chosen = np.argmin(np.where(ties, candidates.sum(axis=1), np.iinfo(np.int64).max))
+    chosen = np.argmin(np.where(ties, candidates.sum(axis=1), _NOT_TIED))
     return np.asarray(candidates[chosen], dtype=np.int64)
