@@ -131,21 +131,11 @@ def _aggregates(totals: FloatArray, round_rates: FloatArray) -> FloatArray:
     return np.asarray(totals[:, None] * np.where(np.isfinite(round_rates), round_rates, 0.0))
 
 
-def _distinct_weighted_rows(weights: IntArray, max_weight: int) -> IntArray:
-    """The distinct rows of (rows, paths) weights in 0..max_weight, but for the all-zero row, in
-    lexicographic order, as np.unique(axis=0) gives them, at a fraction of its cost: each row is
-    one integer in base max_weight + 1, whose order is the rows' lexicographic order."""
-    paths = weights.shape[1]
-    base = max_weight + 1
-    if float(base) ** paths >= 2.0**63:
-        distinct = np.unique(weights, axis=0)
-        weighted: IntArray = distinct[distinct.sum(axis=1) > 0]
-        return weighted
-    places = base ** np.arange(paths - 1, -1, -1, dtype=np.int64)
-    keys = np.unique(weights @ places)
-    keys = keys[keys > 0]
-    rows: IntArray = (keys[:, None] // places) % base
-    return rows
+def _distinct_weighted_rows(weights: IntArray) -> IntArray:
+    """The distinct rows of (rows, paths) weights, but for all-zero ones, in lexicographic order
+    as np.unique(axis=0) gives them; for a handful of rows, a set of tuples is far cheaper."""
+    distinct = sorted(row for row in set(map(tuple, weights.tolist())) if any(row))
+    return np.array(distinct, dtype=np.int64).reshape(len(distinct), weights.shape[1])
 
 
 def robust_weights(
@@ -174,7 +164,7 @@ def robust_weights(
     np.fill_diagonal(starts[2 : 2 + paths], lowered)
     np.fill_diagonal(starts[2 + paths : 2 + 2 * paths], 0.0)
     starts[2 + 2 * paths :] = draws[:, :CANDIDATE_DRAWS].T
-    candidates = _distinct_weighted_rows(optimal_weights_batch(starts, max_weight), max_weight)
+    candidates = _distinct_weighted_rows(optimal_weights_batch(starts, max_weight))
     if len(candidates) == 0:
         return np.zeros(len(means), dtype=np.int64)
     aggregates = _aggregates_at_risk(
