@@ -300,6 +300,13 @@ def bench_testbed(
             "its carrier go) or loss (every packet dropped, the link stays up)."
         ),
     ] = "link",
+    congestion: Annotated[
+        str,
+        typer.Option(
+            help="TCP congestion control of the transfer's subflows (cubic, the kernel's "
+            "default; bbr; reno), or host for whatever the host is set to."
+        ),
+    ] = "cubic",
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run the whole system for real (root): the netns testbed shaped to the scenario, the KPM
@@ -327,6 +334,10 @@ def bench_testbed(
         fail(f"--outage is link or loss, got {outage!r}")
     if len(prefix) > 9 or not prefix.isalnum():
         fail("--prefix is at most 9 letters or digits (interface names are short)")
+    available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+    known = available.read_text().split() if available.exists() else ["cubic", "reno"]
+    if congestion != "host" and congestion not in known:
+        fail(f"--congestion: {congestion!r} is not one of host, {', '.join(known)}")
     # Its own addresses per prefix: two benches (or a bench and the tests) never share a subnet.
     subnet = 100 + zlib.crc32(prefix.encode()) % 100
     settings = TestbedBenchSettings(
@@ -339,6 +350,7 @@ def bench_testbed(
         outage="link" if outage == "link" else "loss",
         prefix=prefix,
         subnet=subnet,
+        congestion=congestion,
     )
     try:
         result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))
@@ -353,7 +365,7 @@ def bench_testbed(
         "shaped Mbit/s",
         *(f"{n} Mbit/s" for n in names),
         *(f"{n} / shaped" for n in names),
-        title=f"{loaded.name} ×{scale:g}, {chosen.value}, {estimator}",
+        title=f"{loaded.name} ×{scale:g}, {chosen.value}, {estimator}, {congestion}",
     )
     for start, shaped, carried in result.steps():
         table.add_row(

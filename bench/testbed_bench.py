@@ -70,6 +70,9 @@ class TestbedBenchSettings:
     outage: Literal["link", "loss"] = "link"
     prefix: str = "atb"
     subnet: int = 66
+    # The transfer's TCP congestion control on every subflow (set on the sockets, so the host's
+    # default does not decide it); "host" leaves the host's. The kernel's default is cubic.
+    congestion: str = "cubic"
 
 
 @dataclass
@@ -118,6 +121,7 @@ class TestbedBenchResult:
             "scale": self.settings.scale,
             "direction": self.settings.direction.value,
             "estimator": self.settings.estimator,
+            "congestion": self.settings.congestion,
             "shaped_mbps": round(shaped, 2),
             "carried_mbps": {k: round(v, 2) for k, v in carried.items()},
             "ratio": {k: round(v / shaped, 3) for k, v in carried.items()},
@@ -295,6 +299,8 @@ def _measure(
         time.sleep(max(0.0, clock_start + start_s - time.monotonic()))
         argv = ["mptcpize", "run", "iperf3", "-c", str(bed.server), "-p", str(MPTCP_PORT)]
         argv += ["-t", f"{settings.duration_s:g}", "-i", "1", "--forceflush", "-f", "m"]
+        if settings.congestion != "host":
+            argv += ["-C", settings.congestion]  # iperf3 sets it at both ends
         if settings.direction == Direction.DOWNLINK:
             argv.append("-R")
         intervals, failure = _transfer(bed.in_cpe(argv), settings.duration_s + 60)
