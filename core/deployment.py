@@ -168,6 +168,23 @@ class PolicySettings(_Strict):
     )
 
 
+class TrainingLabelSettings(_Strict):
+    every_s: float = Field(
+        default=600.0,
+        ge=1,
+        le=86_400,
+        description="keep a path's saturated period (its throughput is its capacity) as a "
+        "training label at most this often",
+    )
+    per_path: int = Field(
+        default=5,
+        ge=0,
+        le=1000,
+        description="saturated periods kept in SDL per path, the oldest replaced (about 5 kB "
+        "each); 0 keeps none",
+    )
+
+
 # With mainline MPTCP the CPE's backup flags are the one lever for both directions (MP_PRIO
 # carries them to the proxy): one set steers both, so only one direction can be controlled.
 ONE_LEVER_FOR_BOTH = (
@@ -187,6 +204,7 @@ class Deployment(_Strict):
     )
     estimator: Literal["fused", "kpi-only", "model-only", "probe-only"] = "fused"
     policy: PolicySettings = PolicySettings()
+    training_labels: TrainingLabelSettings = TrainingLabelSettings()
     operator_api: OperatorApiConfig = OperatorApiConfig()
     sdl_namespace: str = Field(default="atsss", min_length=1, max_length=64)
 

@@ -208,6 +208,19 @@ class ProbeRecord:
 
 
 @dataclass(frozen=True)
+class SaturatedPeriod:
+    """A period in which a path carried all it could, by its own KPIs (its resources used to
+    the full): its throughput is its capacity, a training example that costs no probe. The
+    history runs up to that period, oldest first, as for a probe record."""
+
+    history: tuple[KpiSample, ...]
+
+    @property
+    def capacity_mbps(self) -> float:
+        return self.history[-1].throughput_mbps or 0.0
+
+
+@dataclass(frozen=True)
 class SteeringThresholds:
     """ATSSS thresholds: RTT in ms, packet loss rate in tenths of a percent (per mille)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,8 +17,11 @@ from core.scenario.load import load_scenario
 from core.scenario.truth import sample_truth
 from models.data import TARGET, load
 from models.features import build_features
+from models.runtime import OnnxCapacityModel
 from xapp.adapters.sdl_store import SdlStateStore
+from xapp.estimators.model import ModelEstimator
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
+from xapp.estimators.saturation import SaturationLabeller
 
 DL = Direction.DOWNLINK
 
@@ -91,3 +95,60 @@ def test_export_without_records_says_so(redis_port: int, tmp_path: Path) -> None
     )
     assert done.returncode == 2
     assert "no probe records" in done.stderr
+
+
+def test_saturated_periods_kept_in_sdl_become_training_data(
+    redis_port: int, tmp_path: Path
+) -> None:
+    """The field's own saturated periods, labelled by the xApp, exported and trained on."""
+    scenario = load_scenario("paper-static").cut(60.0)
+    truth = sample_truth(scenario, DL, 1.0)
+    kpis = SimulatedKpis(truth, DL, seed=3)
+    store = SdlStateStore()
+    labeller = SaturationLabeller(store, every_s=1.0, per_path=45)
+    for k in range(1, len(truth.times_s)):
+        usable = truth.usable_mbps[k - 1]
+        labeller.update(kpis.samples(k, float(truth.times_s[k]), 1.0, usable, usable))
+    periods = store.load_saturated_periods()
+    store.close()
+    per_access = {a: sum(p.history[-1].access == a for p in periods) for a in truth.accesses}
+    assert per_access == {"nr": 45, "wifi": 45, "lifi": 45}  # the newest 45 of each path
+
+    out = tmp_path / "field.csv"
+    exported = subprocess.run(
+        [sys.executable, "-m", "atsss", "xapp", "export-dataset", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert "0 probe records and 135 saturated periods → 135 labelled rows" in exported.stderr
+    frame, _ = load([out], "wifi")
+    labelled = frame[frame[TARGET].notna()]
+    assert len(labelled) == 45
+    assert np.median(labelled[TARGET]) == pytest.approx(1190.0, rel=0.1)
+
+    trained = subprocess.run(
+        [
+            *(sys.executable, "-m", "atsss", "train", "--access", "wifi", "--data", str(out)),
+            *("--out", str(tmp_path / "models"), "--quick", "--folds", "2", "--json"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert trained.returncode == 0, trained.stderr[-2000:]
+    card = json.loads((tmp_path / "models" / "wifi.card.json").read_text())
+    assert card["access"] == "wifi"
+    # A running xApp takes it as the operator API's reload does (ModelEstimator.swap), and it
+    # answers from the next period on.
+    estimator = ModelEstimator()
+    estimator.swap("wifi", OnnxCapacityModel(tmp_path / "models" / "wifi.card.json"))
+    described = next(m for m in estimator.describe() if m["access"] == "wifi")
+    assert described["card"] == str(tmp_path / "models" / "wifi.card.json")
+    for k in range(1, 15):
+        usable = truth.usable_mbps[k - 1]
+        estimator.update(kpis.samples(k, float(truth.times_s[k]), 1.0, usable, usable), float(k))
+    estimate = estimator.estimate("cpe-1", "wifi", DL, 14.0)
+    assert estimate is not None
+    assert estimate.capacity_mbps == pytest.approx(1190.0, rel=0.15)

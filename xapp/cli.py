@@ -264,8 +264,9 @@ def xapp_export_dataset(
     out_file: Annotated[Path, typer.Option("--out", help="CSV or .parquet file to write.")],
     namespace: Annotated[str, typer.Option(help="SDL namespace of the xApp.")] = "atsss",
 ) -> None:
-    """Write the probe results the xApp stored in SDL, each with the KPIs of its moment, as a
-    training dataset for `atsss train --data` (SDL found through DBAAS_SERVICE_HOST/PORT)."""
+    """Write the probe results and the saturated periods the xApp stored in SDL, each with the
+    KPIs of its moment, as a training dataset for `atsss train --data` (SDL found through
+    DBAAS_SERVICE_HOST/PORT)."""
     from xapp.adapters.probe_records import write_dataset
     from xapp.adapters.sdl_store import SdlStateStore, SdlUnavailableError
 
@@ -274,17 +275,19 @@ def xapp_export_dataset(
         try:
             store.check()
             records = store.load_probe_records()
+            saturated = store.load_saturated_periods()
         finally:
             store.close()
     except SdlUnavailableError as error:
         fail(str(error))
     except Exception as error:  # ricsdl's own error types, after the check passed
         fail(f"SDL: {error}")
-    if not records:
-        fail(f"no probe records in SDL namespace {namespace!r}")
-    labelled = write_dataset(records, out_file)
+    if not records and not saturated:
+        fail(f"no probe records and no saturated periods in SDL namespace {namespace!r}")
+    labelled = write_dataset(records, out_file, saturated)
     err.print(
-        f"{len(records)} probe records → {labelled} labelled rows in {out_file}",
+        f"{len(records)} probe records and {len(saturated)} saturated periods → {labelled} "
+        f"labelled rows in {out_file}",
         highlight=False,
     )
 

@@ -109,6 +109,7 @@ class LiveControl:
             self.prober,
             settings.estimator,
             records=self.store,
+            labels=self.store,
             weights=self._weights_in_force,
             probe_directions=settings.directions,
         )

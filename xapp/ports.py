@@ -18,6 +18,7 @@ from core.domain import (
     ProbeOutcome,
     ProbeRecord,
     ProbeRequest,
+    SaturatedPeriod,
     SubscriptionRecord,
     WeightSet,
 )
@@ -65,6 +66,15 @@ class ProbeRecordStore(Protocol):
     def append_probe_record(self, record: ProbeRecord) -> None: ...
 
     def load_probe_records(self) -> Sequence[ProbeRecord]: ...
+
+
+class SaturatedPeriodStore(Protocol):
+    """Where periods in which a path was saturated are kept, for retraining the models: a few
+    slots per path, so what is kept stays bounded; ``slot`` says which one a period replaces."""
+
+    def put_saturated_period(self, period: SaturatedPeriod, slot: int) -> None: ...
+
+    def load_saturated_periods(self) -> Sequence[SaturatedPeriod]: ...
 
 
 class WeightPushError(RuntimeError):
@@ -134,5 +144,7 @@ class LeaseStore(Protocol):
     def raw_keys(self, prefix: str) -> list[str]: ...
 
 
-class XappStore(StateStore, SubscriptionStore, ProbeRecordStore, DocumentStore, Protocol):
+class XappStore(
+    StateStore, SubscriptionStore, ProbeRecordStore, SaturatedPeriodStore, DocumentStore, Protocol
+):
     """Everything the running xApp keeps: SDL in a RIC, memory when there is none."""

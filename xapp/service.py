@@ -120,7 +120,11 @@ def live_settings(deployment: Deployment) -> LiveSettings:
         downlink_via_cpe=deployment.agents.downlink_via_cpe,
         directions=deployment.directions,
         period_s=reporting_period_s(deployment),
-        estimator=EstimatorSettings(mode=deployment.estimator),
+        estimator=EstimatorSettings(
+            mode=deployment.estimator,
+            label_every_s=deployment.training_labels.every_s,
+            labels_per_path=deployment.training_labels.per_path,
+        ),
         policy=PolicyConfig(
             max_weight=deployment.policy.max_weight,
             outage_stall_s=deployment.policy.outage_stall_s,

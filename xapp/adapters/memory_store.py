@@ -7,7 +7,14 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.domain import Direction, Override, ProbeRecord, SubscriptionRecord, WeightSet
+from core.domain import (
+    Direction,
+    Override,
+    ProbeRecord,
+    SaturatedPeriod,
+    SubscriptionRecord,
+    WeightSet,
+)
 
 
 class MemoryStateStore:
@@ -16,6 +23,7 @@ class MemoryStateStore:
         self._overrides: dict[tuple[str, Direction], Override] = {}
         self._subscriptions: dict[str, SubscriptionRecord] = {}
         self._probe_records: list[ProbeRecord] = []
+        self._saturated: dict[tuple[str, str, Direction, int], SaturatedPeriod] = {}
         self._documents: dict[str, dict[str, Any]] = {}
         self._raw: dict[str, bytes] = {}
         self._lock = threading.Lock()
@@ -49,6 +57,13 @@ class MemoryStateStore:
 
     def load_probe_records(self) -> Sequence[ProbeRecord]:
         return list(self._probe_records)
+
+    def put_saturated_period(self, period: SaturatedPeriod, slot: int) -> None:
+        last = period.history[-1]
+        self._saturated[(last.cpe_id, last.access, last.direction, slot)] = period
+
+    def load_saturated_periods(self) -> Sequence[SaturatedPeriod]:
+        return list(self._saturated.values())
 
     def put_document(self, key: str, document: Mapping[str, Any]) -> None:
         self._documents[key] = json.loads(json.dumps(document))  # stored as SDL would: a copy

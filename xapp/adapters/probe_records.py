@@ -1,10 +1,12 @@
-"""Probe records as JSON (for SDL) and as a training dataset (for `atsss train`).
+"""Training records as JSON (for SDL) and as a training dataset (for `atsss train`): probe
+results, and periods in which a path was saturated.
 
 The dataset has the simulator dataset's layout (e2sim/dataset.py), which `models.data` loads:
 one row per KPI period with time, CPE, access, the labels ``available``/``capacity_*_mbps``
-and the KPIs in the catalogue's reported units. Each probe becomes its own little trace (its
-CPE id gets a ``#probe<n>`` suffix, so no history feature crosses two probes): the periods
-before it with no label, then the period it measured with the probed capacity as the label.
+and the KPIs in the catalogue's reported units. Each record becomes its own little trace (its
+CPE id gets a ``#probe<n>`` or ``#saturated<n>`` suffix, so no history feature crosses two
+records): the periods before it with no label, then the period it labels, with the probed
+capacity or the saturated period's own throughput.
 """
 
 from __future__ import annotations
@@ -14,8 +16,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from core.domain import Direction, KpiSample, ProbeOutcome, ProbeRecord, ProbeRequest
-from kpm.catalogue import load_catalogue
+from core.domain import (
+    Direction,
+    KpiSample,
+    ProbeOutcome,
+    ProbeRecord,
+    ProbeRequest,
+    SaturatedPeriod,
+)
+from kpm.catalogue import Catalogue, load_catalogue
 
 BASE_COLUMNS = ("time_s", "cpe_id", "access", "available", "capacity_dl_mbps", "capacity_ul_mbps")
 
@@ -63,6 +72,14 @@ def record_from_json(raw: Mapping[str, Any]) -> ProbeRecord:
     return ProbeRecord(outcome, tuple(_sample_from_json(s) for s in raw["history"]))
 
 
+def saturated_to_json(period: SaturatedPeriod) -> dict[str, Any]:
+    return {"history": [_sample_to_json(s) for s in period.history]}
+
+
+def saturated_from_json(raw: Mapping[str, Any]) -> SaturatedPeriod:
+    return SaturatedPeriod(tuple(_sample_from_json(s) for s in raw["history"]))
+
+
 def _sample_to_json(s: KpiSample) -> dict[str, Any]:
     return {
         "cpe_id": s.cpe_id,
@@ -82,46 +99,70 @@ def _sample_from_json(raw: Mapping[str, Any]) -> KpiSample:
     return KpiSample(**{**raw, "direction": Direction(raw["direction"])})
 
 
-def dataset_rows(records: Iterable[ProbeRecord]) -> list[dict[str, Any]]:
+def dataset_rows(
+    records: Iterable[ProbeRecord], saturated: Iterable[SaturatedPeriod] = ()
+) -> list[dict[str, Any]]:
     catalogue = load_catalogue()
     rows: list[dict[str, Any]] = []
     for n, record in enumerate(records):
         o = record.outcome
         if not record.history or (o.capacity_mbps is None and not o.path_down):
             continue  # a failed probe says nothing about the path
-        label = 0.0 if o.path_down else o.capacity_mbps
-        label_column = (
-            "capacity_dl_mbps" if o.request.direction == Direction.DOWNLINK else "capacity_ul_mbps"
+        label = 0.0 if o.path_down else float(o.capacity_mbps or 0.0)
+        rows += _trace_rows(
+            record.history, f"#probe{n}", o.request.direction, label, not o.path_down, catalogue
         )
-        for i, sample in enumerate(record.history):
-            last = i == len(record.history) - 1
-            row: dict[str, Any] = {
-                "time_s": round(sample.time_s, 6),
-                "cpe_id": f"{sample.cpe_id}#probe{n}",
-                "access": sample.access,
-                "available": (not o.path_down) if last else sample.available is not False,
-                "capacity_dl_mbps": "",
-                "capacity_ul_mbps": "",
-            }
-            if last:
-                row[label_column] = round(float(label or 0.0), 4)
-            for key, value in sample.measurements.items():
-                name, _, labels = key.partition("|")
-                entry = catalogue.get(name)
-                if entry is None:
-                    continue
-                if labels:
-                    if labels.startswith("distBinX="):
-                        row[f"{name}.bin"] = int(labels.split("=", 1)[1])
-                    continue
-                row[name] = value / entry.scale_to if entry.scale_to else value
-            rows.append(row)
+    for n, period in enumerate(saturated):
+        if period.history and period.capacity_mbps > 0:
+            direction = period.history[-1].direction
+            rows += _trace_rows(
+                period.history, f"#saturated{n}", direction, period.capacity_mbps, True, catalogue
+            )
     return rows
 
 
-def write_dataset(records: Sequence[ProbeRecord], out: Path) -> int:
+def _trace_rows(
+    history: Sequence[KpiSample],
+    suffix: str,
+    direction: Direction,
+    label_mbps: float,
+    available: bool,
+    catalogue: Catalogue,
+) -> list[dict[str, Any]]:
+    """One record's periods as dataset rows, the last one labelled."""
+    label_column = "capacity_dl_mbps" if direction == Direction.DOWNLINK else "capacity_ul_mbps"
+    rows = []
+    for i, sample in enumerate(history):
+        last = i == len(history) - 1
+        row: dict[str, Any] = {
+            "time_s": round(sample.time_s, 6),
+            "cpe_id": f"{sample.cpe_id}{suffix}",
+            "access": sample.access,
+            "available": available if last else sample.available is not False,
+            "capacity_dl_mbps": "",
+            "capacity_ul_mbps": "",
+        }
+        if last:
+            row[label_column] = round(label_mbps, 4)
+        for key, value in sample.measurements.items():
+            name, _, labels = key.partition("|")
+            entry = catalogue.get(name)
+            if entry is None:
+                continue
+            if labels:
+                if labels.startswith("distBinX="):
+                    row[f"{name}.bin"] = int(labels.split("=", 1)[1])
+                continue
+            row[name] = value / entry.scale_to if entry.scale_to else value
+        rows.append(row)
+    return rows
+
+
+def write_dataset(
+    records: Sequence[ProbeRecord], out: Path, saturated: Sequence[SaturatedPeriod] = ()
+) -> int:
     """Write the records as CSV (or Parquet by extension); returns the number of labelled rows."""
-    rows = dataset_rows(records)
+    rows = dataset_rows(records, saturated)
     header = list(BASE_COLUMNS) + sorted({k for row in rows for k in row} - set(BASE_COLUMNS))
     out.parent.mkdir(parents=True, exist_ok=True)
     if out.suffix.lower() == ".parquet":

@@ -16,13 +16,19 @@ from core.domain import (
     Direction,
     Override,
     ProbeRecord,
+    SaturatedPeriod,
     SteeringMode,
     SteeringRule,
     SteeringThresholds,
     SubscriptionRecord,
     WeightSet,
 )
-from xapp.adapters.probe_records import record_from_json, record_to_json
+from xapp.adapters.probe_records import (
+    record_from_json,
+    record_to_json,
+    saturated_from_json,
+    saturated_to_json,
+)
 
 NAMESPACE = "atsss"
 
@@ -113,6 +119,16 @@ class SdlStateStore:
     def load_probe_records(self) -> Sequence[ProbeRecord]:
         found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "probe/*")
         return [record_from_json(json.loads(value)) for _, value in sorted(found.items())]
+
+    # periods in which a path was saturated (training examples the xApp labels itself)
+    def put_saturated_period(self, period: SaturatedPeriod, slot: int) -> None:
+        last = period.history[-1]
+        key = f"saturated/{last.cpe_id}/{last.access}/{last.direction.value}/{slot}"
+        self._set(key, saturated_to_json(period))
+
+    def load_saturated_periods(self) -> Sequence[SaturatedPeriod]:
+        found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "saturated/*")
+        return [saturated_from_json(json.loads(value)) for _, value in sorted(found.items())]
 
     # documents (the operator's overrides and audit log)
     def put_document(self, key: str, document: Mapping[str, Any]) -> None:

@@ -25,11 +25,15 @@ from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.kpi import reported_cqi, utilisation
+from xapp.estimators.saturation import (
+    HISTORY_PERIODS,
+    SATURATED_PERIODS,
+    SATURATED_UTILISATION,
+    saturated,
+)
 
-# The models learnt from saturating transfers; below this utilisation in the history they read
-# a held-back throughput, so their prediction only bounds the capacity from below.
-SATURATED_UTILISATION = 0.8
-HISTORY_PERIODS = 11  # the longest history feature uses 10 earlier periods
+# The models learnt from saturating transfers; below SATURATED_UTILISATION in the history they
+# read a held-back throughput, so their prediction only bounds the capacity from below.
 LOWER_BOUND_ERROR = 0.5  # of a carried throughput standing in for the capacity
 Z_10_90 = 2 * 1.2816  # width of the 10–90 % interval of a normal distribution, in sigmas
 
@@ -206,13 +210,7 @@ class ModelEstimator:
 
     def _saturated(self, key: Key) -> bool:
         """Did the path carry what it could over the recent history (as far as KPIs tell)?"""
-        recent = list(self._history[key])[-3:]
-        if (recent[-1].throughput_mbps or 0.0) <= 0:
-            return False  # it carried nothing: the history says nothing of its headroom
-        shares = [u for s in recent if (u := utilisation(s)) is not None]
-        # No utilisation KPIs: nothing says the path was not held back, so it is not assumed
-        # saturated (a probe or another source has to say what it could carry).
-        return bool(shares) and min(shares) >= SATURATED_UTILISATION
+        return saturated(list(self._history[key])[-SATURATED_PERIODS:])
 
 
 def _row(sample: KpiSample) -> dict[str, float]:

@@ -46,13 +46,13 @@ from core.domain import (
     ProbeRequest,
 )
 from xapp.estimators.outage import SilenceTracker, WeightLookup
+from xapp.estimators.saturation import HISTORY_PERIODS
 from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore
 
 log = logging.getLogger(__name__)
 
 Path = tuple[str, str, Direction]
 Advisors = Callable[[str, Direction], Sequence[CapacityEstimator] | None]
-HISTORY_PERIODS = 11  # as many KPI periods as the models' longest history feature reads
 REASONS = ("recovered", "down-check", "no-estimate", "disagree", "uncertain", "periodic")
 
 

@@ -19,7 +19,8 @@ from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
 from xapp.estimators.outage import WeightLookup
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
-from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore
+from xapp.estimators.saturation import SaturationLabeller
+from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore, SaturatedPeriodStore
 
 MODES = ("fused", "kpi-only", "model-only", "probe-only")
 
@@ -38,6 +39,10 @@ class EstimatorSettings:
     probe: ProbeSettings = field(default_factory=ProbeSettings)
     drift_ratio_per_s: float = 0.02
     max_age_s: float = 30.0
+    # Saturated periods kept as training labels: one per path every so often, so many per path
+    # (0: none kept).
+    label_every_s: float = 600.0
+    labels_per_path: int = 5
 
     def __post_init__(self) -> None:
         check_mode(self.mode)
@@ -53,6 +58,7 @@ class EstimatorSelection:
         *,
         model: ModelEstimator | None = None,
         records: ProbeRecordStore | None = None,
+        labels: SaturatedPeriodStore | None = None,
         choice: ModeChoice = lambda cpe_id, direction: None,
         weights: WeightLookup | None = None,
         probe_directions: Collection[Direction] = tuple(Direction),
@@ -60,7 +66,8 @@ class EstimatorSelection:
         """``weights``: the weights in force per CPE and direction (the state store), so that
         silence on a path given no weight is not taken for an outage. ``probe_directions``:
         the directions whose weights are controlled; a probe of another would cost capacity
-        for an estimate nobody uses."""
+        for an estimate nobody uses. ``records`` keeps every probe result and ``labels`` the
+        periods in which a path was saturated, with their KPIs, for retraining the models."""
         self.settings = settings or EstimatorSettings()
         self.probe_directions = frozenset(probe_directions)
         self.choice = choice
@@ -80,6 +87,11 @@ class EstimatorSelection:
             weights=weights,
             references=[self.kpi, self.probe],
         )
+        self.labeller = (
+            SaturationLabeller(labels, self.settings.label_every_s, self.settings.labels_per_path)
+            if labels is not None and self.settings.labels_per_path > 0
+            else None
+        )
         self._by_mode: dict[str, CapacityEstimator] = {
             "fused": self.fused,
             "kpi-only": self.kpi,
@@ -97,6 +109,8 @@ class EstimatorSelection:
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         self.fused.update(samples, now_s)  # feeds the KPI, model and probe estimators
+        if self.labeller is not None:
+            self.labeller.update(samples)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float

@@ -1,0 +1,67 @@
+"""Saturated periods as training labels: which periods are kept, how often, how many."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench.simulated import SimulatedKpis
+from core.domain import Direction
+from core.scenario.load import load_scenario
+from core.scenario.truth import sample_truth
+from xapp.adapters.memory_store import MemoryStateStore
+from xapp.estimators.saturation import SaturationLabeller
+
+DL = Direction.DOWNLINK
+
+
+def run(labeller: SaturationLabeller, seconds: int, held_back: dict[str, float]) -> None:
+    """paper-static's KPIs, each path carrying its capacity times ``held_back`` (1 if absent)."""
+    scenario = load_scenario("paper-static").cut(float(seconds))
+    truth = sample_truth(scenario, DL, 1.0)
+    kpis = SimulatedKpis(truth, DL, seed=2)
+    share = np.array([held_back.get(a, 1.0) for a in truth.accesses])
+    for k in range(1, len(truth.times_s)):
+        capacity = truth.usable_mbps[k - 1]
+        labeller.update(kpis.samples(k, float(truth.times_s[k]), 1.0, capacity, capacity * share))
+
+
+def test_saturated_paths_are_labelled_with_their_throughput_and_history() -> None:
+    store = MemoryStateStore()
+    labeller = SaturationLabeller(store, every_s=10.0, per_path=5)
+    run(labeller, 40, {"lifi": 0.3})  # LiFi carries a third of what it could: held back
+    periods = store.load_saturated_periods()
+    by_access: dict[str, list[float]] = {}
+    for period in periods:
+        last = period.history[-1]
+        by_access.setdefault(last.access, []).append(period.capacity_mbps)
+        assert last.direction == DL
+        assert len(period.history) >= 3
+        assert [s.time_s for s in period.history] == sorted(s.time_s for s in period.history)
+    assert "lifi" not in by_access  # its throughput says nothing of its capacity
+    # One label per path every 10 s at most, from the third saturated period on.
+    assert 3 <= len(by_access["nr"]) <= 4
+    assert 3 <= len(by_access["wifi"]) <= 4
+    # What a saturated path carried is its capacity (the simulator's KPI noise aside).
+    assert np.median(by_access["nr"]) == pytest.approx(342.0, rel=0.1)
+    assert np.median(by_access["wifi"]) == pytest.approx(1190.0, rel=0.1)
+
+
+def test_the_store_keeps_the_newest_periods_of_each_path() -> None:
+    store = MemoryStateStore()
+    labeller = SaturationLabeller(store, every_s=1.0, per_path=5)
+    run(labeller, 30, {})
+    periods = store.load_saturated_periods()
+    per_path: dict[str, list[float]] = {}
+    for period in periods:
+        per_path.setdefault(period.history[-1].access, []).append(period.history[-1].time_s)
+    assert {a: len(t) for a, t in per_path.items()} == {"nr": 5, "wifi": 5, "lifi": 5}
+    assert min(per_path["nr"]) >= 25.0  # the newest: periods 26 to 30
+    assert labeller.kept > 15
+
+
+def test_bad_settings_are_refused() -> None:
+    with pytest.raises(ValueError, match="every_s"):
+        SaturationLabeller(MemoryStateStore(), every_s=0, per_path=5)
+    with pytest.raises(ValueError, match="per_path"):
+        SaturationLabeller(MemoryStateStore(), every_s=60, per_path=0)

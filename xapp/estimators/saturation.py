@@ -1,0 +1,70 @@
+"""Periods in which a path carried all it could: free training labels.
+
+When a path's KPIs show it used its resources to the full (the utilisation `xapp.estimators.kpi`
+reads: PRBs, airtime, PHY rate against what was carried) for a few periods in a row, what it
+carried is its capacity. The models learn from such periods anyway (models/features.py reads
+only saturated throughput); here the running xApp keeps them, with the KPIs that led to them,
+so that `atsss xapp export-dataset` can turn the field's own traffic into training data without
+spending a probe. One period per path every ``every_s`` at most, in ``per_path`` slots taken in
+turn, so SDL holds a bounded, recent sample of each path (about 5 kB a period: 11 periods of
+KPIs).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from core.domain import Direction, KpiSample, SaturatedPeriod
+from xapp.estimators.kpi import utilisation
+from xapp.ports import SaturatedPeriodStore
+
+# Above this share of what the KPIs say the path could carry, it carried all it could.
+SATURATED_UTILISATION = 0.8
+SATURATED_PERIODS = 3  # in a row: one period at the limit may be a burst
+HISTORY_PERIODS = 11  # what the models read: the period and the 10 before it
+
+Key = tuple[str, str, Direction]
+
+
+def saturated(recent: Sequence[KpiSample]) -> bool:
+    """Did the path carry what it could over these periods (as far as its KPIs tell)?"""
+    if not recent or (recent[-1].throughput_mbps or 0.0) <= 0:
+        return False  # it carried nothing: the history says nothing of its headroom
+    shares = [u for s in recent if (u := utilisation(s)) is not None]
+    # No utilisation KPIs: nothing says the path was not held back, so it is not taken as
+    # saturated (a probe or another source has to say what it could carry).
+    return bool(shares) and min(shares) >= SATURATED_UTILISATION
+
+
+class SaturationLabeller:
+    """Feeds on every period's samples; stores a path's saturated periods with their history."""
+
+    def __init__(self, store: SaturatedPeriodStore, every_s: float, per_path: int) -> None:
+        if every_s <= 0 or per_path < 1:
+            raise ValueError(f"every_s must be > 0 and per_path ≥ 1, got {every_s} and {per_path}")
+        self.store = store
+        self.every_s = every_s
+        self.per_path = per_path
+        self._history: dict[Key, deque[KpiSample]] = {}
+        self._last_kept_s: dict[Key, float] = {}
+        self._written: dict[Key, int] = {}  # periods kept per path (the next slot is this mod)
+        self.kept = 0
+
+    def update(self, samples: Sequence[KpiSample]) -> None:
+        for sample in samples:
+            key = (sample.cpe_id, sample.access, sample.direction)
+            history = self._history.setdefault(key, deque(maxlen=HISTORY_PERIODS))
+            history.append(sample)
+            if sample.time_s - self._last_kept_s.get(key, -float("inf")) < self.every_s:
+                continue
+            if len(history) < SATURATED_PERIODS or not saturated(
+                list(history)[-SATURATED_PERIODS:]
+            ):
+                continue
+            written = self._written.get(key, 0)
+            period = SaturatedPeriod(tuple(history))
+            self.store.put_saturated_period(period, written % self.per_path)
+            self._written[key] = written + 1
+            self._last_kept_s[key] = sample.time_s
+            self.kept += 1
