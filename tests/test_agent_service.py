@@ -412,3 +412,25 @@ def test_a_subflow_that_kept_its_joins_priority_is_told_again(tmp_path: Path) ->
         time.sleep(0.02)
     assert table.subflow_backup["10.3.0.1"] is False
     assert backend.realigned == 2
+
+
+def test_a_priority_changed_while_a_subflow_joins_reaches_it_once_joined(tmp_path: Path) -> None:
+    """The xApp's set lands while a subflow from Wi-Fi is still joining (a new connection, or
+    the agent waiting for the xApp after a return): the subflow keeps its join's priority, so
+    the agent aligns it as soon as it is established."""
+    table = LiveEndpointTable()
+    backend = MainlineBackend("cpe", runner=table)
+    service = WeightService(cpe_config(tmp_path), backend)
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 0, "lifi": 0}, 1))
+    table.joining.add("10.2.0.1")
+    service.apply(WeightUpdate("cpe-1", UP, {"nr": 30, "wifi": 100, "lifi": 0}, 2))
+    time.sleep(0.3)
+    assert backend.realigned == 0  # nothing established yet
+    table.joining.discard("10.2.0.1")
+    table.joined.add("10.2.0.1")
+    table.subflow_backup["10.2.0.1"] = True  # joined as the backup it was when the SYN left
+    deadline = time.monotonic() + 5
+    while table.subflow_backup["10.2.0.1"] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert table.subflow_backup["10.2.0.1"] is False
+    assert backend.realigned == 1

@@ -175,6 +175,7 @@ class MainlineBackend:
                 "whose endpoint backup flags also steer the proxy's sending (MP_PRIO)"
             )
         by_address = {str(e.get("address")): e for e in self.endpoints()}
+        changed = []
         for path in paths:
             if str(path.cpe_address) in self._removed:
                 continue  # no carrier: no endpoint, nothing carried there until it is back
@@ -184,12 +185,35 @@ class MainlineBackend:
                     f"no MPTCP endpoint for {path.cpe_address} ({path.access}); add one with "
                     f"`ip mptcp endpoint add {path.cpe_address} dev IF subflow`"
                 )
+            if _is_backup(endpoint) != (path.weight == 0):
+                changed.append(str(path.cpe_address))
             flag = "backup" if path.weight == 0 else "nobackup"
             self.runner(["ip", "mptcp", "endpoint", "change", "id", str(endpoint["id"]), flag])
         # A subflow that was joining at an earlier change kept its join's priority.
         self.align_priorities(
             [str(p.cpe_address) for p in paths if str(p.cpe_address) not in self._removed]
         )
+        # One joining now will keep its join's: it is aligned once established.
+        for address in changed:
+            if self.runner(["ss", "-tnH", "state", "syn-sent", "src", address]).strip():
+                threading.Thread(
+                    target=self._align_when_joined,
+                    args=(address,),
+                    name=f"align {address}",
+                    daemon=True,
+                ).start()
+
+    def _align_when_joined(self, address: str) -> None:
+        deadline = time.monotonic() + REJOIN_CHECK_S * REJOIN_ATTEMPTS
+        while time.monotonic() < deadline:
+            time.sleep(JOIN_POLL_S)
+            try:
+                if self.runner(["ss", "-tnH", "state", "established", "src", address]).strip():
+                    self.align_priorities([address])
+                    return
+            except BackendError as error:
+                log.warning("aligning %s's priority after its join: %s", address, error)
+                return
 
     def read(self, paths: list[PathWeight]) -> KernelState:
         by_address = {str(e.get("address")): e for e in self.endpoints()}
