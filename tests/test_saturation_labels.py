@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -65,3 +67,20 @@ def test_bad_settings_are_refused() -> None:
         SaturationLabeller(MemoryStateStore(), every_s=0, per_path=5)
     with pytest.raises(ValueError, match="per_path"):
         SaturationLabeller(MemoryStateStore(), every_s=60, per_path=0)
+
+
+def test_a_period_whose_own_kpis_cannot_tell_is_not_labelled() -> None:
+    """Two saturated periods, then one without the KPIs that say what the path could carry:
+    its throughput may be held back, so it is no label, though the periods before were full."""
+    scenario = load_scenario("paper-static").cut(5.0)
+    truth = sample_truth(scenario, DL, 1.0)
+    kpis = SimulatedKpis(truth, DL, seed=2)
+    store = MemoryStateStore()
+    labeller = SaturationLabeller(store, every_s=1.0, per_path=10)
+    for k in (1, 2):
+        capacity = truth.usable_mbps[k - 1]
+        labeller.update(kpis.samples(k, float(truth.times_s[k]), 1.0, capacity, capacity))
+    capacity = truth.usable_mbps[2]
+    third = kpis.samples(3, float(truth.times_s[3]), 1.0, capacity, capacity * 0.3)
+    labeller.update([replace(s, measurements={}) for s in third])
+    assert store.load_saturated_periods() == []

@@ -58,8 +58,11 @@ class SaturationLabeller:
             history.append(sample)
             if sample.time_s - self._last_kept_s.get(key, -float("inf")) < self.every_s:
                 continue
-            if len(history) < SATURATED_PERIODS or not saturated(
-                list(history)[-SATURATED_PERIODS:]
+            # The labelled period itself must show its utilisation, not only those before it.
+            if (
+                len(history) < SATURATED_PERIODS
+                or utilisation(sample) is None
+                or not saturated(list(history)[-SATURATED_PERIODS:])
             ):
                 continue
             written = self._written.get(key, 0)
