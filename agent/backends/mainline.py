@@ -27,6 +27,7 @@ import logging
 import re
 import threading
 import time
+from collections.abc import Callable
 from ipaddress import IPv4Address
 from pathlib import Path
 
@@ -97,11 +98,13 @@ class MainlineBackend:
         address, take the endpoint out and add it again (as it is now, flags included). A join
         still under way (its SYN sent, perhaps again after a lost first one: TCP retries after
         1 s) is left to finish: restarting it at each check could keep it from ever joining."""
+
+        def wanted() -> bool:  # False once the carrier went again or came back again
+            return self._returned.get(address) == turn and address not in self._removed
+
         for _ in range(REJOIN_ATTEMPTS):
-            if self._wait_joined(address, turn):
+            if self._align_once_joined(address, self.rejoin_check_s, wanted):
                 return
-            if self._returned.get(address) != turn or address in self._removed:
-                return  # the carrier went again, or came back again: a newer check runs
             try:
                 if not self.runner(["ss", "-MnH"]).strip():
                     return  # no MPTCP connection: nothing to join
@@ -119,20 +122,23 @@ class MainlineBackend:
                 log.warning("checking %s's subflows after its return: %s", address, error)
                 return
 
-    def _wait_joined(self, address: str, turn: int) -> bool:
-        """Up to ``rejoin_check_s``: True once a subflow from the address is established (its
-        priority then aligned with its endpoint), or when this check is no longer wanted."""
-        deadline = time.monotonic() + self.rejoin_check_s
+    def _align_once_joined(
+        self, address: str, timeout_s: float, wanted: Callable[[], bool] = lambda: True
+    ) -> bool:
+        """Up to ``timeout_s``: True once a subflow from the address is established (its
+        priority then aligned with its endpoint's flag), or once this is no longer ``wanted``;
+        False when none is established by then."""
+        deadline = time.monotonic() + timeout_s
         while True:
             time.sleep(max(0.0, min(JOIN_POLL_S, deadline - time.monotonic())))
-            if self._returned.get(address) != turn or address in self._removed:
+            if not wanted():
                 return True
             try:
                 if self.runner(["ss", "-tnH", "state", "established", "src", address]).strip():
                     self.align_priorities([address])
                     return True
             except BackendError as error:
-                log.warning("checking %s's subflows after its return: %s", address, error)
+                log.warning("waiting for %s's subflow to join: %s", address, error)
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -141,16 +147,18 @@ class MainlineBackend:
         """Send MP_PRIO again (flip the endpoint's flag and back) wherever an established
         subflow from one of ``addresses`` has another priority than its endpoint's flag."""
         endpoints = {str(e.get("address")): e for e in self.endpoints()}
+        self._align(
+            {a: (str(e["id"]), _is_backup(e)) for a in addresses if (e := endpoints.get(a))}
+        )
+
+    def _align(self, flags: dict[str, tuple[str, bool]]) -> None:
+        """``flags``: address → (endpoint id, backup) as the endpoints now hold them."""
         asked = _subflow_priorities(self.runner(["ss", "-tinH", "state", "established"]))
-        for address in addresses:
-            endpoint = endpoints.get(address)
-            if endpoint is None or address not in asked:
-                continue
-            backup = _is_backup(endpoint)
-            if all(b == backup for b in asked[address]):
+        for address, (endpoint_id, backup) in flags.items():
+            if all(b == backup for b in asked.get(address, [])):
                 continue
             wanted, other = ("backup", "nobackup") if backup else ("nobackup", "backup")
-            change = ["ip", "mptcp", "endpoint", "change", "id", str(endpoint["id"])]
+            change = ["ip", "mptcp", "endpoint", "change", "id", endpoint_id]
             self.runner([*change, other])
             self.runner([*change, wanted])
             self.realigned += 1
@@ -176,6 +184,7 @@ class MainlineBackend:
             )
         by_address = {str(e.get("address")): e for e in self.endpoints()}
         changed = []
+        flags: dict[str, tuple[str, bool]] = {}  # as written: address → (endpoint id, backup)
         for path in paths:
             if str(path.cpe_address) in self._removed:
                 continue  # no carrier: no endpoint, nothing carried there until it is back
@@ -189,31 +198,18 @@ class MainlineBackend:
                 changed.append(str(path.cpe_address))
             flag = "backup" if path.weight == 0 else "nobackup"
             self.runner(["ip", "mptcp", "endpoint", "change", "id", str(endpoint["id"]), flag])
+            flags[str(path.cpe_address)] = (str(endpoint["id"]), path.weight == 0)
         # A subflow that was joining at an earlier change kept its join's priority.
-        self.align_priorities(
-            [str(p.cpe_address) for p in paths if str(p.cpe_address) not in self._removed]
-        )
+        self._align(flags)
         # One joining now will keep its join's: it is aligned once established.
         for address in changed:
             if self.runner(["ss", "-tnH", "state", "syn-sent", "src", address]).strip():
                 threading.Thread(
-                    target=self._align_when_joined,
-                    args=(address,),
+                    target=self._align_once_joined,
+                    args=(address, REJOIN_CHECK_S * REJOIN_ATTEMPTS),
                     name=f"align {address}",
                     daemon=True,
                 ).start()
-
-    def _align_when_joined(self, address: str) -> None:
-        deadline = time.monotonic() + REJOIN_CHECK_S * REJOIN_ATTEMPTS
-        while time.monotonic() < deadline:
-            time.sleep(JOIN_POLL_S)
-            try:
-                if self.runner(["ss", "-tnH", "state", "established", "src", address]).strip():
-                    self.align_priorities([address])
-                    return
-            except BackendError as error:
-                log.warning("aligning %s's priority after its join: %s", address, error)
-                return
 
     def read(self, paths: list[PathWeight]) -> KernelState:
         by_address = {str(e.get("address")): e for e in self.endpoints()}

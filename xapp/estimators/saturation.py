@@ -29,12 +29,18 @@ Key = tuple[str, str, Direction]
 
 def saturated(recent: Sequence[KpiSample]) -> bool:
     """Did the path carry what it could over these periods (as far as its KPIs tell)?"""
-    if not recent or (recent[-1].throughput_mbps or 0.0) <= 0:
+    last = recent[-1].throughput_mbps if recent else None
+    return _at_capacity(last, [utilisation(s) for s in recent])
+
+
+def _at_capacity(last_throughput_mbps: float | None, shares: Sequence[float | None]) -> bool:
+    """``saturated`` from the last period's throughput and each period's utilisation."""
+    if (last_throughput_mbps or 0.0) <= 0:
         return False  # it carried nothing: the history says nothing of its headroom
-    shares = [u for s in recent if (u := utilisation(s)) is not None]
+    known = [u for u in shares if u is not None]
     # No utilisation KPIs: nothing says the path was not held back, so it is not taken as
     # saturated (a probe or another source has to say what it could carry).
-    return bool(shares) and min(shares) >= SATURATED_UTILISATION
+    return bool(known) and min(known) >= SATURATED_UTILISATION
 
 
 class SaturationLabeller:
@@ -47,6 +53,7 @@ class SaturationLabeller:
         self.every_s = every_s
         self.per_path = per_path
         self._history: dict[Key, deque[KpiSample]] = {}
+        self._shares: dict[Key, deque[float | None]] = {}  # utilisation, once per sample
         self._last_kept_s: dict[Key, float] = {}
         self._written: dict[Key, int] = {}  # periods kept per path (the next slot is this mod)
         self.kept = 0
@@ -56,13 +63,15 @@ class SaturationLabeller:
             key = (sample.cpe_id, sample.access, sample.direction)
             history = self._history.setdefault(key, deque(maxlen=HISTORY_PERIODS))
             history.append(sample)
+            shares = self._shares.setdefault(key, deque(maxlen=SATURATED_PERIODS))
+            shares.append(utilisation(sample))
             if sample.time_s - self._last_kept_s.get(key, -float("inf")) < self.every_s:
                 continue
             # The labelled period itself must show its utilisation, not only those before it.
             if (
-                len(history) < SATURATED_PERIODS
-                or utilisation(sample) is None
-                or not saturated(list(history)[-SATURATED_PERIODS:])
+                len(shares) < SATURATED_PERIODS
+                or shares[-1] is None
+                or not _at_capacity(sample.throughput_mbps, shares)
             ):
                 continue
             written = self._written.get(key, 0)
