@@ -21,6 +21,7 @@ from core.scenario.load import (
     shipped_scenarios,
 )
 from e2sim.nonideal import NonIdealities
+from xapp.policy.exploration import ExplorationConfig
 from xapp.policy.weight_policy import PolicyConfig
 
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
@@ -125,6 +126,13 @@ def bench_loop(
             "period late; docs/e2sim.md)."
         ),
     ] = "ideal",
+    exploration: Annotated[
+        bool,
+        typer.Option(
+            help="Give a path known only from below (its node reports no resource KPIs) a "
+            "growing share until it shows its capacity (docs/estimators.md)."
+        ),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     plot: Annotated[
         Path | None,
@@ -165,6 +173,7 @@ def bench_loop(
             contenders=contenders,
             agent_reaction_s=None if agent_reaction_ms is None else agent_reaction_ms / 1000,
             nonideal=NonIdealities.named(non_idealities),
+            exploration=ExplorationConfig() if exploration else None,
         )
         loaded = []
         for name in names:
@@ -184,7 +193,7 @@ def bench_loop(
         try:
             with err.status(f"evaluating {each.name} ({len(each.cpes)} CPEs) …") as status:
                 report = evaluate(each, settings, lambda text: status.update(text))
-        except ScenarioError as error:
+        except (ScenarioError, ValueError) as error:
             fail(str(error))
         reports.append(report)
         if not as_json:

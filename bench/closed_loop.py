@@ -37,6 +37,7 @@ from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.oracle import OracleNoiseEstimator
 from xapp.estimators.probe import ProbeSettings
 from xapp.estimators.selection import MODES, EstimatorSelection, EstimatorSettings
+from xapp.policy.exploration import Exploration, ExplorationConfig
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
 from xapp.ports import CapacityEstimator
@@ -74,6 +75,8 @@ class LoopSettings:
     agent_reaction_s: float | None = None
     # What the simulated nodes do that the KPI formulas leave out (e2sim/nonideal.py)
     nonideal: NonIdealities = field(default_factory=NonIdealities)
+    # How paths known only from below get more share (xapp/policy/exploration.py); None: never
+    exploration: ExplorationConfig | None = field(default_factory=ExplorationConfig)
 
     def __post_init__(self) -> None:
         if self.step_s <= 0:
@@ -124,6 +127,10 @@ class ContenderResult:
     reconvergence: Reconvergence
     final_weights: dict[str, int]
     probe_traffic_fraction: float | None = None
+    # Paths known only from below (xapp/policy/exploration.py): raises shown to the policy, and
+    # those the path could not keep up with (each cost at most one period's step)
+    exploration_raises: int | None = None
+    exploration_overshoots: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,6 +222,7 @@ def evaluate(
         if probe_mbit is not None:
             carried_mbit = float(run.aggregate_mbps.sum() * truth.step_s)
             probe_fraction = probe_mbit / carried_mbit if carried_mbit else None
+        explored = getattr(run.contender, "exploration", None)
         results.append(
             ContenderResult(
                 name=name,
@@ -228,6 +236,8 @@ def evaluate(
                     zip(truth.accesses, run.trace_weights[-1].tolist(), strict=True)
                 ),
                 probe_traffic_fraction=probe_fraction,
+                exploration_raises=None if explored is None else explored.stats.raises,
+                exploration_overshoots=None if explored is None else explored.stats.overshoots,
             )
         )
     c = settings.trace_cpe
@@ -289,10 +299,12 @@ def _make_contender(
             scenario.seed,
             measured_radio(scenario, truth.times_s),
             settings.nonideal,
+            scenario.node_measurements,
         ),
         prober=prober,
         store=store,
         initial_weights=settings.initial_weights,
+        exploration=None if settings.exploration is None else Exploration(settings.exploration),
     )
     if settings.agent_reaction_s is None:
         return controlled

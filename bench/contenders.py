@@ -35,6 +35,7 @@ from core.scenario.truth import Truth
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
 from xapp.policy.baselines import proportional_weights
+from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.optimal import optimal_weights_batch
 from xapp.policy.weight_policy import WeightPolicy
@@ -183,8 +184,10 @@ class ControlledContender:
         prober: SimulatedProber | None = None,
         store: MemoryStateStore | None = None,
         initial_weights: Mapping[str, int] | None = None,
+        exploration: Exploration | None = None,
     ) -> None:
         self.name = name
+        self.exploration = exploration
         self.pushes = 0
         self.estimator = estimator
         self.prober = prober
@@ -227,6 +230,7 @@ class ControlledContender:
             store=store,
             hysteresis=hysteresis,
             rules={entry.cpe.cpe_id: entry.rule for entry in scenario.cpes},
+            exploration=exploration,
         )
 
     def weights(self, tick: int, time_s: float) -> IntArray:

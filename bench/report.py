@@ -35,6 +35,9 @@ def loop_table(report: LoopReport, paper: dict[str, str] | None = None) -> Table
     table.add_column("reconv. s", justify="right")
     table.add_column("weights")
     table.add_column("probe/data", justify="right")
+    explored = any(r.exploration_raises for r in report.results)
+    if explored:
+        table.add_column("explored", justify="right")
     if paper is not None:
         table.add_column("paper", justify="right")
     for r in report.results:
@@ -55,11 +58,23 @@ def loop_table(report: LoopReport, paper: dict[str, str] | None = None) -> Table
             "-".join(str(w) for w in r.final_weights.values()),
             "-" if probe is None else f"{probe:.1%}",
         ]
+        if explored:
+            row.append(
+                "-"
+                if r.exploration_raises is None
+                else f"{r.exploration_raises}/{r.exploration_overshoots}"
+            )
         if paper is not None:
             row.append(paper.get(r.name, ""))
         table.add_row(*row)
     table.caption = (
         "reconv. s: mean/max time to 95 % of the oracle after a step change (×∞: never); "
         "weights: final, in access order"
+        + (
+            "; explored: raises of paths known only from below / raises they could not keep "
+            "up with (each cost at most a fifth of one period's data)"
+            if explored
+            else ""
+        )
     )
     return table

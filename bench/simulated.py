@@ -46,6 +46,26 @@ FloatArray = npt.NDArray[np.float64]
 PROBE_RELATIVE_ERROR = 0.03
 
 
+def check_node_measurements(access: str, names: frozenset[str]) -> None:
+    """A scenario's ``nodes.<access>.measurements``: catalogue names of that access, throughput
+    among them (the loop learns what a path carried from nothing else)."""
+    catalogue = load_catalogue()
+    unknown = sorted(n for n in names if (m := catalogue.get(n)) is None or m.access != access)
+    if unknown:
+        known = ", ".join(m.name for m in catalogue.for_access(access))
+        raise ValueError(
+            f"nodes.{access}.measurements: {', '.join(unknown)} not a {access} measurement of "
+            f"the KPI catalogue; expected some of {known}"
+        )
+    for downlink in (True, False):
+        throughput = catalogue.throughput_name(access, downlink)
+        if throughput is not None and throughput not in names:
+            raise ValueError(
+                f"nodes.{access}.measurements must include {throughput}: the loop learns what "
+                "a path carried from it"
+            )
+
+
 class SimulatedKpis:
     def __init__(
         self,
@@ -54,10 +74,13 @@ class SimulatedKpis:
         seed: int,
         measured: Mapping[str, npt.NDArray[np.floating[Any]]] | None = None,
         nonideal: NonIdealities | None = None,
+        node_measurements: Mapping[str, frozenset[str]] | None = None,
     ) -> None:
         """``measured``: radio KPIs the scenario gives as measured (e2sim.kpis.measured_radio
         on the truth's time grid), reported in place of the inverted ones. ``nonideal``: what
-        real nodes do that the KPI formulas leave out (e2sim/nonideal.py; ideal by default)."""
+        real nodes do that the KPI formulas leave out (e2sim/nonideal.py; ideal by default).
+        ``node_measurements``: per access, the only measurements its node reports (the
+        scenario's ``nodes``); an access not named reports all the simulator makes."""
         self._truth = truth
         self._nonideal = nonideal or NonIdealities()
         self._lag = RadioLag(self._nonideal.radio_lag_periods)
@@ -67,6 +90,9 @@ class SimulatedKpis:
         self._nr = NrTables(nr_standard.NrCarrier(tdd=nr_standard.PATTERNS["5ms"]))
         self._wifi = WifiTables(wifi.WifiLink())
         self._catalogue = load_catalogue()
+        self._node_measurements = dict(node_measurements or {})
+        for access, names in self._node_measurements.items():
+            check_node_measurements(access, names)
         self._wanted = (
             MeasurementDirection.DOWNLINK
             if direction == Direction.DOWNLINK
@@ -165,9 +191,12 @@ class SimulatedKpis:
         # A station whose link is down is still listed with what it carried (nothing), but its
         # node has no radio measurements of it; only LiFi reports a link state.
         lost = not self._truth.available[tick, c, a]
+        offered = self._node_measurements.get(access)
         for name, values in report.values.items():
             entry = self._catalogue.get(name)
             if entry is None or entry.direction not in (self._wanted, MeasurementDirection.BOTH):
+                continue
+            if offered is not None and name not in offered:
                 continue
             if lost and entry.role not in ("throughput", "link_state"):
                 continue

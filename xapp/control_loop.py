@@ -21,9 +21,11 @@ from core.domain import (
     Direction,
     KpiSample,
     Override,
+    SteeringMode,
     SteeringRule,
     WeightSet,
 )
+from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.outage_risk import OutageRisk
 from xapp.policy.weight_policy import PathView, PolicyInput, WeightPolicy
@@ -99,10 +101,13 @@ class ControlLoop:
         hysteresis: Hysteresis | None = None,
         rules: Mapping[str, SteeringRule] | None = None,
         warmup_s: float = 3.0,
+        exploration: Exploration | None = None,
     ) -> None:
         """``warmup_s``: after a CPE's first KPI report, how long to wait for its other accesses
         to report before deciding without them (E2 nodes connect and report one by one, and an
-        access not heard from yet is not an access that is down)."""
+        access not heard from yet is not an access that is down). ``exploration``: how paths
+        known only from below are given more share (xapp/policy/exploration.py); None: never,
+        in load balancing they are then weighted by their bound alone."""
         self._cpes = list(cpes)
         self._directions = list(directions)
         self._source = source
@@ -118,6 +123,7 @@ class ControlLoop:
         self._last_override: dict[tuple[str, Direction], int | None] = {}
         self._last_usable: dict[tuple[str, Direction], frozenset[str]] = {}
         self._outage_risk = OutageRisk()
+        self._exploration = exploration
         # When each (CPE, direction) was last decided, and the running mean of the intervals.
         self._last_decision_s: dict[tuple[str, Direction], float] = {}
         self._decision_interval_s: dict[tuple[str, Direction], float] = {}
@@ -332,15 +338,34 @@ class ControlLoop:
         paths = []
         demand_mbps = 0.0
         demand_known = False
+        estimates: dict[str, CapacityEstimate | None] = {}
+        risks: dict[str, float] = {}
         for access in cpe.access_names:
             key = (cpe.cpe_id, access, direction)
-            conditions = self._conditions.get(key, _PathConditions())
             if access in excluded:
                 estimate, risk = None, self._outage_risk.probability(key)
             else:
                 estimate = self._estimate(cpe.cpe_id, access, direction, now_s)
                 usable = estimate is not None and estimate.available and estimate.capacity_mbps > 0
                 risk = self._outage_risk.observe(key, usable)
+            estimates[access], risks[access] = estimate, risk
+        if self._exploration is not None and rule.mode == SteeringMode.LOAD_BALANCING:
+            estimates = self._exploration.views(
+                cpe.cpe_id,
+                direction,
+                estimates,
+                {
+                    a: self._conditions.get(
+                        (cpe.cpe_id, a, direction), _PathConditions()
+                    ).throughput_mbps
+                    for a in cpe.access_names
+                },
+                current.weights if current is not None else None,
+                now_s,
+            )
+        for access in cpe.access_names:
+            conditions = self._conditions.get((cpe.cpe_id, access, direction), _PathConditions())
+            estimate, risk = estimates[access], risks[access]
             paths.append(
                 PathView(
                     access=access,

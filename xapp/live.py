@@ -41,6 +41,7 @@ from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import MAX_PARALLEL_PUSHES, ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
+from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
 from xapp.ports import WeightPushError, XappStore
@@ -124,6 +125,8 @@ class LiveControl:
         self.pushes = 0
         self.push_failures = 0
         self._loop: ControlLoop | None = None
+        # kept across reloads: what it learnt of paths known only from below, and its counts
+        self.exploration = Exploration()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Start-up: when each CPE's accesses were first heard of, and how long after the last
@@ -203,6 +206,7 @@ class LiveControl:
             sink=self.sink,
             store=self.store,
             hysteresis=Hysteresis(self.settings.min_gain),
+            exploration=self.exploration,
         )
         return levers
 

@@ -34,6 +34,8 @@ class Observed(Protocol):
 
     def model_inference(self) -> tuple[int, float]: ...
 
+    def exploration(self) -> tuple[int, int]: ...
+
 
 class XappMetrics:
     def __init__(self, registry: CollectorRegistry, observed: Observed, first_cpes: int = 20):
@@ -113,3 +115,15 @@ class _StateCollector(Collector):
         )
         inference_time.add_metric([], seconds)
         yield from (capacity, weight, total, overrides, cpe_count, probe, inference, inference_time)
+        raises, overshoots = self._observed.exploration()
+        explored = CounterMetricFamily(
+            "atsss_exploration_raises",
+            "Decisions that gave a path known only from below more share than it carried",
+        )
+        explored.add_metric([], raises)
+        overshot = CounterMetricFamily(
+            "atsss_exploration_overshoots",
+            "Raises the path could not keep up with (each costs at most one period's step)",
+        )
+        overshot.add_metric([], overshoots)
+        yield from (explored, overshot)

@@ -343,6 +343,10 @@ class XappService:
         model = self.control.estimator.model
         return model.inferences, model.inference_s
 
+    def exploration(self) -> tuple[int, int]:
+        stats = self.control.exploration.stats
+        return stats.raises, stats.overshoots
+
     def _keep_leases(self) -> None:
         ownership = self.ownership
         assert ownership is not None

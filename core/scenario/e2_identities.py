@@ -110,7 +110,9 @@ def scenario_deployment(
                 {
                     "name": node_name(access),
                     "access": access,
-                    "measurements": list(DEFAULT_SUBSCRIBED[access]),
+                    "measurements": sorted(
+                        scenario.node_measurements.get(access, DEFAULT_SUBSCRIBED[access])
+                    ),
                     "report_period_ms": report_period_ms,
                     "report": "per-ue" if per_ue else "cell",
                 }

@@ -187,6 +187,9 @@ def _build(spec: ScenarioSpec, source: str) -> Scenario:
         catalogue=catalogue,
         cpes=tuple(expanded),
         source=source,
+        node_measurements={
+            access: frozenset(node.measurements) for access, node in spec.nodes.items()
+        },
     )
 
 

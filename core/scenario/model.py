@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from core.domain import AccessCatalogue, Cpe, SteeringRule
 from core.scenario.schema import PathSpec
@@ -27,6 +27,8 @@ class Scenario:
     catalogue: AccessCatalogue
     cpes: tuple[ScenarioCpe, ...]
     source: str
+    # access → the measurements its node can report; an access not named reports all
+    node_measurements: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     @property
     def access_names(self) -> tuple[str, ...]:

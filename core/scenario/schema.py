@@ -223,6 +223,16 @@ class AccessTechnologySpec(_Strict):
     label: str
 
 
+class NodeSpec(_Strict):
+    """What an access's E2 node can measure: a plain access point may report per-station
+    throughput and signal strength but neither airtime nor channel use."""
+
+    measurements: list[str] = Field(
+        min_length=1,
+        description="the KPM measurement names the node reports (default: all the simulator makes)",
+    )
+
+
 class ScenarioSpec(_Strict):
     version: Literal[1] = 1
     name: str = Field(min_length=1)
@@ -231,9 +241,17 @@ class ScenarioSpec(_Strict):
     seed: int = 0
     access_technologies: list[AccessTechnologySpec] = []
     cpes: list[CpeSpec] = Field(min_length=1)
+    nodes: dict[str, NodeSpec] = {}
 
     @model_validator(mode="after")
     def _bounded(self) -> ScenarioSpec:
+        used = {access for template in self.cpes for access in template.accesses}
+        for access in self.nodes:
+            if access not in used:
+                raise ValueError(
+                    f"nodes names {access!r}, an access no CPE has; expected one of "
+                    f"{', '.join(sorted(used))}"
+                )
         cpes = sum(template.count for template in self.cpes)
         if cpes > MAX_CPES:
             raise ValueError(f"{cpes} CPEs; a scenario has at most {MAX_CPES}")

@@ -1,0 +1,146 @@
+"""Exploration of paths known only from below (xapp/policy/exploration.py), alone and in the loop
+on a scenario whose Wi-Fi access point reports no resource KPIs."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from bench.closed_loop import LoopSettings, evaluate
+from bench.simulated import check_node_measurements
+from core.domain import CapacityEstimate, Direction
+from core.scenario.e2_identities import scenario_deployment
+from core.scenario.load import ScenarioError, load_scenario, parse_scenario
+from xapp.policy.exploration import Exploration, ExplorationConfig
+
+DL = Direction.DOWNLINK
+
+
+def _estimate(
+    access: str, mbps: float, at_s: float, lower_bound: bool = False, stddev: float = 5.0
+) -> CapacityEstimate:
+    return CapacityEstimate(
+        "cpe-1", access, DL, mbps, stddev, "model", at_s, lower_bound=lower_bound
+    )
+
+
+def _views(
+    exploration: Exploration,
+    wifi_carried: float,
+    nr_carried: float,
+    weights: dict[str, int],
+    now_s: float,
+) -> CapacityEstimate:
+    estimates = {
+        "nr": _estimate("nr", 340.0, now_s),
+        "wifi": _estimate("wifi", wifi_carried, now_s, lower_bound=True, stddev=50.0),
+    }
+    carried = {"nr": nr_carried, "wifi": wifi_carried}
+    view = exploration.views("cpe-1", DL, estimates, carried, weights, now_s)
+    assert view["nr"] == estimates["nr"]  # a measured path passes unchanged
+    wifi = view["wifi"]
+    assert wifi is not None
+    return wifi
+
+
+def test_a_held_back_path_is_raised_again_as_long_as_it_keeps_up() -> None:
+    exploration = Exploration(ExplorationConfig(step=0.25))
+    first = _views(exploration, 100.0, 340.0, {"nr": 34, "wifi": 10}, 1.0)
+    assert first.capacity_mbps == pytest.approx(125.0)
+    assert first.stddev_mbps == 0.0  # taken at face value, never hedged below the bound
+    # NR ran full (it set the pace), Wi-Fi's share grew and it carried what was asked
+    second = _views(exploration, 125.0, 340.0, {"nr": 34, "wifi": 12}, 2.0)
+    assert second.capacity_mbps == pytest.approx(156.25)
+    assert exploration.stats.raises == 2
+    assert exploration.stats.overshoots == 0
+
+
+def test_a_raise_the_path_cannot_keep_up_with_is_an_overshoot_and_exploring_pauses() -> None:
+    exploration = Exploration(ExplorationConfig(step=0.25, pause_s=10.0))
+    _views(exploration, 100.0, 340.0, {"nr": 34, "wifi": 10}, 1.0)
+    # Wi-Fi's share grew, but it carried no more, and NR was held back: Wi-Fi set the pace
+    view = _views(exploration, 100.0, 272.0, {"nr": 34, "wifi": 12}, 2.0)
+    assert view.capacity_mbps == 100.0
+    assert exploration.stats.overshoots == 1
+    # paused: NR sets the pace again, yet Wi-Fi stays at its bound until the pause ends
+    assert _views(exploration, 100.0, 340.0, {"nr": 34, "wifi": 10}, 5.0).capacity_mbps == 100.0
+    assert _views(exploration, 100.0, 340.0, {"nr": 34, "wifi": 10}, 12.5).capacity_mbps == 125.0
+
+
+def test_a_raise_too_small_for_the_integer_weights_compounds_up_to_a_limit() -> None:
+    exploration = Exploration(ExplorationConfig(step=0.25, pause_s=10.0))
+    _views(exploration, 6.0, 340.0, {"nr": 54, "wifi": 1}, 1.0)
+    # weights unchanged: the raise did not reach the path, so ask for more
+    assert _views(exploration, 6.0, 340.0, {"nr": 54, "wifi": 1}, 2.0).capacity_mbps == (
+        pytest.approx(6.0 * 1.25**2)
+    )
+    assert _views(exploration, 6.0, 340.0, {"nr": 54, "wifi": 1}, 3.0).capacity_mbps == (
+        pytest.approx(6.0 * 1.25**3)
+    )
+    # 1.25**4 > 2: beyond MAX_RAISE of what it carried; pause rather than ask for more
+    assert _views(exploration, 6.0, 340.0, {"nr": 54, "wifi": 1}, 4.0).capacity_mbps == 6.0
+    assert exploration.stats.overshoots == 0
+
+
+def test_a_weighted_path_that_carried_nothing_is_dead_not_held_back() -> None:
+    exploration = Exploration()
+    view = _views(exploration, 0.0, 340.0, {"nr": 34, "wifi": 10}, 1.0)
+    assert view.capacity_mbps == 0.0
+    assert exploration.stats.raises == 0
+
+
+def test_a_path_held_at_weight_zero_starts_from_a_share_of_the_others() -> None:
+    exploration = Exploration(ExplorationConfig(step=0.25, floor_share=0.02))
+    view = _views(exploration, 0.0, 340.0, {"nr": 34, "wifi": 0}, 1.0)
+    assert view.capacity_mbps == pytest.approx(0.02 * 340.0 * 1.25)
+
+
+def test_bad_exploration_settings_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="step"):
+        ExplorationConfig(step=0)
+    with pytest.raises(ValueError, match="shortfall"):
+        ExplorationConfig(shortfall=1.0)
+
+
+def test_a_scenario_says_what_a_node_can_measure() -> None:
+    scenario = load_scenario("wifi-basic-ap")
+    offered = scenario.node_measurements["wifi"]
+    assert "WLAN.StaAirtime" not in offered
+    deployment = scenario_deployment(scenario)
+    wifi_node = next(n for n in deployment.e2.nodes if n.access == "wifi")
+    assert set(wifi_node.measurements) == offered
+    nr_node = next(n for n in deployment.e2.nodes if n.access == "nr")
+    assert "RRU.PrbUsedDl" in nr_node.measurements  # not named: the usual subscription
+    with pytest.raises(ScenarioError, match="nodes names 'wimax'"):
+        parse_scenario(
+            {
+                "name": "x",
+                "duration_s": 10,
+                "nodes": {"wimax": {"measurements": ["X"]}},
+                "cpes": [{"id": "c", "accesses": {"nr": {"downlink_mbps": 10}}}],
+            }
+        )
+    with pytest.raises(ValueError, match="WLAN.Nope not a wifi measurement"):
+        check_node_measurements("wifi", frozenset({"WLAN.StaThpDl", "WLAN.StaThpUl", "WLAN.Nope"}))
+    with pytest.raises(ValueError, match="must include WLAN.StaThpDl"):
+        check_node_measurements("wifi", frozenset({"WLAN.StaThpUl", "WLAN.StaRssi"}))
+
+
+def test_exploration_frees_a_path_known_only_from_below() -> None:
+    """The Wi-Fi AP reports no airtime or PHY rate: the model knows Wi-Fi only from what it
+    carried. Without exploration the loop holds Wi-Fi near nothing (NR alone, about a third of
+    the capacity); with it the loop follows Wi-Fi down the walk and back up."""
+    scenario = load_scenario("wifi-basic-ap")
+    base = LoopSettings(estimators=("model-only",), contenders=("optimal", "report-oracle"))
+    explored = evaluate(scenario, base)
+    trapped = evaluate(scenario, replace(base, exploration=None))
+    with_it = explored.results[0]
+    without = trapped.results[0]
+    assert without.efficiency < 0.5
+    assert with_it.efficiency > 0.75
+    assert with_it.efficiency > without.efficiency + 0.3
+    assert with_it.exploration_raises and with_it.exploration_raises > 0
+    assert without.exploration_raises is None
+    # the cost stays bounded: most raises were kept up with
+    assert (with_it.exploration_overshoots or 0) < with_it.exploration_raises / 2
