@@ -180,6 +180,9 @@ class LoopReport:
                     },
                     "final_weights": r.final_weights,
                     "probe_traffic_fraction": _rounded(r.probe_traffic_fraction, 4),
+                    "exploration": None
+                    if r.exploration_raises is None
+                    else {"raises": r.exploration_raises, "overshoots": r.exploration_overshoots},
                 }
                 for r in self.results
             },

@@ -121,9 +121,9 @@ def test_a_scenario_says_what_a_node_can_measure() -> None:
                 "cpes": [{"id": "c", "accesses": {"nr": {"downlink_mbps": 10}}}],
             }
         )
-    with pytest.raises(ValueError, match="WLAN.Nope not a wifi measurement"):
+    with pytest.raises(ValueError, match=r"WLAN\.Nope not a wifi measurement"):
         check_node_measurements("wifi", frozenset({"WLAN.StaThpDl", "WLAN.StaThpUl", "WLAN.Nope"}))
-    with pytest.raises(ValueError, match="must include WLAN.StaThpDl"):
+    with pytest.raises(ValueError, match=r"must include WLAN\.StaThpDl"):
         check_node_measurements("wifi", frozenset({"WLAN.StaThpUl", "WLAN.StaRssi"}))
 
 
@@ -140,7 +140,8 @@ def test_exploration_frees_a_path_known_only_from_below() -> None:
     assert without.efficiency < 0.5
     assert with_it.efficiency > 0.75
     assert with_it.efficiency > without.efficiency + 0.3
-    assert with_it.exploration_raises and with_it.exploration_raises > 0
+    assert with_it.exploration_raises is not None
+    assert with_it.exploration_raises > 0
     assert without.exploration_raises is None
     # the cost stays bounded: most raises were kept up with
     assert (with_it.exploration_overshoots or 0) < with_it.exploration_raises / 2

@@ -137,6 +137,8 @@ def check_metrics(scraped: str) -> None:
         "atsss_decision_seconds_count",
         "atsss_e2_decode_seconds_count",
         "atsss_ready 1.0",
+        "atsss_exploration_raises_total",
+        "atsss_exploration_overshoots_total",
     ):
         assert name in scraped, name
     dashboard = json.loads(GRAFANA.read_text())
