@@ -128,6 +128,33 @@ def test_a_lower_bound_only_raises_the_fused_value() -> None:
     assert alone.capacity_mbps == 50.0
 
 
+def test_what_the_path_carries_now_bounds_an_older_measurement_from_below() -> None:
+    # a probe of 20 s ago said 1190 Mbit/s; this period the path carried 1150
+    probe = Fixed("probe", est(1190.0, 59.5, 0.0, source="probe"))
+    carried = Fixed("m", est(1150.0, 575.0, 20.0, lower_bound=True, source="m"))
+    fused = FusedEstimator([probe, carried])
+    caught_up = fused.estimate("cpe-1", "wifi", DL, 20.0)
+    assert caught_up is not None
+    assert caught_up.capacity_mbps == pytest.approx(1190.0)
+    # however old the probe, the path cannot be more than 40 below it: it carries 1150
+    assert caught_up.stddev_mbps == pytest.approx(40.0)
+    # and it carries all the probe said, with nothing measured since: it may carry more by
+    # now, so the value is a lower bound (the policy explores it)
+    assert caught_up.lower_bound
+    # ... not so a probe of 5 s ago: it has just shown what the path can carry
+    fresh = FusedEstimator([Fixed("probe", est(1190.0, 59.5, 15.0, source="probe")), carried])
+    just_probed = fresh.estimate("cpe-1", "wifi", DL, 20.0)
+    assert just_probed is not None
+    assert not just_probed.lower_bound
+    # carrying far less than the probe found: the probe still speaks, hedged for its age
+    carried.answer = est(600.0, 300.0, 20.0, lower_bound=True, source="m")
+    held_back = fused.estimate("cpe-1", "wifi", DL, 20.0)
+    assert held_back is not None
+    assert not held_back.lower_bound
+    assert held_back.capacity_mbps == pytest.approx(1190.0)
+    assert held_back.stddev_mbps > 100.0
+
+
 def test_silence_on_a_path_given_no_weight_is_not_an_outage() -> None:
     weights = {"wifi": 0, "nr": 10}
     fused = FusedEstimator([Fixed("kpi", est(100.0, 5.0, 10.0))], weights=lambda c, d: weights)

@@ -41,6 +41,12 @@ from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.ports import CapacityEstimator
 
 SHARPNESS_RATIO = 2.0
+# A path carrying at least this share of an older measurement has caught up with it: what it
+# carries now is the current news, a lower bound (explored further, xapp/policy/exploration.py).
+CAUGHT_UP = 0.9
+# ... once the measurement is this old: a fresh one says what the path can carry, and raising a
+# path that just showed its capacity would only overshoot.
+CAUGHT_UP_AFTER_S = 10.0
 MIN_STDDEV_MBPS = 0.1
 ERROR_WEIGHT = 0.2  # of the newest error in each source's running statistics
 BIAS_WEIGHT = 0.05  # of the newest relative error in each source's running bias
@@ -191,18 +197,36 @@ class FusedEstimator:
         total = sum(weights)
         mean = sum(w * e.capacity_mbps for w, e in zip(weights, exact, strict=True)) / total
         floor = max((e.capacity_mbps for e in bounds), default=0.0)
+        value = max(mean, floor)
+        # The sources' errors are not independent (they all face the same next period), so
+        # the fused belief is not claimed sharper than the sharpest source, unless its own
+        # record shows it forecasts better than that.
+        sigma = self._result_sigma(
+            (cpe_id, access, direction), min(sigmas), mean, newest.age_s(now_s)
+        )
+        caught_up = False
+        if floor > 0:
+            # What the path carried just now bounds how far below the value it can be: an
+            # aging probe of 1190 Mbit/s next to 1150 carried is wrong by 40 at most downwards,
+            # however old (the policy hedges against the downside).
+            sigma = min(sigma, max(value - floor, MIN_STDDEV_MBPS))
+            # Carrying all that an older measurement said, and nothing measured since: it may
+            # carry more by now, and only the bound is current (CAUGHT_UP_AFTER_S).
+            newest_exact_s = max(e.measured_at_s for e in exact)
+            newest_bound_s = max(e.measured_at_s for e in bounds)
+            caught_up = (
+                newest_bound_s - newest_exact_s >= CAUGHT_UP_AFTER_S and floor >= CAUGHT_UP * value
+            )
         return CapacityEstimate(
             cpe_id,
             access,
             direction,
-            max(mean, floor),
-            # The sources' errors are not independent (they all face the same next period),
-            # so the fused belief is not claimed sharper than the sharpest source, unless its
-            # own record shows it forecasts better than that.
-            self._result_sigma((cpe_id, access, direction), min(sigmas), mean, newest.age_s(now_s)),
+            value,
+            sigma,
             self.name,
             newest.measured_at_s,
             True,
+            lower_bound=caught_up,
         )
 
     def _result_sigma(self, path: Path, stated: float, mean: float, age_s: float) -> float:

@@ -23,6 +23,7 @@ of what the other paths carry.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
@@ -31,16 +32,26 @@ from core.domain import CapacityEstimate, Direction
 
 @dataclass(frozen=True)
 class ExplorationConfig:
-    step: float = 0.25  # each raise asks for this much more than the path carried
+    step: float = 0.25  # the first raise asks for this much more than the path carried
+    # Each raise the path kept up with doubles the next one's step, up to this (slow start):
+    # a path far below its capacity gets there in a few periods, while one at its capacity is
+    # only ever asked for `step` more after a pause.
+    max_step: float = 1.0
     # A measurement below (1 - shortfall) × the raised value means the path could not keep up;
     # above the control delay's share of a period, which the old weights still carry.
     shortfall: float = 0.15
     pause_s: float = 10.0
     floor_share: float = 0.02  # of the other paths' sum, for a path held at weight 0
+    # how long what a path showed it could carry stays a guide to where it restarts
+    memory_s: float = 60.0
 
     def __post_init__(self) -> None:
         if not 0 < self.step <= 4:
             raise ValueError(f"exploration step must be in (0, 4], got {self.step}")
+        if not self.step <= self.max_step <= 4:
+            raise ValueError(
+                f"exploration max_step must be in [step, 4], got {self.max_step} (step {self.step})"
+            )
         if not 0 < self.shortfall < 1:
             raise ValueError(f"exploration shortfall must be in (0, 1), got {self.shortfall}")
         if self.pause_s < 0:
@@ -55,6 +66,7 @@ class _Raise:
     decided_at_s: float
     carried_mbps: float  # what the path carried before the raise
     share: float  # its share of the round then
+    step: float  # this raise's step
 
 
 @dataclass
@@ -66,8 +78,11 @@ class ExplorationStats:
 Key = tuple[str, str, Direction]
 
 # A raise that integer weights cannot express yet compounds, up to this multiple of what the
-# path carried; the first weight step it reaches is the smallest change the WRR can make.
+# path carried (more for a path with a small share: up to the round's rate).
 MAX_RAISE = 2.0
+# A path back at weight 0 restarts from this fraction of what it last showed (hedged: it may
+# have come back weaker); slow start takes it from there.
+RESTART_FRACTION = 0.5
 
 
 class Exploration:
@@ -75,6 +90,9 @@ class Exploration:
         self.config = config or ExplorationConfig()
         self._raised: dict[Key, _Raise] = {}
         self._paused_until_s: dict[Key, float] = {}
+        self._last_turn_s: dict[Key, float] = {}
+        # what each path last showed it could carry (it set the round's pace), and when
+        self._shown: dict[Key, tuple[float, float]] = {}
         self.stats = ExplorationStats()
 
     def views(
@@ -103,16 +121,31 @@ class Exploration:
             busiest = max((c or 0.0) / e.capacity_mbps for e, c in measured)
             paced_by_measured = busiest >= 1 - self.config.shortfall
         others_mbps = sum(e.capacity_mbps for e, _ in measured)
-        out: dict[str, CapacityEstimate | None] = {}
+        out: dict[str, CapacityEstimate | None] = dict(estimates)
+        bounded: dict[str, CapacityEstimate] = {}
         for access, estimate in estimates.items():
-            key = (cpe_id, access, direction)
             if estimate is None or not estimate.available or not estimate.lower_bound:
-                self._raised.pop(key, None)
-                out[access] = estimate
-                continue
-            out[access] = self._view(
-                key, estimate, shares.get(access, 0.0), paced_by_measured, others_mbps, now_s
+                self._raised.pop((cpe_id, access, direction), None)
+            else:
+                bounded[access] = estimate
+                out[access] = replace(estimate, stddev_mbps=0.0)  # face value
+        if not bounded:
+            return out
+        # One experiment at a time: with two paths raised at once, a shortfall could not be
+        # told apart. The one under way goes on; otherwise the one explored longest ago.
+        under_way = [a for a in bounded if (cpe_id, a, direction) in self._raised]
+        explored = (
+            under_way[0]
+            if under_way
+            else min(
+                bounded, key=lambda a: self._last_turn_s.get((cpe_id, a, direction), -math.inf)
             )
+        )
+        key = (cpe_id, explored, direction)
+        self._last_turn_s[key] = now_s
+        out[explored] = self._view(
+            key, bounded[explored], shares.get(explored, 0.0), paced_by_measured, others_mbps, now_s
+        )
         return out
 
     def _view(
@@ -130,6 +163,7 @@ class Exploration:
             self._raised.pop(key, None)
             return face_value  # weighted and carrying nothing: dead, not held back
         raised = self._raised.get(key)
+        step = self.config.step
         if raised is not None:
             if bound.measured_at_s <= raised.decided_at_s:
                 return replace(face_value, capacity_mbps=raised.planned_mbps)  # not judged yet
@@ -140,29 +174,46 @@ class Exploration:
                 paced_by_measured = carried >= (1 - self.config.shortfall) * asked
             if reached and not paced_by_measured:
                 self.stats.overshoots += 1  # it could not keep up: it carried its capacity
+                self._shown[key] = (carried, now_s)
                 self._paused_until_s[key] = now_s + self.config.pause_s
                 return face_value
             if not reached:
                 # The raise did not reach the path (too small a change for integer weights, or
-                # not worth a push): ask for more, up to MAX_RAISE of what it carried.
+                # not worth a push): ask for more until it does. The first weight step it
+                # reaches is the smallest change the WRR can make; it stops at twice what the
+                # path carried or the whole round's rate, whichever is more.
                 base = max(raised.carried_mbps, self._floor(others_mbps))
-                planned = raised.planned_mbps * (1 + self.config.step)
-                if planned <= MAX_RAISE * base:
+                round_mbps = raised.carried_mbps / raised.share if raised.share > 0 else 0.0
+                planned = raised.planned_mbps * (1 + raised.step)
+                if planned <= max(MAX_RAISE * base, round_mbps):
                     self._raised[key] = replace(raised, planned_mbps=planned, decided_at_s=now_s)
                     return replace(face_value, capacity_mbps=planned)
                 self._paused_until_s[key] = now_s + self.config.pause_s
                 return face_value
-        elif paced_by_measured is False:
-            return face_value  # it set the pace itself: its bound is its capacity
+            step = min(2 * raised.step, self.config.max_step)  # it kept up: grow faster
+        elif paced_by_measured is False or share >= 1.0:
+            # it set the pace itself (or carried alone): its bound is its capacity
+            if carried > 0:
+                self._shown[key] = (carried, now_s)
+            return face_value
         if now_s < self._paused_until_s.get(key, -1.0):
             return face_value
-        start = carried if carried > 0 else self._floor(others_mbps)
+        start = carried if carried > 0 else self._restart_mbps(key, others_mbps, now_s)
         if start <= 0:
             return face_value
-        planned = start * (1 + self.config.step)
-        self._raised[key] = _Raise(planned, now_s, carried, share)
+        planned = start * (1 + step)
+        self._raised[key] = _Raise(planned, now_s, carried, share, step)
         self.stats.raises += 1
         return replace(face_value, capacity_mbps=planned)
+
+    def _restart_mbps(self, key: Key, others_mbps: float, now_s: float) -> float:
+        """Where a path held at weight 0 starts: half of what it last showed it could carry, if
+        that was recent (a path back from an outage), else a small share of the others."""
+        shown = self._shown.get(key)
+        floor = self._floor(others_mbps)
+        if shown is None or now_s - shown[1] > self.config.memory_s:
+            return floor
+        return max(floor, RESTART_FRACTION * shown[0])
 
     def _floor(self, others_mbps: float) -> float:
         return self.config.floor_share * max(others_mbps, 0.0)
