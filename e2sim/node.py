@@ -36,8 +36,11 @@ class SimulatedNode:
         address: tuple[str, int],
         positions: Sequence[int],
         version: KpmVersion = KpmVersion.V3_00,
+        offered: Sequence[str] | None = None,
     ) -> None:
+        """``offered``: the measurements it offers in its E2 setup (default: all it can make)."""
         self.access = access
+        self._offered = tuple(OFFERED[access] if offered is None else offered)
         self._address, self._version = address, version
         self.client = self._new_client()
         self._last_attempt_s = 0.0
@@ -51,7 +54,7 @@ class SimulatedNode:
 
     def _new_client(self) -> E2NodeClient:
         return E2NodeClient(
-            self._address, GNB_IDS[self.access], OFFERED[self.access], version=self._version
+            self._address, GNB_IDS[self.access], self._offered, version=self._version
         )
 
     def connect(self) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from core.scenario.e2_identities import offered
 from e2sim.node import SimulatedNode
 from e2sim.world import PeriodTruth, SimWorld
 from kpm.versions import KpmVersion
@@ -95,7 +96,13 @@ class SimRunner:
             for access in world.accesses
         }
         self.nodes = [
-            SimulatedNode(access, address, positions_by_access[access], version)
+            SimulatedNode(
+                access,
+                address,
+                positions_by_access[access],
+                version,
+                offered(world.scenario, access),
+            )
             for access in world.accesses
         ]
 

@@ -10,8 +10,10 @@ import pytest
 from bench.closed_loop import LoopSettings, evaluate
 from bench.simulated import check_node_measurements
 from core.domain import CapacityEstimate, Direction
+from core.scenario.e2_identities import offered as offered_by
 from core.scenario.e2_identities import scenario_deployment
 from core.scenario.load import ScenarioError, load_scenario, parse_scenario
+from e2sim.node import SimulatedNode
 from xapp.policy.exploration import Exploration, ExplorationConfig
 
 DL = Direction.DOWNLINK
@@ -170,6 +172,9 @@ def test_a_scenario_says_what_a_node_can_measure() -> None:
     assert set(wifi_node.measurements) == offered
     nr_node = next(n for n in deployment.e2.nodes if n.access == "nr")
     assert "RRU.PrbUsedDl" in nr_node.measurements  # not named: the usual subscription
+    # the simulated node offers only these in its E2 setup (a subscription to more is refused)
+    node = SimulatedNode("wifi", ("127.0.0.1", 1), [1], offered=offered_by(scenario, "wifi"))
+    assert set(node.client.offered) == offered
     with pytest.raises(ScenarioError, match="nodes names 'wimax'"):
         parse_scenario(
             {

@@ -13,12 +13,12 @@ import signal
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
 from core.domain import KpiSample
-from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
+from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name, subscribed
 from core.scenario.model import Scenario
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.e2.config import E2NodeConfig, E2Settings
@@ -46,7 +46,13 @@ def run_standalone(
 ) -> ReceivedStats:
     """Serve E2 until ``duration_s`` has passed or SIGTERM; ``on_samples`` gets every batch of
     decoded samples (the live control loop's buffer), from the transport's threads."""
-    settings = E2Settings(nodes=e2_node_configs(scenario.access_names, report_period_ms))
+    settings = E2Settings(
+        nodes=e2_node_configs(
+            scenario.access_names,
+            report_period_ms,
+            measurements={a: subscribed(scenario, a) for a in scenario.access_names},
+        )
+    )
     processor = IndicationProcessor(e2_cpes(scenario))
     stats = ReceivedStats()
     lock = threading.Lock()
@@ -89,14 +95,19 @@ def run_standalone(
 
 
 def e2_node_configs(
-    accesses: Sequence[str], report_period_ms: int = 1000, per_ue: bool = True
+    accesses: Sequence[str],
+    report_period_ms: int = 1000,
+    per_ue: bool = True,
+    measurements: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[E2NodeConfig, ...]:
-    """What the standalone xApp subscribes to on a scenario's nodes."""
+    """What the standalone xApp subscribes to on a scenario's nodes: ``measurements`` per
+    access where given (what a node that offers less does offer), else the usual few."""
+    chosen = measurements or {}
     return tuple(
         E2NodeConfig(
             node=node_name(access),
             access=access,
-            measurements=DEFAULT_SUBSCRIBED[access],
+            measurements=tuple(chosen.get(access, DEFAULT_SUBSCRIBED[access])),
             report_period_ms=report_period_ms,
             report="per-ue" if per_ue else "cell",
         )

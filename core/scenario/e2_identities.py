@@ -64,6 +64,21 @@ DEFAULT_SUBSCRIBED: dict[str, tuple[str, ...]] = {
 }
 
 
+def offered(scenario: Scenario, access: str) -> tuple[str, ...]:
+    """What the simulated node of ``access`` offers in its E2 setup: all it can make, or the
+    scenario's ``nodes.<access>.measurements`` of those."""
+    can = scenario.node_measurements.get(access)
+    return OFFERED[access] if can is None else tuple(n for n in OFFERED[access] if n in can)
+
+
+def subscribed(scenario: Scenario, access: str) -> tuple[str, ...]:
+    """What a deployment made for the scenario subscribes to: the usual few, or everything a
+    node that offers less does offer."""
+    if access not in scenario.node_measurements:
+        return DEFAULT_SUBSCRIBED[access]
+    return offered(scenario, access)
+
+
 def node_name(access: str) -> str:
     if access not in GNB_IDS:
         raise ValueError(f"the simulator models nr, wifi and lifi, not {access!r}")
@@ -110,9 +125,7 @@ def scenario_deployment(
                 {
                     "name": node_name(access),
                     "access": access,
-                    "measurements": sorted(
-                        scenario.node_measurements.get(access, DEFAULT_SUBSCRIBED[access])
-                    ),
+                    "measurements": list(subscribed(scenario, access)),
                     "report_period_ms": report_period_ms,
                     "report": "per-ue" if per_ue else "cell",
                 }
