@@ -193,6 +193,28 @@ ONE_LEVER_FOR_BOTH = (
 )
 
 
+class ExplorationSettings(_Strict):
+    """How a path known only from below (its node reports no resource KPIs) is given more share
+    until it shows its capacity (docs/estimators.md, "Paths known only from below")."""
+
+    enabled: bool = True
+    step: float = Field(
+        default=0.25, gt=0, le=4, description="the first raise asks for this much more than carried"
+    )
+    max_step: float = Field(
+        default=1.0, gt=0, le=4, description="each raise kept up with doubles the step, up to this"
+    )
+    pause_s: float = Field(
+        default=10.0, ge=0, le=3600, description="after a raise the path could not keep up with"
+    )
+
+    @model_validator(mode="after")
+    def _steps(self) -> ExplorationSettings:
+        if self.max_step < self.step:
+            raise ValueError(f"max_step ({self.max_step}) must be ≥ step ({self.step})")
+        return self
+
+
 class Deployment(_Strict):
     """The whole configuration (the descriptor's ``controls``)."""
 
@@ -205,6 +227,7 @@ class Deployment(_Strict):
     estimator: Literal["fused", "kpi-only", "model-only", "probe-only"] = "fused"
     policy: PolicySettings = PolicySettings()
     training_labels: TrainingLabelSettings = TrainingLabelSettings()
+    exploration: ExplorationSettings = ExplorationSettings()
     operator_api: OperatorApiConfig = OperatorApiConfig()
     sdl_namespace: str = Field(default="atsss", min_length=1, max_length=64)
 

@@ -89,6 +89,11 @@ BAD = [
     ),
     (lambda d: d["cpes"].append(dict(d["cpes"][1])), "cpes: the id 'cpe-2' appears twice"),
     (lambda d: d.update(policy={"outage_stall_s": -1}), "policy.outage_stall_s:"),
+    (lambda d: d.update(exploration={"step": 0}), "exploration.step:"),
+    (
+        lambda d: d.update(exploration={"step": 0.5, "max_step": 0.25}),
+        "exploration: max_step (0.25) must be ≥ step (0.5)",
+    ),
 ]
 
 
@@ -98,6 +103,18 @@ def test_the_outage_stall_reaches_the_policy() -> None:
     assert live_settings(parse_deployment(good(), "f.json")).policy.outage_stall_s == 0.45
     quick = parse_deployment(edited(lambda d: d.update(policy={"outage_stall_s": 0.1})), "f.json")
     assert live_settings(quick).policy.outage_stall_s == 0.1
+
+
+def test_exploration_reaches_the_loop_and_can_be_switched_off() -> None:
+    from xapp.service import live_settings
+
+    default = live_settings(parse_deployment(good(), "f.json")).exploration
+    assert default is not None
+    assert (default.step, default.max_step, default.pause_s) == (0.25, 1.0, 10.0)
+    slow = parse_deployment(edited(lambda d: d.update(exploration={"pause_s": 60})), "f.json")
+    assert live_settings(slow).exploration.pause_s == 60  # type: ignore[union-attr]
+    off = parse_deployment(edited(lambda d: d.update(exploration={"enabled": False})), "f.json")
+    assert live_settings(off).exploration is None
 
 
 @pytest.mark.parametrize(("change", "message"), BAD)

@@ -41,7 +41,7 @@ from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import MAX_PARALLEL_PUSHES, ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
-from xapp.policy.exploration import Exploration
+from xapp.policy.exploration import Exploration, ExplorationConfig
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
 from xapp.ports import WeightPushError, XappStore
@@ -79,6 +79,8 @@ class LiveSettings:
     estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     min_gain: float = Hysteresis.min_gain
+    # How paths known only from below get more share; None: they are weighted by their bound
+    exploration: ExplorationConfig | None = field(default_factory=ExplorationConfig)
 
 
 class LiveControl:
@@ -126,7 +128,9 @@ class LiveControl:
         self.push_failures = 0
         self._loop: ControlLoop | None = None
         # kept across reloads: what it learnt of paths known only from below, and its counts
-        self.exploration = Exploration()
+        self.exploration = (
+            Exploration(settings.exploration) if settings.exploration is not None else None
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # Start-up: when each CPE's accesses were first heard of, and how long after the last

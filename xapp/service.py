@@ -59,6 +59,7 @@ from xapp.operator.auth import TokensError, load_tokens
 from xapp.operator.registry import CpeRegistry
 from xapp.operator.state import OperatorState
 from xapp.ownership import Ownership
+from xapp.policy.exploration import ExplorationConfig
 from xapp.policy.weight_policy import PolicyConfig
 from xapp.ports import WeightPushError, XappStore
 
@@ -130,6 +131,13 @@ def live_settings(deployment: Deployment) -> LiveSettings:
             outage_stall_s=deployment.policy.outage_stall_s,
         ),
         min_gain=deployment.policy.min_gain,
+        exploration=ExplorationConfig(
+            step=deployment.exploration.step,
+            max_step=deployment.exploration.max_step,
+            pause_s=deployment.exploration.pause_s,
+        )
+        if deployment.exploration.enabled
+        else None,
     )
 
 
@@ -344,6 +352,8 @@ class XappService:
         return model.inferences, model.inference_s
 
     def exploration(self) -> tuple[int, int]:
+        if self.control.exploration is None:
+            return 0, 0
         stats = self.control.exploration.stats
         return stats.raises, stats.overshoots
 
