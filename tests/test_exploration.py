@@ -131,6 +131,23 @@ def test_two_paths_known_only_from_below_are_explored_one_at_a_time() -> None:
     assert _mbps(view, first) == carried[first]
 
 
+def test_without_a_measured_path_the_share_s_promise_is_the_yardstick() -> None:
+    """NR carries nothing (weight 0): no measured path can say who set the pace, so what the
+    grown share asked is compared with what the path carried."""
+    exploration = Exploration(ExplorationConfig(step=0.25, pause_s=10.0))
+    weights = {"nr": 0, "wifi": 10, "lifi": 10}
+    view = _views(exploration, 100.0, 0.0, weights, 1.0, lifi_carried=100.0)
+    first = next(a for a in ("wifi", "lifi") if _mbps(view, a) > 100.0)
+    grown = dict(weights, **{first: 12})
+    # its share grew by 12/22 over 10/20 (×1.09): asked 109, carried 100 → kept up
+    _views(exploration, 100.0, 0.0, grown, 2.0, lifi_carried=100.0)
+    assert exploration.stats.overshoots == 0
+    # its share grew again, to 20/30 (×1.22): asked 122, carried 100: it could not keep up
+    grown_more = dict(weights, **{first: 20})
+    _views(exploration, 100.0, 0.0, grown_more, 3.0, lifi_carried=100.0)
+    assert exploration.stats.overshoots == 1
+
+
 def test_a_path_back_at_weight_zero_restarts_from_half_what_it_last_showed() -> None:
     exploration = Exploration(ExplorationConfig(step=0.25, pause_s=10.0, memory_s=60.0))
     # carrying alone, it showed its capacity

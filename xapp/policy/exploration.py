@@ -169,10 +169,7 @@ class Exploration:
                 return replace(face_value, capacity_mbps=raised.planned_mbps)  # not judged yet
             del self._raised[key]
             reached = share > raised.share * (1 + 1e-9)
-            if paced_by_measured is None and reached:
-                asked = raised.carried_mbps * share / raised.share if raised.share > 0 else 0.0
-                paced_by_measured = carried >= (1 - self.config.shortfall) * asked
-            if reached and not paced_by_measured:
+            if reached and not self._kept_up(raised, carried, share, paced_by_measured):
                 self.stats.overshoots += 1  # it could not keep up: it carried its capacity
                 self._shown[key] = (carried, now_s)
                 self._paused_until_s[key] = now_s + self.config.pause_s
@@ -205,6 +202,19 @@ class Exploration:
         self._raised[key] = _Raise(planned, now_s, carried, share, step)
         self.stats.raises += 1
         return replace(face_value, capacity_mbps=planned)
+
+    def _kept_up(
+        self, raised: _Raise, carried: float, share: float, paced_by_measured: bool | None
+    ) -> bool:
+        """Did the path carry what its grown share asked? A measured path that set the pace says
+        so; without one (no measured path weighted, or one without a throughput), compare what
+        it carried with what the share asked."""
+        if paced_by_measured is not None:
+            return paced_by_measured
+        if raised.share <= 0:
+            return True  # there was no share to scale: nothing says it fell short
+        asked = raised.carried_mbps * share / raised.share
+        return carried >= (1 - self.config.shortfall) * asked
 
     def _restart_mbps(self, key: Key, others_mbps: float, now_s: float) -> float:
         """Where a path held at weight 0 starts: half of what it last showed it could carry, if
