@@ -132,6 +132,13 @@ class E2Config(_Strict):
     )
     http_port: int = Field(default=8080, ge=1, le=65535)
     rmr_port: int = Field(default=4560, ge=1, le=65535)
+    quiet_periods: int = Field(
+        default=3,
+        ge=1,
+        le=1000,
+        description="a subscribed node that sends no indication for this many of its reporting "
+        "periods is marked quiet and subscribed again (delete, then subscribe, with backoff)",
+    )
     node_naming: NamingStyle = Field(
         default=DEFAULT_STYLE,
         description="how nodes' names are built from their E2 setup (standalone E2 "

@@ -8,6 +8,10 @@
   the 201, the order that trips naive xApps; 503 while the node is not connected; DELETE
   removes the subscription at the node;
 - an **appmgr** taking ``/ric/v1/register`` and ``/ric/v1/deregister``.
+
+Like the real E2 termination it forwards a node's indications only while a subscription the
+submgr made holds them (``forget`` drops one as a restarted E2T or submgr would, without telling
+the xApp); ``unreachable`` nodes get 503 from the submgr, as nodes with no E2 connection do.
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ class RicStandIn:
         self.registered: list[dict[str, Any]] = []
         self.deregistered: list[dict[str, Any]] = []
         self.forwarded = 0
+        self.forwarded_by_node: dict[str, int] = {}
+        self.unreachable: set[str] = set()
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._rmr: RmrPeer | None = None
@@ -100,7 +106,8 @@ class RicStandIn:
                     with self._lock:
                         self.nodes[node] = sock
                 elif isinstance(message, e2ap.Indication) and node is not None:
-                    self._forward(node, frame, message.request_id.instance_id)
+                    if self._holds(node, message.request_id.instance_id):
+                        self._forward(node, frame, message.request_id.instance_id)
                 elif isinstance(message, e2ap.SubscriptionResponse | e2ap.SubscriptionFailure):
                     self._answered(message)
         except (OSError, ConnectionError):
@@ -109,6 +116,29 @@ class RicStandIn:
             with self._lock:
                 if node is not None and self.nodes.get(node) is sock:
                     del self.nodes[node]
+
+    def _holds(self, node: str, instance: int) -> bool:
+        with self._lock:
+            return any(
+                s.node == node and s.instance == instance for s in self.subscriptions.values()
+            )
+
+    def forget(self, node: str) -> None:
+        """Drop the node's subscriptions as a platform restarted without its state would: the
+        node stops reporting, and nobody tells the xApp."""
+        with self._lock:
+            dropped = [s for s in self.subscriptions.values() if s.node == node]
+            for subscription in dropped:
+                del self.subscriptions[subscription.subscription_id]
+            sock = self.nodes.get(node)
+        for subscription in dropped:
+            if sock is not None:
+                request_pdu = e2ap.SubscriptionDeleteRequest(
+                    e2ap.RicRequestId(REQUESTOR_ID, subscription.instance),
+                    subscription.function_id,
+                )
+                with contextlib.suppress(OSError):
+                    send_frame(sock, e2ap.encode(request_pdu))
 
     def _forward(self, node: str, payload: bytes, instance: int) -> None:
         with self._forward_lock:  # one RMR stream, shared by the nodes' threads
@@ -121,6 +151,7 @@ class RicStandIn:
             try:
                 self._rmr.send(RIC_INDICATION, node, payload, instance)
                 self.forwarded += 1
+                self.forwarded_by_node[node] = self.forwarded_by_node.get(node, 0) + 1
             except OSError:
                 self._rmr.close()
                 self._rmr = None
@@ -164,7 +195,7 @@ class RicStandIn:
             node = body["Meid"]
             with self._lock:
                 sock = self.nodes.get(node)
-            if sock is None:
+            if sock is None or node in self.unreachable:
                 return JSONResponse({"error": f"no E2 connection to {node}"}, status_code=503)
             detail = body["SubscriptionDetails"][0]
             subscription = Subscription(

@@ -144,3 +144,34 @@ def test_the_rendered_descriptor_is_valid_and_the_xapp_loads_it(tmp_path: Path) 
     assert deployment.e2.client_host == "service-ricxapp-atsss-xapp-http.ricxapp"
     assert str(deployment.agents.token_file) == "/etc/atsss/secrets/agent-token"
     assert os.path.basename(str(deployment.operator_api.tokens_file)) == "operator-tokens.yaml"
+
+
+def _selects(service: dict[str, Any], pod_labels: dict[str, str]) -> bool:
+    return all(pod_labels.get(k) == v for k, v in service["spec"]["selector"].items())
+
+
+def test_the_submgr_s_notification_reaches_a_pod_that_is_not_ready() -> None:
+    """The submgr posts its notification to ClientEndpoint.Host, which the chart sets to the
+    http Service; a Service routes to not-ready pods only with publishNotReadyAddresses. The
+    E2 termination's RMR traffic goes through the rmr Service, likewise."""
+    objects = render()
+    deployment = by_kind(objects, "Deployment")[0]
+    pod_labels = deployment["spec"]["template"]["metadata"]["labels"]
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    container_ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    config_map = by_kind(objects, "ConfigMap")[0]
+    e2 = json.loads(config_map["data"]["config-file.json"])["controls"]["e2"]
+    services = {s["metadata"]["name"]: s for s in by_kind(objects, "Service")}
+
+    http = services[e2["client_host"].split(".")[0]]
+    assert e2["client_host"].split(".")[1] == "ricxapp", "the Service's namespace"
+    assert http["spec"].get("publishNotReadyAddresses") is True
+    assert _selects(http, pod_labels)
+    (port,) = [p for p in http["spec"]["ports"] if p["port"] == e2["http_port"]]
+    assert container_ports[port["targetPort"]] == e2["http_port"]
+
+    rmr = services["service-ricxapp-atsss-xapp-rmr"]
+    assert rmr["spec"].get("publishNotReadyAddresses") is True
+    assert _selects(rmr, pod_labels)
+    # And readiness itself is the xApp's own (RMR, SDL, registration), not the subscriptions.
+    assert container["readinessProbe"]["httpGet"]["path"] == "/ric/v1/health/ready"

@@ -1,18 +1,27 @@
-"""The RMR adapter's message handling, through the port it implements (no librmr here)."""
+"""The RMR adapter: its message handling, and its life over the RMR stand-in (ricxappframe's
+rmr module's functions over loopback TCP: no librmr here)."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import logging
 import re
 import time
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from bench.live_system import wait_until
 from core.domain import AccessIdentity, Cpe, KpiSample
 from kpm import builders, e2ap
 from kpm.codec import KpmPdu, codec_for
 from kpm.ueid import gnb_du_ueid
 from kpm.versions import KpmVersion
+from tests import rmr_standin
+from tests.rmr_standin import RmrPeer
 from xapp.e2 import rmr_adapter
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
@@ -20,6 +29,7 @@ from xapp.e2.messages import (
     RIC_HEALTH_CHECK_REQ,
     RIC_HEALTH_CHECK_RESP,
     RIC_INDICATION,
+    RIC_SUB_DEL_REQUIRED,
     RIC_SUB_FAILURE,
     RIC_SUB_RESP,
     E2MessageHandler,
@@ -27,21 +37,6 @@ from xapp.e2.messages import (
 )
 
 V3 = KpmVersion.V3_00
-
-
-class RecordingXapp:
-    """Records what the adapter asks of RMRXapp: replies and freed buffers."""
-
-    def __init__(self) -> None:
-        self.replies: list[tuple[Any, bytes, int]] = []
-        self.freed: list[Any] = []
-
-    def rmr_rts(self, sbuf: Any, new_payload: bytes, new_mtype: int) -> bool:
-        self.replies.append((sbuf, new_payload, new_mtype))
-        return True
-
-    def rmr_free(self, sbuf: Any) -> None:
-        self.freed.append(sbuf)
 
 
 def setup() -> tuple[
@@ -74,11 +69,10 @@ def test_summary_keys_match_ricxappframe() -> None:
     assert constants["RMR_MS_SUB_ID"] == rmr_adapter.SUMMARY_SUBSCRIPTION_ID
 
 
-def test_indication_feeds_the_pipeline_and_the_buffer_is_freed() -> None:
-    adapter, samples, _, _ = setup()
+def indication_payload() -> bytes:
     codec = codec_for(V3)
     message = builders.message_format3([(gnb_du_ueid(7), ["DRB.UEThpDl"], [[1190000]])], 1000)
-    payload = e2ap.encode(
+    return e2ap.encode(
         e2ap.Indication(
             e2ap.RicRequestId(1, 7),
             2,
@@ -87,50 +81,157 @@ def test_indication_feeds_the_pipeline_and_the_buffer_is_freed() -> None:
             codec.encode(KpmPdu.MESSAGE, message),
         )
     )
-    xapp = RecordingXapp()
-    adapter.on_rmr_message(xapp, summary(RIC_INDICATION, payload), "sbuf-1")
+
+
+def test_indication_feeds_the_pipeline() -> None:
+    adapter, samples, _, _ = setup()
+    assert adapter.handle(summary(RIC_INDICATION, indication_payload())) is None
     assert [s.throughput_mbps for s in samples] == [1190.0]
-    assert xapp.freed == ["sbuf-1"]
-    assert xapp.replies == []
 
 
 def test_subscription_outcomes_are_reported() -> None:
     adapter, _, outcomes, _ = setup()
-    xapp = RecordingXapp()
     ok = e2ap.encode(e2ap.SubscriptionResponse(e2ap.RicRequestId(1, 7), 2, (1,)))
     refused = e2ap.encode(
         e2ap.SubscriptionFailure(e2ap.RicRequestId(1, 7), 2, ("ricRequest", "action-not-supported"))
     )
-    adapter.on_rmr_message(xapp, summary(RIC_SUB_RESP, ok), 1)
-    adapter.on_rmr_message(xapp, summary(RIC_SUB_FAILURE, refused), 2)
-    assert [(o.node, o.admitted) for o in outcomes] == [("gnb", True), ("gnb", False)]
+    adapter.handle(summary(RIC_SUB_RESP, ok))
+    adapter.handle(summary(RIC_SUB_FAILURE, refused))
+    adapter.handle(summary(RIC_SUB_DEL_REQUIRED, b"\x00"))
+    assert [(o.node, o.admitted, o.lost) for o in outcomes] == [
+        ("gnb", True, False),
+        ("gnb", False, False),
+        ("gnb", False, True),
+    ]
     assert "ricRequest/action-not-supported" in outcomes[1].detail
-    assert xapp.freed == [1, 2]
 
 
 def test_health_check_is_answered() -> None:
     adapter, _, _, _ = setup()
-    xapp = RecordingXapp()
-    adapter.on_rmr_message(xapp, summary(RIC_HEALTH_CHECK_REQ, b"ping"), "sbuf")
-    assert xapp.replies == [("sbuf", b"OK\n", RIC_HEALTH_CHECK_RESP)]
-    assert xapp.freed == ["sbuf"]
+    reply = adapter.handle(summary(RIC_HEALTH_CHECK_REQ, b"ping"))
+    assert reply is not None
+    assert (reply.message_type, reply.payload) == (RIC_HEALTH_CHECK_RESP, b"OK\n")
 
 
-def test_bad_messages_are_counted_and_the_buffer_still_freed() -> None:
+def test_bad_messages_are_counted() -> None:
     adapter, samples, _, processor = setup()
-    xapp = RecordingXapp()
-    adapter.on_rmr_message(xapp, summary(RIC_INDICATION, b"\x00\x05garbage"), 1)
-    adapter.on_rmr_message(xapp, summary(RIC_INDICATION, None), 2)
-    adapter.on_rmr_message(xapp, summary(99999, b"x"), 3)
-    adapter.on_rmr_message(xapp, summary(RIC_SUB_RESP, b"\xff"), 4)
+    adapter.handle(summary(RIC_INDICATION, b"\x00\x05garbage"))
+    adapter.handle(summary(RIC_INDICATION, None))
+    adapter.handle(summary(99999, b"x"))
+    adapter.handle(summary(RIC_SUB_RESP, b"\xff"))
     assert samples == []
     assert processor.rejected_count("e2ap-malformed") == 2
     assert processor.rejected_count("empty") == 1
     assert processor.rejected_count("unexpected-message") == 1
-    assert xapp.freed == [1, 2, 3, 4]
 
 
-def test_rmr_framework_is_not_imported_until_run() -> None:
+def test_the_rmr_library_is_not_imported_until_started() -> None:
     import sys
 
+    assert "ricxappframe.rmr.rmr" not in sys.modules
     assert "ricxappframe.xapp_frame" not in sys.modules
+
+
+# ------------------------------------------------------------------ over the stand-in's RMR
+
+
+@pytest.fixture
+def standin_rmr(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv(rmr_adapter.RMR_LIBRARY_VARIABLE, "tests.rmr_standin")
+    seed = tmp_path / "routes.rt"
+    monkeypatch.setenv("RMR_SEED_RT", str(seed))
+    monkeypatch.delenv("RMR_RTG_SVC", raising=False)
+    return seed
+
+
+def listening_adapter(**options: Any) -> tuple[rmr_adapter.RmrE2Adapter, list[KpiSample], int]:
+    """An adapter on RMR, on a port the stand-in's listener took itself."""
+    adapter, samples, _, _ = setup()
+    adapter = rmr_adapter.RmrE2Adapter(adapter._handler, rmr_port=0, **options)
+    adapter.start()
+    return adapter, samples, adapter._context.server.getsockname()[1]
+
+
+def test_messages_arrive_over_rmr_and_health_checks_are_answered(standin_rmr: Path) -> None:
+    adapter, samples, port = listening_adapter()
+    peer = RmrPeer(port)
+    try:
+        peer.send(RIC_INDICATION, "gnb", indication_payload(), 7)
+        peer.send(RIC_HEALTH_CHECK_REQ, "", b"ping")
+        assert peer.receive() == (RIC_HEALTH_CHECK_RESP, b"OK\n")
+        wait_until(lambda: len(samples) == 1, 5, "the indication's sample")
+    finally:
+        peer.close()
+        adapter.stop()
+
+
+def test_not_ready_without_a_route_table_says_what_is_missing(
+    standin_rmr: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="xapp.e2.rmr_adapter")
+    adapter, _, _ = listening_adapter(first_report_s=0.2, report_every_s=0.5)
+    try:
+        wait_until(lambda: "RMR not ready" in caplog.text, 5, "a line on the missing table")
+        assert not adapter.ready()
+        assert f"RMR_SEED_RT={standin_rmr} does not exist" in caplog.text
+        assert "RMR_RTG_SVC not set" in caplog.text
+        assert adapter.waiting_for() is not None
+        standin_rmr.write_text(rmr_standin.route_table((12050, "127.0.0.1:4560")))
+        wait_until(adapter.ready, 5, "readiness once the seed table exists")
+        assert adapter.waiting_for() is None
+    finally:
+        adapter.stop()
+
+
+def test_a_route_manager_s_table_makes_it_ready(standin_rmr: Path) -> None:
+    adapter, _, port = listening_adapter()
+    peer = RmrPeer(port)
+    try:
+        assert not adapter.ready()
+        peer.send_route_table(rmr_standin.route_table((12050, "127.0.0.1:4560")))
+        wait_until(adapter.ready, 5, "readiness once a table came")
+    finally:
+        peer.close()
+        adapter.stop()
+
+
+def test_stop_closes_rmr_within_one_receive_timeout(standin_rmr: Path) -> None:
+    adapter, _, port = listening_adapter(receive_timeout_ms=200)
+    peer = RmrPeer(port)
+    started = time.monotonic()
+    adapter.stop()
+    took = time.monotonic() - started
+    assert peer.closed_by_the_xapp(5), "the RMR stream stays open after stop"
+    assert took < 2.0, f"stop took {took:.1f} s"
+    peer.close()
+
+
+def test_missing_route_table_names_each_source() -> None:
+    text = rmr_adapter.missing_route_table({"RMR_RTG_SVC": "service-ricplt-rtmgr:4561"})
+    assert "RMR_SEED_RT is not set" in text
+    assert "RMR_RTG_SVC=service-ricplt-rtmgr:4561" in text
+
+
+def test_the_stand_in_offers_what_the_adapter_calls_with_the_real_signatures() -> None:
+    """The stand-in must be usable where the real module is: every function the adapter calls
+    exists in ricxappframe's rmr module with the parameters the adapter passes."""
+    spec = find_spec("ricxappframe")
+    assert spec is not None
+    assert spec.origin is not None
+    source = (Path(spec.origin).parent / "rmr" / "rmr.py").read_text()
+    real = {
+        node.name: [a.arg for a in node.args.args]
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.FunctionDef)
+    }
+    adapter_source = Path(rmr_adapter.__file__).read_text()
+    called = set(re.findall(r"\b(rmr_\w+|message_summary)\(", adapter_source)) - {
+        "rmr_api",
+        "rmr_library_available",
+    }
+    assert called >= {"rmr_init", "rmr_torcv_msg", "rmr_rts_msg", "rmr_free_msg", "rmr_close"}
+    for name in called:
+        assert name in real, f"ricxappframe's rmr module has no {name}"
+        standin = inspect.signature(getattr(rmr_standin, name)).parameters
+        for parameter in real[name]:
+            assert parameter in standin, f"the stand-in's {name} lacks {parameter}"

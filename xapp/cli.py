@@ -315,6 +315,13 @@ def xapp_serve(
         str | None,
         typer.Option(help="HTTP address, HOST:PORT. Default: 0.0.0.0 and e2.http_port."),
     ] = None,
+    log_format: Annotated[
+        str,
+        typer.Option(
+            help="json (one mdclog-shaped object a line, as a RIC's log collectors read), text, "
+            "or auto: json in RIC mode, text standalone."
+        ),
+    ] = "auto",
 ) -> None:
     """Run the xApp until SIGTERM: E2 in, weights out to the agents, health and metrics over
     HTTP. SIGHUP or an edit of the configuration file reloads it without a restart."""
@@ -322,13 +329,13 @@ def xapp_serve(
     import os
 
     from core.deployment import DeploymentError
+    from core.logs import use_format
     from xapp.config import config_path, load_xapp_config
     from xapp.e2.rmr_adapter import rmr_library_available
     from xapp.service import ServeOptions, ServiceError, XappService
 
     if "ATSSS_LOG_LEVEL" not in os.environ:  # a service logs what it does
         logging.getLogger().setLevel(logging.INFO)
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per request is noise
     try:
         path = config_path(config)
         deployment = load_xapp_config(path)
@@ -336,9 +343,13 @@ def xapp_serve(
         fail(str(error))
     if e2 not in ("auto", "ric", "standalone"):
         fail(f"--e2 is auto, ric or standalone, got {e2!r}")
+    if log_format not in ("auto", "json", "text"):
+        fail(f"--log-format is auto, json or text, got {log_format!r}")
     mode = e2 if e2 != "auto" else ("ric" if rmr_library_available() else "standalone")
+    chosen = log_format if log_format != "auto" else ("json" if mode == "ric" else "text")
+    use_format("json" if chosen == "json" else "text")
     if e2 == "auto":
-        err.print(f"E2 mode: {mode}", highlight=False)
+        logging.getLogger("xapp").info("E2 mode: %s", mode)
     e2_host, e2_port = _host_port("--listen", listen)
     http_host, http_port = _host_port("--http", http) if http else ("0.0.0.0", None)
     options = ServeOptions(path, mode, (e2_host, e2_port), http_host, http_port)  # type: ignore[arg-type]

@@ -1,6 +1,7 @@
 """What the running xApp exposes on /metrics, beyond the E2 counters of the indication processor.
 
-Label cardinality stays bounded: per-access capacity and weight are exported for the first
+Label cardinality stays bounded: per-node state and report age for the configured nodes only;
+per-access capacity and weight are exported for the first
 ``first_cpes`` CPEs (in configuration order) and as sums over all CPEs; pushes are counted per
 agent role, not per agent.
 """
@@ -15,6 +16,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from core.domain import CapacityEstimate, Cpe, Direction, WeightSet
+from xapp.e2.node_health import NODE_STATES
 
 
 class Observed(Protocol):
@@ -35,6 +37,8 @@ class Observed(Protocol):
     def model_inference(self) -> tuple[int, float]: ...
 
     def exploration(self) -> tuple[int, int]: ...
+
+    def node_health(self) -> list[tuple[str, str, float | None]]: ...
 
 
 class XappMetrics:
@@ -127,3 +131,23 @@ class _StateCollector(Collector):
         )
         overshot.add_metric([], overshoots)
         yield from (explored, overshot)
+        yield from _node_families(self._observed.node_health())
+
+
+def _node_families(nodes: list[tuple[str, str, float | None]]) -> Iterator[GaugeMetricFamily]:
+    age = GaugeMetricFamily(
+        "atsss_e2_node_report_age_seconds",
+        "Seconds since the E2 node's last indication (absent: none yet)",
+        labels=["node"],
+    )
+    state = GaugeMetricFamily(
+        "atsss_e2_node_state",
+        "1 for the state the E2 node's subscription is in, 0 for the others",
+        labels=["node", "state"],
+    )
+    for node, current, seconds in nodes:
+        if seconds is not None:
+            age.add_metric([node], seconds)
+        for name in NODE_STATES:
+            state.add_metric([node, name], 1.0 if name == current else 0.0)
+    yield from (age, state)

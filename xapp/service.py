@@ -11,10 +11,16 @@ It assembles the parts from the deployment configuration:
   ``/metrics``;
 - **control**: the live control loop pushing to every CPE's agent and the proxy's agent.
 
-Ready means SDL answers (when used) and the E2 side is in place: every node subscribed (RIC) or
-a node connected and subscribed (standalone). SIGTERM stops pushing, deletes the subscriptions,
-and exits; SIGHUP, or a change of the configuration file, reloads it: new CPEs and nodes are
-picked up, removed ones unsubscribed, and what the loop knows of the others is kept.
+Ready means "can serve": the configuration is loaded, SDL answers (when used) and, in a RIC,
+RMR has a route table and the appmgr took the registration (``xapp.platform``); standalone, the
+E2 termination listens. No E2 node's subscription holds readiness: each node's state is
+reported and healed on its own (``xapp.e2.node_health``). SIGTERM stops pushing, deletes the
+subscriptions, closes RMR, deregisters and exits within a few seconds; SIGHUP, or a change of
+the configuration file, reloads it: new CPEs and nodes are picked up, removed ones
+unsubscribed, and what the loop knows of the others is kept.
+
+This module only assembles: the RIC platform's life is ``xapp.platform``, what the API reads is
+``xapp.service_view``.
 """
 
 from __future__ import annotations
@@ -27,17 +33,16 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Literal
 
-import httpx
 import uvicorn
 from prometheus_client import CollectorRegistry, Gauge
 
 from core.deployment import AgentConfig, CpeConfig, Deployment, DeploymentError
-from core.domain import CapacityEstimate, Cpe, Direction, SteeringRule, WeightSet
+from core.domain import Direction, SubscriptionRecord
 from kpm.codec import compile_all
 from models.runtime import OnnxCapacityModel
 from xapp.adapters.agent_http import AgentEndpoint
@@ -48,6 +53,7 @@ from xapp.control_loop import StepOutcome
 from xapp.e2.config import E2Settings
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.messages import E2MessageHandler, SubscriptionOutcome
+from xapp.e2.node_health import SubscriptionHealer
 from xapp.e2.rest import create_app
 from xapp.e2.stream import StandaloneE2Termination
 from xapp.e2.subscriptions import SubmgrClient, SubscriptionManager
@@ -59,9 +65,11 @@ from xapp.operator.auth import TokensError, load_tokens
 from xapp.operator.registry import CpeRegistry
 from xapp.operator.state import OperatorState
 from xapp.ownership import Ownership
+from xapp.platform import Check, Readiness, RicPlatform, evaluate
 from xapp.policy.exploration import ExplorationConfig
 from xapp.policy.weight_policy import PolicyConfig
-from xapp.ports import WeightPushError, XappStore
+from xapp.ports import XappStore
+from xapp.service_view import XappView
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +161,6 @@ class XappService:
         self.control = LiveControl(
             cpes, live_settings(deployment), store=self.store, on_step=self._observe_step
         )
-        self.metrics = XappMetrics(self.registry, self)
         # With SDL, replicas share the CPEs out through leases; alone in memory, all are ours.
         self.ownership: Ownership | None = None
         if self.uses_sdl:
@@ -174,12 +181,29 @@ class XappService:
         self._threads: list[threading.Thread] = []
         self._termination: StandaloneE2Termination | None = None
         self._manager: SubscriptionManager | None = None
+        self._healer: SubscriptionHealer | None = None
+        self._platform: RicPlatform | None = None
         if options.e2_mode == "ric":
             settings = e2_settings(deployment)
             self._manager = SubscriptionManager(
                 settings, SubmgrClient(settings.submgr_url), self.store
             )
-        self._rmr: Any = None
+            self._healer = SubscriptionHealer(
+                self._manager,
+                lambda: e2_settings(self.deployment),
+                self.processor.last_indication_s.get,
+                quiet_periods=deployment.e2.quiet_periods,
+            )
+        self.view = XappView(
+            self.control,
+            self.store,
+            self.operator,
+            self.processor,
+            lambda: self.deployment,
+            self._subscription_records,
+            self._healer.health if self._healer is not None else None,
+        )
+        self.metrics = XappMetrics(self.registry, self.view)
         self._http: uvicorn.Server | None = None
         self._config_mtime = _mtime(options.config_path)
         self._reload_lock = threading.Lock()
@@ -222,8 +246,8 @@ class XappService:
         app = create_app(
             self._manager,
             self.registry,
-            self.ready,
-            routers=[create_router(self, self.operator, self.tokens)],
+            self.readiness,
+            routers=[create_router(self.view, self, self.operator, self.tokens)],
         )
         install_error_format(app)
         install_dashboard(app)
@@ -273,35 +297,38 @@ class XappService:
         log.info("listening for E2 nodes on %s:%d", *self.e2_address)
 
     def _start_ric(self) -> None:
-        from xapp.e2.rmr_adapter import RmrE2Adapter
-
         settings = e2_settings(self.deployment)
         # No E2 setup reaches an xApp in a RIC: what each node is comes from the configuration.
         for node in settings.nodes:
             self.processor.set_node(node, node.kpm_version)
-        handler = E2MessageHandler(
-            self.processor, self.control.add_samples, self._on_outcome, healthy=self.alive
-        )
-        self._rmr = RmrE2Adapter(handler, settings.rmr_port)
-        self._rmr.run()
-        manager = self._manager
-        assert manager is not None
+        assert self._manager is not None
+        assert self._healer is not None
 
-        def subscribe() -> None:
-            removed = manager.recover()
-            if removed:
-                log.info("deleted %d subscriptions of a previous run", len(removed))
-            manager.subscribe_all(
-                on_done=lambda record: log.info(
-                    "subscription for %s: %s %s", record.node, record.status, record.cause
-                )
+        def handler_for(on_outcome: Callable[[SubscriptionOutcome], None]) -> E2MessageHandler:
+            return E2MessageHandler(
+                self.processor, self.control.add_samples, on_outcome, healthy=self.alive
             )
 
-        self._spawn("subscribe", subscribe)
-        self._spawn("register", self._register)
+        self._platform = RicPlatform(
+            lambda: self.deployment,
+            self.options.config_path,
+            handler_for,
+            self._manager,
+            self._healer,
+            self.uses_sdl,
+            self._spawn,
+        )
+        try:
+            self._platform.start()
+        except RuntimeError as error:  # RmrStartError: the port taken, the library missing
+            raise ServiceError(str(error)) from None
 
-    def _on_outcome(self, outcome: SubscriptionOutcome) -> None:
-        log.info("E2 node %s: %s", outcome.node, outcome.detail)
+    def _subscription_records(self) -> dict[str, SubscriptionRecord]:
+        if self._termination is not None:
+            return self._termination.records()
+        if self._manager is not None:
+            return self._manager.records()
+        return {}
 
     def _start_control(self) -> None:
         """Ask the agents what they hold, then run the loop; agents that are not up yet are
@@ -338,25 +365,6 @@ class XappService:
             elif outcome.reason.startswith("push failed"):
                 self.metrics.pushes.labels(role, "failed").inc()
 
-    def overrides_by_kind(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for override in self.operator.overrides():
-            counts[override.kind] = counts.get(override.kind, 0) + 1
-        return counts
-
-    def probe_mbit(self) -> float:
-        return float(self.control.estimator.probe.stats.probe_mbit)
-
-    def model_inference(self) -> tuple[int, float]:
-        model = self.control.estimator.model
-        return model.inferences, model.inference_s
-
-    def exploration(self) -> tuple[int, int]:
-        if self.control.exploration is None:
-            return 0, 0
-        stats = self.control.exploration.stats
-        return stats.raises, stats.overshoots
-
     def _keep_leases(self) -> None:
         ownership = self.ownership
         assert ownership is not None
@@ -373,177 +381,34 @@ class XappService:
             for override in self.operator.expire():
                 log.info("override %s on %s expired", override.override_id, override.cpe_id)
 
-    # ------------------------------------------------------------------ what the API reads
-    def cpes(self) -> Sequence[Cpe]:
-        return list(self.control.cpes)
-
-    def estimate(self, cpe_id: str, access: str, direction: Direction) -> CapacityEstimate | None:
-        return self.control.estimator.estimate(cpe_id, access, direction, time.time())
-
-    def weights_in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
-        try:
-            return self.store.load_weights(cpe_id, direction)
-        except Exception:  # SDL down: the loop's own record is not at hand either
-            return None
-
-    def last_push(self, cpe_id: str, direction: Direction) -> dict[str, Any] | None:
-        return self.control.last_push.get((cpe_id, direction))
-
-    def last_access_event(self, cpe_id: str) -> dict[str, Any] | None:
-        """The latest carrier lost or back that the CPE's agent told of, and what it did."""
-        return self.control.last_access_event.get(cpe_id)
-
-    def estimator_mode(self, cpe_id: str, direction: Direction) -> str:
-        return self.control.estimator.mode_for(cpe_id, direction)
-
-    def steering(self, cpe_id: str, direction: Direction) -> SteeringRule:
-        control = self.operator.in_force(cpe_id, direction).control
-        return control.rule if control is not None and control.rule is not None else SteeringRule()
-
-    def nodes(self) -> list[dict[str, Any]]:
-        if self._termination is not None:
-            records = self._termination.records()
-        elif self._manager is not None:
-            records = self._manager.records()
-        else:
-            records = {}
-        now = time.time()
-        found = []
-        for node in self.deployment.e2.nodes:
-            last = self.processor.last_indication_s.get(node.name)
-            age = None if last is None else round(now - last, 3)
-            found.append(
-                {
-                    "node": node.name,
-                    "access": node.access,
-                    "subscription": (
-                        None if node.name not in records else asdict(records[node.name])
-                    ),
-                    "last_report_age_s": age,
-                    # reporting: a report within two of its periods
-                    "reporting": age is not None and age <= 2 * node.report_period_ms / 1000,
-                }
-            )
-        return found
-
-    def agents(self, check: bool = False) -> list[dict[str, Any]]:
-        """Each agent's role, lever and the last push to it; with ``check``, asked live too."""
-        settings = self.control.settings  # the agents in force (token files read once)
-        found: list[dict[str, Any]] = [
-            {"role": "cpe", "cpe_id": cpe_id, "url": endpoint.base_url, "endpoint": endpoint}
-            for cpe_id, endpoint in settings.cpe_agents.items()
-        ]
-        if settings.proxy_agent is not None:
-            found.append(
-                {
-                    "role": "proxy",
-                    "cpe_id": None,
-                    "url": settings.proxy_agent.base_url,
-                    "endpoint": settings.proxy_agent,
-                }
-            )
-        via_cpe = settings.downlink_via_cpe
-        for agent in found:
-            endpoint = agent.pop("endpoint")
-            agent["lever"] = self.control.levers.get(str(agent["url"]))
-            pushes = [
-                push
-                for (cpe_id, direction), push in self.control.last_push.items()
-                if (agent["role"] == "cpe" and cpe_id == agent["cpe_id"])
-                or (agent["role"] == "proxy" and direction == Direction.DOWNLINK and not via_cpe)
-            ]
-            latest = max(pushes, key=lambda p: cast(float, p["time_s"]), default=None)
-            agent["last_push"] = (
-                None if latest is None else {k: latest[k] for k in ("time_s", "result", "reason")}
-            )
-            if check:
-                agent["health"] = _health(endpoint)
-        return found
-
-    def weights_at_agent(self, cpe_id: str, direction: Direction) -> dict[str, Any]:
-        """What the agent itself holds for the CPE, asked now."""
-        try:
-            held = self.control.sink.in_force(cpe_id, direction)
-        except WeightPushError as error:
-            return {"error": str(error)}
-        if held is None:
-            return {"weights": None}
-        return {"weights": dict(held.weights), "sequence": held.sequence}
-
-    # ------------------------------------------------------------------ platform
-    def _register(self) -> None:
-        """Register with the appmgr as O-RAN SC xApps do (its /register API), retrying."""
-        url = self.deployment.e2.appmgr_url + "/register"
-        body = self._registration()
-        for attempt in range(10):
-            if self._stopping.is_set():
-                return
-            try:
-                response = httpx.post(url, json=body, timeout=5.0)
-            except httpx.HTTPError as error:
-                log.warning("appmgr registration: %s", error)
-            else:
-                if response.status_code in (200, 201, 204):
-                    log.info("registered with the appmgr as %s", body["appInstanceName"])
-                    self.registered = True
-                    return
-                log.warning("appmgr registration: %d %s", response.status_code, response.text)
-            self._stopping.wait(min(30.0, 2.0 * 2**attempt))
-
-    def _registration(self) -> dict[str, str]:
-        import json
-
-        descriptor = _descriptor_document(self.options.config_path)
-        name = str(descriptor.get("name", "atsss-xapp"))
-        e2 = self.deployment.e2
-        return {
-            "appName": os.environ.get("HOSTNAME", name),
-            "appVersion": str(descriptor.get("version", "")),
-            "configPath": "",
-            "appInstanceName": name,
-            "httpEndpoint": f"{e2.client_host}:{e2.http_port}",
-            "rmrEndpoint": f"{os.environ.get('RMR_SRC_ID', e2.client_host)}:{e2.rmr_port}",
-            "config": json.dumps(descriptor),
-        }
-
-    def _deregister(self) -> None:
-        if not getattr(self, "registered", False):
-            return
-        body = self._registration()
-        try:
-            httpx.post(
-                self.deployment.e2.appmgr_url + "/deregister",
-                json={"appName": body["appName"], "appInstanceName": body["appInstanceName"]},
-                timeout=3.0,
-            )
-        except httpx.HTTPError as error:
-            log.warning("appmgr deregistration: %s", error)
-
     # ------------------------------------------------------------------ health
     def alive(self) -> bool:
         return not self._stopping.is_set()
 
-    def ready(self) -> bool:
-        ready = self.alive() and self._sdl_answers() and self._e2_in_place()
-        self._ready_gauge.set(1 if ready else 0)
-        return ready
+    def readiness(self) -> Readiness:
+        checks: list[Check] = [
+            lambda: None if self.alive() else "stopping",
+            self._sdl_answers,
+        ]
+        if self._platform is not None:
+            checks += self._platform.checks()
+        elif self._termination is None:
+            checks.append(lambda: "E2 not started")
+        found = evaluate(checks)
+        self._ready_gauge.set(1 if found.ready else 0)
+        return found
 
-    def _sdl_answers(self) -> bool:
+    def ready(self) -> bool:
+        return self.readiness().ready
+
+    def _sdl_answers(self) -> str | None:
         if not self.uses_sdl:
-            return True
+            return None
         try:
             self.store.load_weights("-", self.deployment.directions[0])
-        except Exception:  # ricsdl raises its own types when Redis is unreachable
-            return False
-        return True
-
-    def _e2_in_place(self) -> bool:
-        if self._termination is not None:
-            return any(r.status == "active" for r in self._termination.records().values())
-        if self._manager is not None:
-            records = self._manager.records()
-            return bool(records) and all(r.status == "active" for r in records.values())
-        return False
+        except Exception as error:  # ricsdl raises its own types when Redis is unreachable
+            return f"SDL does not answer: {error}"
+        return None
 
     # ------------------------------------------------------------------ reload
     def _watch_config(self) -> None:
@@ -605,10 +470,7 @@ class XappService:
             in_force = self.cpe_registry.remove(self.file_deployment, cpe_id, who, why)
             self._apply(in_force)
 
-    def models(self) -> list[dict[str, Any]]:
-        return self.control.estimator.model.describe()
-
-    def reload_model(self, access: str, card: Path | None, who: str, why: str) -> dict[str, Any]:
+    def reload_model(self, access: str, card: Path | None, who: str, why: str) -> dict[str, object]:
         """Raises ValueError (ModelError) when the card cannot be loaded; the old model stays."""
         model = OnnxCapacityModel(card) if card is not None else OnnxCapacityModel.shipped(access)
         estimator = self.control.estimator.model
@@ -627,7 +489,8 @@ class XappService:
 
     # ------------------------------------------------------------------ stop
     def stop(self) -> None:
-        """Stop pushing, delete the subscriptions, close the store; within a few seconds."""
+        """Stop pushing, delete the subscriptions, close RMR, deregister once, close the store:
+        within a few seconds (each part that talks to another service is bounded)."""
         if self._stopping.is_set():
             return
         self._stopping.set()
@@ -640,11 +503,8 @@ class XappService:
                 log.warning("leases not released: %s", error)
         if self._termination is not None:
             self._termination.stop()
-        if self._manager is not None:
-            self._manager.shutdown()
-        if self._rmr is not None:
-            self._rmr.stop()
-        self._deregister()
+        if self._platform is not None:
+            self._platform.stop()
         if self._http is not None:
             self._http.should_exit = True
         close = getattr(self.store, "close", None)
@@ -663,27 +523,8 @@ class XappService:
         self.stop()
 
 
-def _health(endpoint: AgentEndpoint) -> dict[str, Any]:
-    try:
-        with endpoint.client(2.0) as client:
-            response = client.get("/v1/health")
-    except httpx.HTTPError as error:
-        return {"reachable": False, "error": str(error)}
-    return {"reachable": True, "status": response.status_code}
-
-
 def _mtime(path: Path) -> float | None:
     try:
         return path.stat().st_mtime
     except OSError:
         return None
-
-
-def _descriptor_document(path: Path) -> dict[str, Any]:
-    import yaml
-
-    try:
-        document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError):
-        return {}
-    return document if isinstance(document, dict) else {}

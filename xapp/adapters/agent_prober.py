@@ -21,6 +21,10 @@ from xapp.adapters.agent_http import AgentEndpoint, response_detail
 
 
 class AgentProber:
+    # An agent that said it cannot probe is not asked again for this long (it may be
+    # reconfigured meanwhile).
+    CANNOT_PROBE_FOR_S = 300.0
+
     def __init__(
         self,
         agents: Mapping[str, AgentEndpoint],
@@ -32,6 +36,8 @@ class AgentProber:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="probe")
         self._lock = threading.Lock()
         self._futures: list[Future[ProbeOutcome]] = []
+        # CPEs whose agent said it cannot probe (409: no probe_server), until when to believe it
+        self._cannot_probe: dict[str, tuple[float, str]] = {}
 
     def set_agents(self, agents: Mapping[str, AgentEndpoint]) -> None:
         """A reloaded configuration's CPE agents."""
@@ -62,6 +68,9 @@ class AgentProber:
         agent = self._agents.get(request.cpe_id)
         if agent is None:
             return outcome(None, error=f"no agent configured for {request.cpe_id}")
+        refused = self._cannot_probe.get(request.cpe_id)
+        if refused is not None and time.monotonic() < refused[0]:
+            return outcome(None, error=refused[1])  # not asked again: it said why before
         body = {
             "access": request.access,
             "seconds": request.duration_s,
@@ -76,9 +85,13 @@ class AgentProber:
         if response.status_code == 502:
             return outcome(None, down=True, error=response_detail(response))
         if response.status_code != 200:
-            return outcome(
-                None, error=f"agent answered {response.status_code}: {response_detail(response)}"
-            )
+            refusal = f"agent answered {response.status_code}: {response_detail(response)}"
+            if response.status_code == 409:  # it cannot probe at all (no probe_server)
+                self._cannot_probe[request.cpe_id] = (
+                    time.monotonic() + self.CANNOT_PROBE_FOR_S,
+                    refusal,
+                )
+            return outcome(None, error=refusal)
         try:
             probe = response.json()["probe"]
             # The interface's count (probe plus data beside it) when the agent has it; the

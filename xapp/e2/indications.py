@@ -36,6 +36,9 @@ class NodeContext:
     version: KpmVersion | None  # from the RAN function OID, or configured; None: detect
 
 
+MAX_LOGGED_CAUSES = 1024
+
+
 class IndicationProcessor:
     def __init__(
         self,
@@ -64,7 +67,9 @@ class IndicationProcessor:
             buckets=(0.0001, 0.0003, 0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0),
             registry=self.registry,
         )
-        self._logged_causes: set[str] = set()
+        # (node, cause) pairs already logged: once each, then counted only. Node names come off
+        # the wire, so the set is capped; past the cap every problem is counted only.
+        self._logged_causes: set[tuple[str, str]] = set()
         self.last_indication_s: dict[str, float] = {}  # per node, when its latest came (health)
 
     def set_cpes(self, cpes: Sequence[Cpe]) -> None:
@@ -107,11 +112,11 @@ class IndicationProcessor:
             return self._handle_indication(node, indication)
 
     def _handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
-        self.last_indication_s[node] = time.time()
         context = self._nodes.get(node)
         if context is None:
             self.reject(node, "unknown-node", "indication from an E2 node we did not subscribe to")
             return []
+        self.last_indication_s[node] = time.time()  # configured nodes only: bounded
         try:
             detection = decode_header(indication.header, context.version)
         except CodecError as error:
@@ -178,9 +183,12 @@ class IndicationProcessor:
         count_only: bool = False,
     ) -> None:
         self.rejected.labels(cause=cause).inc()
-        if count_only or cause in self._logged_causes:
+        key = (node, cause)
+        if count_only or key in self._logged_causes:
             return
-        self._logged_causes.add(cause)
+        if len(self._logged_causes) >= MAX_LOGGED_CAUSES:
+            return
+        self._logged_causes.add(key)
         excerpt = (
             f"; bytes: {hex_excerpt(data)}" if data is not None and "bytes:" not in message else ""
         )

@@ -23,6 +23,7 @@ RIC_SUB_RESP = 12011
 RIC_SUB_FAILURE = 12012
 RIC_SUB_DEL_REQ = 12020
 RIC_SUB_DEL_RESP = 12021
+RIC_SUB_DEL_REQUIRED = 12023  # the E2 node dropped subscriptions on its own (E2AP v2+)
 RIC_INDICATION = 12050
 
 
@@ -37,6 +38,7 @@ class SubscriptionOutcome:
     node: str
     admitted: bool
     detail: str
+    lost: bool = False  # the node's subscription is gone: it needs subscribing again
 
 
 class E2MessageHandler:
@@ -68,6 +70,11 @@ class E2MessageHandler:
             return None
         if message_type in (RIC_SUB_RESP, RIC_SUB_FAILURE, RIC_SUB_DEL_RESP):
             self._outcome(node, payload)
+            return None
+        if message_type == RIC_SUB_DEL_REQUIRED:
+            # Which of the node's subscriptions does not matter: this xApp holds one per node.
+            detail = "the E2 node deleted its subscription (RIC subscription delete required)"
+            self._on_outcome(SubscriptionOutcome(node, False, detail, lost=True))
             return None
         self._processor.reject(node, "unexpected-message", f"RMR message type {message_type}")
         return None

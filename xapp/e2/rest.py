@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -13,10 +14,23 @@ from xapp.e2.subscriptions import SubscriptionManager
 NOTIFICATION_PATH = "/ric/v1/subscriptions/response"
 
 
+class ReadinessLike(Protocol):
+    @property
+    def ready(self) -> bool: ...
+
+    @property
+    def waiting_for(self) -> tuple[str, ...]: ...
+
+
+class _AlwaysReady:
+    ready = True
+    waiting_for: tuple[str, ...] = ()
+
+
 def create_app(
     manager: SubscriptionManager | None,
     registry: CollectorRegistry | None = None,
-    ready: Callable[[], bool] = lambda: True,
+    readiness: Callable[[], ReadinessLike] = _AlwaysReady,
     routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """``manager`` is None in standalone mode (no submgr sends notifications)."""
@@ -52,9 +66,14 @@ def create_app(
 
     @app.get("/ric/v1/health/ready", responses={503: {"description": "not ready"}})
     def is_ready() -> Response:
-        if ready():
-            return Response('{"status":"ready"}', media_type="application/json")
-        return Response('{"status":"not ready"}', status_code=503, media_type="application/json")
+        """200 once the xApp can serve; 503 with what it still waits for, one line each."""
+        found = readiness()
+        body: dict[str, object] = {"status": "ready" if found.ready else "not ready"}
+        if not found.ready:
+            body["waiting_for"] = list(found.waiting_for)
+        return Response(
+            json.dumps(body), status_code=200 if found.ready else 503, media_type="application/json"
+        )
 
     @app.get(
         "/metrics",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -180,6 +181,16 @@ class SubscriptionManager:
         self._records: dict[str, SubscriptionRecord] = {}
         self._early: dict[str, dict[str, Any]] = {}  # notifications ahead of their 201
         self._next_instance = 1
+        self._trying: dict[str, int] = {}  # nodes with a subscribe loop at work, how many
+
+    # After this many 503s in a row a node is reported failed (it is still retried): one node
+    # whose E2 connection stays down is visible as such, and holds nothing else.
+    FAILED_AFTER_UNAVAILABLE = 3
+
+    def trying(self, node_name: str) -> bool:
+        """Whether a subscribe loop for the node is still at work (retrying 503s)."""
+        with self._lock:
+            return self._trying.get(node_name, 0) > 0
 
     def records(self) -> dict[str, SubscriptionRecord]:
         with self._lock:
@@ -249,6 +260,18 @@ class SubscriptionManager:
         node = self._settings.node(node_name)
         if node is None:
             raise KeyError(f"E2 node {node_name!r} is not configured")
+        with self._lock:
+            self._trying[node_name] = self._trying.get(node_name, 0) + 1
+        try:
+            return self._subscribe(node)
+        finally:
+            with self._lock:
+                self._trying[node_name] -= 1
+                if not self._trying[node_name]:
+                    del self._trying[node_name]
+
+    def _subscribe(self, node: E2NodeConfig) -> SubscriptionRecord:
+        node_name = node.node
         instance = self._allocate_instance()
         plan = plan_subscription(node, self._settings, instance, self._versions.get(node_name))
         record = SubscriptionRecord(node=node_name, xapp_event_instance_id=instance)
@@ -263,7 +286,11 @@ class SubscriptionManager:
                 if limit is not None and attempt >= limit:
                     return self._update(node_name, instance, status="failed", cause=str(error))
                 delay = self._backoff.delay_s(attempt - 1, self._rng)
-                log.info("%s; retrying in %.1f s", error, delay)
+                if attempt == self.FAILED_AFTER_UNAVAILABLE:
+                    self._update(node_name, instance, status="failed", cause=str(error))
+                    log.warning("%s (%d attempts); still retrying", error, attempt)
+                else:
+                    log.info("%s; retrying in %.1f s", error, delay)
                 self._sleep(delay)
                 continue
             except SubmgrError as error:
@@ -274,7 +301,13 @@ class SubscriptionManager:
                 else:
                     stale = False
                     early = self._early.pop(subscription_id, None)
-                    record = self._update(node_name, instance, subscription_id=subscription_id)
+                    record = self._update(
+                        node_name,
+                        instance,
+                        subscription_id=subscription_id,
+                        status="pending",
+                        cause="",
+                    )
             if stale:  # reconnect or shutdown happened while the POST was in flight
                 self._delete_quietly(subscription_id)
                 break
@@ -323,10 +356,20 @@ class SubscriptionManager:
         self._forget(node_name)
         return self.subscribe(node_name)
 
-    def shutdown(self) -> None:
+    def shutdown(self, deadline_s: float = 2.0) -> None:
+        """Delete every subscription, all at once, waiting at most ``deadline_s``: a submgr
+        that does not answer must not hold the xApp's stop."""
         self._stopping.set()
-        for node_name in list(self.records()):
-            self._forget(node_name)
+        threads = [
+            threading.Thread(target=self._forget, args=(name,), name=f"unsubscribe-{name}")
+            for name in self.records()
+        ]
+        for thread in threads:
+            thread.daemon = True
+            thread.start()
+        ends_at = time.monotonic() + deadline_s
+        for thread in threads:
+            thread.join(timeout=max(0.0, ends_at - time.monotonic()))
 
     def _forget(self, node_name: str) -> None:
         with self._lock:

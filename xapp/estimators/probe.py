@@ -114,6 +114,7 @@ class ProbeEstimator:
         self._down: set[Path] = set()  # the node says so (link state)
         self._silence = SilenceTracker(weights)
         self._recovered: set[Path] = set()
+        self._last_failure: dict[Path, str] = {}  # per path, the failure last logged
         self._in_flight: dict[Path, float] = {}
         self._last_start: dict[Path, float] = {}
         self._first_seen: dict[Path, float] = {}
@@ -177,7 +178,8 @@ class ProbeEstimator:
             result = f"{outcome.capacity_mbps:.1f} Mbit/s"
         else:
             result = outcome.error or "no result"
-        log.info("probe of %s %s %s (%s): %s", *path, r.reason, result)
+        repeated = outcome.capacity_mbps is None and self._last_failure.get(path) == result
+        (log.debug if repeated else log.info)("probe of %s %s %s (%s): %s", *path, r.reason, result)
         if outcome.path_down:
             self.stats.path_down += 1
             self._latest[path] = CapacityEstimate(
@@ -185,7 +187,14 @@ class ProbeEstimator:
             )
         elif outcome.capacity_mbps is None or not math.isfinite(outcome.capacity_mbps):
             self.stats.failed += 1
-            log.warning("probe of %s %s %s failed: %s", *path, outcome.error or "no result")
+            # Once per path and cause: an agent that cannot probe says so at every try.
+            if not repeated:
+                log.warning(
+                    "probe of %s %s %s failed: %s (the same failure again is logged at debug)",
+                    *path,
+                    result,
+                )
+            self._last_failure[path] = result
             return
         else:
             self.stats.succeeded += 1
@@ -199,6 +208,7 @@ class ProbeEstimator:
             )
             self._recovered.discard(path)
             self._silence.clear(path)
+            self._last_failure.pop(path, None)
         if self.records is not None:
             self.records.append_probe_record(
                 ProbeRecord(outcome, tuple(self._history.get(path, ())))

@@ -79,7 +79,7 @@ WRITE = _answers(401, 403, 404, 409, 503)
 
 
 class ServiceView(Protocol):
-    """What the API reads of the running xApp."""
+    """What the API reads of the running xApp: a read-only port."""
 
     def cpes(self) -> Sequence[Cpe]: ...
 
@@ -103,11 +103,15 @@ class ServiceView(Protocol):
 
     def weights_at_agent(self, cpe_id: str, direction: Direction) -> dict[str, Any]: ...
 
+    def models(self) -> list[dict[str, Any]]: ...
+
+
+class ServiceCommands(Protocol):
+    """What the API changes in the running xApp beyond overrides (those go to OperatorState)."""
+
     def put_cpes(self, cpes: Sequence[CpeConfig], who: str, why: str) -> None: ...
 
     def remove_cpe(self, cpe_id: str, who: str, why: str) -> None: ...
-
-    def models(self) -> list[dict[str, Any]]: ...
 
     def reload_model(
         self, access: str, card: Path | None, who: str, why: str
@@ -185,7 +189,9 @@ class OverrideBody(BaseModel):
         return self
 
 
-def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> APIRouter:
+def create_router(
+    view: ServiceView, commands: ServiceCommands, state: OperatorState, tokens: Tokens
+) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["operator"])
 
     def caller_with(role: Role) -> Any:
@@ -342,7 +348,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
     ) -> dict[str, str]:
         """Stop controlling a CPE (also one of the configuration file's); kept in SDL."""
         try:
-            view.remove_cpe(cpe_id, caller.name, reason)
+            commands.remove_cpe(cpe_id, caller.name, reason)
         except UnknownError as error:
             raise HTTPException(404, str(error)) from None
         except DeploymentError as error:
@@ -356,7 +362,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
         if len(set(ids)) != len(ids):
             raise HTTPException(422, "cpes: a CPE id appears twice")
         try:
-            view.put_cpes(cpes, caller.name, reason)
+            commands.put_cpes(cpes, caller.name, reason)
         except DeploymentError as error:
             raise HTTPException(409, str(error)) from None
         except StoreUnavailableError as error:
@@ -373,7 +379,7 @@ def create_router(view: ServiceView, state: OperatorState, tokens: Tokens) -> AP
         """Load a model (a retrained one, another version, or the shipped one) for an access,
         without a restart; 409 when it cannot be loaded, the one in use stays."""
         try:
-            return view.reload_model(
+            return commands.reload_model(
                 body.access,
                 None if body.card is None else Path(body.card),
                 caller.name,

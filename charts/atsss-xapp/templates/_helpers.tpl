@@ -48,7 +48,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- $image := dict "registry" (regexReplaceAll "/.*$" .Values.image.repository "") "name" (regexReplaceAll "^[^/]*/" .Values.image.repository "") "tag" (default .Chart.AppVersion .Values.image.tag) -}}
 {{- $_ := set $descriptor "containers" (list (dict "name" (include "atsss.name" .) "image" $image)) -}}
 {{- $http := dict "name" "http" "container" (include "atsss.name" .) "port" (int .Values.ports.http) "description" "health, operator API, metrics" -}}
-{{- $rmr := dict "name" "rmrdata" "container" (include "atsss.name" .) "port" (int .Values.ports.rmrData) "rxMessages" (list "RIC_INDICATION" "RIC_SUB_RESP" "RIC_SUB_FAILURE" "RIC_SUB_DEL_RESP" "RIC_HEALTH_CHECK_REQ") "txMessages" (list "RIC_HEALTH_CHECK_RESP") "policies" (list) "description" "E2 subscriptions and E2SM-KPM indications" -}}
+{{- $rmr := dict "name" "rmrdata" "container" (include "atsss.name" .) "port" (int .Values.ports.rmrData) "rxMessages" (list "RIC_INDICATION" "RIC_SUB_RESP" "RIC_SUB_FAILURE" "RIC_SUB_DEL_RESP" "RIC_SUB_DEL_REQUIRED" "RIC_HEALTH_CHECK_REQ") "txMessages" (list "RIC_HEALTH_CHECK_RESP") "policies" (list) "description" "E2 subscriptions and E2SM-KPM indications" -}}
 {{- $route := dict "name" "rmrroute" "container" (include "atsss.name" .) "port" (int .Values.ports.rmrRoute) "description" "RMR route table updates" -}}
 {{- $_ := set $descriptor "messaging" (dict "ports" (list $http $rmr $route)) -}}
 {{- $_ := set $descriptor "controls" (include "atsss.controls" . | fromJson) -}}

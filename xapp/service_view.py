@@ -1,0 +1,193 @@
+"""What the operator API, the dashboard and /metrics read of the running xApp: one read-only
+view over the control loop, the store, the operator's state and the E2 side.
+
+Nothing here changes anything; the service hands this view to its readers (the API's
+``ServiceView`` port, the metrics' ``Observed``), and keeps the changes to itself.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any, cast
+
+import httpx
+
+from core.deployment import Deployment
+from core.domain import (
+    CapacityEstimate,
+    Cpe,
+    Direction,
+    SteeringRule,
+    SubscriptionRecord,
+    WeightSet,
+)
+from xapp.adapters.agent_http import AgentEndpoint
+from xapp.e2.indications import IndicationProcessor
+from xapp.e2.node_health import NodeHealth
+from xapp.live import LiveControl
+from xapp.operator.state import OperatorState
+from xapp.ports import WeightPushError, XappStore
+
+
+class XappView:
+    def __init__(
+        self,
+        control: LiveControl,
+        store: XappStore,
+        operator: OperatorState,
+        processor: IndicationProcessor,
+        deployment: Callable[[], Deployment],
+        records: Callable[[], dict[str, SubscriptionRecord]],
+        health: Callable[[], list[NodeHealth]] | None,
+    ) -> None:
+        self._control = control
+        self._store = store
+        self._operator = operator
+        self._processor = processor
+        self._deployment = deployment
+        self._records = records
+        self._health = health
+
+    # ------------------------------------------------------------------ CPEs
+    def cpes(self) -> Sequence[Cpe]:
+        return list(self._control.cpes)
+
+    def estimate(self, cpe_id: str, access: str, direction: Direction) -> CapacityEstimate | None:
+        return self._control.estimator.estimate(cpe_id, access, direction, time.time())
+
+    def weights_in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        try:
+            return self._store.load_weights(cpe_id, direction)
+        except Exception:  # SDL down: the loop's own record is not at hand either
+            return None
+
+    def last_push(self, cpe_id: str, direction: Direction) -> dict[str, Any] | None:
+        return self._control.last_push.get((cpe_id, direction))
+
+    def last_access_event(self, cpe_id: str) -> dict[str, Any] | None:
+        """The latest carrier lost or back that the CPE's agent told of, and what it did."""
+        return self._control.last_access_event.get(cpe_id)
+
+    def estimator_mode(self, cpe_id: str, direction: Direction) -> str:
+        return self._control.estimator.mode_for(cpe_id, direction)
+
+    def steering(self, cpe_id: str, direction: Direction) -> SteeringRule:
+        control = self._operator.in_force(cpe_id, direction).control
+        return control.rule if control is not None and control.rule is not None else SteeringRule()
+
+    def models(self) -> list[dict[str, Any]]:
+        return self._control.estimator.model.describe()
+
+    # ------------------------------------------------------------------ E2 nodes
+    def nodes(self) -> list[dict[str, Any]]:
+        """Per configured node: its subscription, the age of its last report and its state."""
+        records = self._records()
+        health = {h.node: h for h in self._health()} if self._health is not None else {}
+        now = time.time()
+        found = []
+        for node in self._deployment().e2.nodes:
+            last = self._processor.last_indication_s.get(node.name)
+            age = None if last is None else round(now - last, 3)
+            record = records.get(node.name)
+            healed = health.get(node.name)
+            found.append(
+                {
+                    "node": node.name,
+                    "access": node.access,
+                    "state": healed.state if healed is not None else _plain_state(record),
+                    "cause": healed.cause if healed is not None else (record and record.cause),
+                    "resubscriptions": healed.resubscriptions if healed is not None else 0,
+                    "subscription": None if record is None else asdict(record),
+                    "last_report_age_s": age,
+                    # reporting: a report within two of its periods
+                    "reporting": age is not None and age <= 2 * node.report_period_ms / 1000,
+                }
+            )
+        return found
+
+    # ------------------------------------------------------------------ agents
+    def agents(self, check: bool = False) -> list[dict[str, Any]]:
+        """Each agent's role, lever and the last push to it; with ``check``, asked live too."""
+        settings = self._control.settings  # the agents in force (token files read once)
+        found: list[dict[str, Any]] = [
+            {"role": "cpe", "cpe_id": cpe_id, "url": endpoint.base_url, "endpoint": endpoint}
+            for cpe_id, endpoint in settings.cpe_agents.items()
+        ]
+        if settings.proxy_agent is not None:
+            found.append(
+                {
+                    "role": "proxy",
+                    "cpe_id": None,
+                    "url": settings.proxy_agent.base_url,
+                    "endpoint": settings.proxy_agent,
+                }
+            )
+        via_cpe = settings.downlink_via_cpe
+        for agent in found:
+            endpoint = agent.pop("endpoint")
+            agent["lever"] = self._control.levers.get(str(agent["url"]))
+            pushes = [
+                push
+                for (cpe_id, direction), push in self._control.last_push.items()
+                if (agent["role"] == "cpe" and cpe_id == agent["cpe_id"])
+                or (agent["role"] == "proxy" and direction == Direction.DOWNLINK and not via_cpe)
+            ]
+            latest = max(pushes, key=lambda p: cast(float, p["time_s"]), default=None)
+            agent["last_push"] = (
+                None if latest is None else {k: latest[k] for k in ("time_s", "result", "reason")}
+            )
+            if check:
+                agent["health"] = _agent_health(endpoint)
+        return found
+
+    def weights_at_agent(self, cpe_id: str, direction: Direction) -> dict[str, Any]:
+        """What the agent itself holds for the CPE, asked now."""
+        try:
+            held = self._control.sink.in_force(cpe_id, direction)
+        except WeightPushError as error:
+            return {"error": str(error)}
+        if held is None:
+            return {"weights": None}
+        return {"weights": dict(held.weights), "sequence": held.sequence}
+
+    # ------------------------------------------------------------------ for /metrics
+    def overrides_by_kind(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for override in self._operator.overrides():
+            counts[override.kind] = counts.get(override.kind, 0) + 1
+        return counts
+
+    def probe_mbit(self) -> float:
+        return float(self._control.estimator.probe.stats.probe_mbit)
+
+    def model_inference(self) -> tuple[int, float]:
+        model = self._control.estimator.model
+        return model.inferences, model.inference_s
+
+    def exploration(self) -> tuple[int, int]:
+        if self._control.exploration is None:
+            return 0, 0
+        stats = self._control.exploration.stats
+        return stats.raises, stats.overshoots
+
+    def node_health(self) -> list[tuple[str, str, float | None]]:
+        """(node, state, seconds since its last report) per configured node."""
+        return [(n["node"], n["state"], n["last_report_age_s"]) for n in self.nodes()]
+
+
+def _plain_state(record: SubscriptionRecord | None) -> str:
+    """A node's state where nothing heals it (standalone: the node itself reconnects)."""
+    if record is None or record.status == "pending":
+        return "subscribing"
+    return "active" if record.status == "active" else "failed"
+
+
+def _agent_health(endpoint: AgentEndpoint) -> dict[str, Any]:
+    try:
+        with endpoint.client(2.0) as client:
+            response = client.get("/v1/health")
+    except httpx.HTTPError as error:
+        return {"reachable": False, "error": str(error)}
+    return {"reachable": True, "status": response.status_code}
