@@ -70,6 +70,12 @@ def test_the_dashboard_shows_the_series_and_sets_an_override(tmp_path: Path) -> 
                     timeout=10_000,
                 )
                 page.locator("#overrides tr[data-override]").wait_for(timeout=10_000)
+                # every E2 node's state, as /v1/nodes has it
+                page.wait_for_function(
+                    "() => [...document.querySelectorAll('#nodes .node-state')]"
+                    ".filter(c => c.textContent === 'active').length === 3",
+                    timeout=10_000,
+                )
                 page.wait_for_timeout(2_000)
                 SCREENSHOT.parent.mkdir(exist_ok=True)
                 page.screenshot(path=str(SCREENSHOT), full_page=True)

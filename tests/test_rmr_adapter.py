@@ -235,3 +235,83 @@ def test_the_stand_in_offers_what_the_adapter_calls_with_the_real_signatures() -
         standin = inspect.signature(getattr(rmr_standin, name)).parameters
         for parameter in real[name]:
             assert parameter in standin, f"the stand-in's {name} lacks {parameter}"
+
+
+# ------------------------------------------------------------------ the framework on the stand-in
+
+FRAMEWORK_STOP = """
+import json, sys, time
+import tests.rmr_standin as standin
+sys.modules["ricxappframe.rmr.rmr"] = standin  # librmr's Python face, over loopback TCP
+from ricxappframe.xapp_frame import RMRXapp
+
+xapp = RMRXapp(lambda *_: None, rmr_port=0, use_fake_sdl=True)
+xapp.run(thread=True)
+time.sleep(0.5)
+started = time.monotonic()
+xapp.stop()
+print(json.dumps({"stop_s": time.monotonic() - started}))
+"""
+
+
+def test_the_framework_s_rmrxapp_on_the_stand_in_stops_as_measured_in_a_ric(
+    tmp_path: Path,
+) -> None:
+    """The stand-in is faithful enough that ricxappframe's own RMRXapp, run on it, shows what
+    the issue measured with RMR 4.9.4: a stop of more than 10 s (its deregistration, then a
+    10 s sleep, then the receive loop's 5 s timeout) and a deregistration of its own with a
+    null appInstanceName to an address built from PLT_NAMESPACE. The xApp does not use
+    RMRXapp for that reason (the serve tests show its stop under 5 s, one deregistration)."""
+    import http.server
+    import json
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    class Appmgr(http.server.BaseHTTPRequestHandler):  # reached as the HTTP proxy
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", 0))
+            seen.append((self.path, json.loads(self.rfile.read(length) or b"{}")))
+            self.send_response(200)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Appmgr)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    seed = tmp_path / "routes.rt"
+    seed.write_text(rmr_standin.route_table((12050, "127.0.0.1:4560")))
+    env = {k: v for k, v in os.environ.items() if k.upper() not in ("NO_PROXY", "CONFIG_FILE")}
+    env |= {
+        "HTTP_PROXY": f"http://127.0.0.1:{server.server_address[1]}",
+        "RMR_SEED_RT": str(seed),
+        "PLT_NAMESPACE": "ricplt-test",
+        "HOSTNAME": "atsss-xapp-0",
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", FRAMEWORK_STOP],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert done.returncode == 0, done.stderr
+    stop_s = json.loads(done.stdout.strip().splitlines()[-1])["stop_s"]
+    assert stop_s > 10.0, f"RMRXapp.stop() took {stop_s:.1f} s on the stand-in"
+    assert "Cannot Read config file for xapp Registration" in done.stdout + done.stderr
+    assert seen == [
+        (
+            "http://service-ricplt-test-appmgr-http.ricplt-test:8080/ric/v1/deregister",
+            {"appName": "atsss-xapp-0", "appInstanceName": None},
+        )
+    ]
