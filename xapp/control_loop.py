@@ -10,8 +10,8 @@ the xApp and in simulated time in the evaluator.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -58,8 +58,9 @@ class _PathConditions:
     throughput_mbps: float | None = None
 
 
-# Pushes in flight at once, each to its own agent.
-MAX_PARALLEL_PUSHES = 32
+# Pushes in flight at once, each to its own agent. Threads waiting on a slow agent cost little;
+# enough of them that a few hung agents (each holding one until its deadline) leave room.
+MAX_PARALLEL_PUSHES = 128
 
 # A path back after an outage is believed to carry what it carried before, a little less sure.
 RETURN_STDDEV_FACTOR = 1.5
@@ -102,12 +103,20 @@ class ControlLoop:
         rules: Mapping[str, SteeringRule] | None = None,
         warmup_s: float = 3.0,
         exploration: Exploration | None = None,
+        push_wait_s: float | None = None,
+        may_push: Callable[[str, Direction], str | None] | None = None,
     ) -> None:
         """``warmup_s``: after a CPE's first KPI report, how long to wait for its other accesses
         to report before deciding without them (E2 nodes connect and report one by one, and an
         access not heard from yet is not an access that is down). ``exploration``: how paths
         known only from below are given more share (xapp/policy/exploration.py); None: never,
-        in load balancing they are then weighted by their bound alone."""
+        in load balancing they are then weighted by their bound alone.
+
+        ``push_wait_s``: how long a step waits for its pushes; one still under way then (a slow
+        agent) is finished at a later step, and its CPE and direction are not decided again
+        until it is. None: wait for every push (the simulated evaluator's sinks answer at once).
+        ``may_push``: None when the agent of a CPE and direction may be pushed to now, else
+        why not (its agent not reached yet); such a CPE and direction is not decided."""
         self._cpes = list(cpes)
         self._directions = list(directions)
         self._source = source
@@ -132,6 +141,13 @@ class ControlLoop:
         self._carrier: dict[tuple[str, str], _Carrier] = {}
         # Each path's latest usable estimate: what a path back from an outage starts from.
         self._last_usable_estimate: dict[tuple[str, str, Direction], CapacityEstimate] = {}
+        self._push_wait_s = push_wait_s
+        self._may_push = may_push
+        self._pool: ThreadPoolExecutor | None = None
+        self._in_flight: dict[
+            tuple[str, Direction], tuple[Future[WeightPushError | None], _Pending]
+        ] = {}
+        self._last_failure: dict[tuple[str, Direction], str] = {}
 
     def step(self, now_s: float) -> list[StepOutcome]:
         samples = self._source.poll(now_s)
@@ -158,35 +174,78 @@ class ControlLoop:
         return self._decide_and_push([c for c in self._cpes if c.cpe_id in cpe_ids], now_s)
 
     def _decide_and_push(self, cpes: Sequence[Cpe], now_s: float) -> list[StepOutcome]:
-        planned = [
-            self._decide(cpe, direction, now_s) for cpe in cpes for direction in self._directions
-        ]
+        outcomes = self._finish_landed()
+        planned: list[StepOutcome | _Pending] = []
+        for cpe in cpes:
+            for direction in self._directions:
+                key = (cpe.cpe_id, direction)
+                if key in self._in_flight:
+                    continue  # its last push is still under way: nothing new until it lands
+                blocked = self._may_push(*key) if self._may_push is not None else None
+                if blocked is not None:
+                    planned.append(StepOutcome(cpe.cpe_id, direction, None, blocked))
+                    continue
+                planned.append(self._decide(cpe, direction, now_s))
         pending = [p for p in planned if isinstance(p, _Pending)]
-        failures = self._push_all(pending)
-        return [
+        failures, late = self._push_all(pending)
+        for item in pending:
+            if id(item) in late:
+                self._in_flight[(item.cpe_id, item.direction)] = (late[id(item)], item)
+        outcomes += [
             p if isinstance(p, StepOutcome) else self._finish(p, failures.get(id(p)))
             for p in planned
+            if not (isinstance(p, _Pending) and id(p) in late)
         ]
+        return outcomes
 
-    def _push_all(self, pending: Sequence[_Pending]) -> dict[int, WeightPushError]:
+    def _finish_landed(self) -> list[StepOutcome]:
+        """Pushes of earlier steps that landed (or failed) since."""
+        landed = [key for key, (future, _) in self._in_flight.items() if future.done()]
+        outcomes = []
+        for key in landed:
+            future, item = self._in_flight.pop(key)
+            outcomes.append(self._finish(item, future.result()))
+        return outcomes
+
+    def _push_all(
+        self, pending: Sequence[_Pending]
+    ) -> tuple[dict[int, WeightPushError], dict[int, Future[WeightPushError | None]]]:
         """Push every decided set, side by side: a slow or hung agent costs its own CPE the
-        sink's deadline, not every CPE after it."""
+        sink's deadline, not every CPE after it; and with ``push_wait_s`` not even the step:
+        the pushes still under way then are returned as futures, to finish later."""
         failures: dict[int, WeightPushError] = {}
 
-        def push(item: _Pending) -> None:
+        def push(item: _Pending) -> WeightPushError | None:
             try:
                 self._sink.push(item.weight_set)
             except WeightPushError as error:
-                failures[id(item)] = error
+                return error
+            return None
 
-        if len(pending) <= 1:
+        if self._push_wait_s is None and len(pending) <= 1:
             for item in pending:
-                push(item)
-            return failures
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PUSHES, len(pending))) as pool:
-            for future in [pool.submit(push, item) for item in pending]:
-                future.result()
-        return failures
+                error = push(item)
+                if error is not None:
+                    failures[id(item)] = error
+            return failures, {}
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(MAX_PARALLEL_PUSHES, thread_name_prefix="push")
+        futures = {id(item): self._pool.submit(push, item) for item in pending}
+        wait(futures.values(), timeout=self._push_wait_s)
+        late = {}
+        for key, future in futures.items():
+            if not future.done():
+                late[key] = future
+                continue
+            error = future.result()
+            if error is not None:
+                failures[key] = error
+        return failures, late
+
+    def close(self) -> None:
+        """Let the pushes under way end; no new ones start."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def set_cpes(self, cpes: Sequence[Cpe]) -> None:
         """A reloaded configuration: CPEs kept keep their history, removed ones are forgotten."""
@@ -203,6 +262,10 @@ class ControlLoop:
         for history in histories:
             for key in [k for k in history if k[0] not in kept]:
                 del history[key]
+
+    def set_policy(self, policy: WeightPolicy) -> None:
+        """A policy set up otherwise (an agent's lever learnt after the start)."""
+        self._policy = policy
 
     def set_rule(self, cpe_id: str, rule: SteeringRule) -> None:
         self._rules[cpe_id] = rule
@@ -299,12 +362,16 @@ class ControlLoop:
         if failure is not None:
             # Leave the remembered rule and override untouched so the next step tries again,
             # from what the agent holds if it said (its sequence, so the retry is not refused).
-            log.warning("push to %s %s failed: %s", item.cpe_id, item.direction, failure)
+            # Logged when the reason changes: a broken agent fails the same way every step.
+            if self._last_failure.get(key) != str(failure):
+                log.warning("push to %s %s failed: %s", item.cpe_id, item.direction, failure)
+                self._last_failure[key] = str(failure)
             held, current = failure.held, item.current
             if held is not None and (current is None or held.sequence >= current.sequence):
                 self._store.save_weights(held)
             return StepOutcome(item.cpe_id, item.direction, None, f"push failed: {failure}")
         self._store.save_weights(item.weight_set)
+        self._last_failure.pop(key, None)
         self._last_rule[key] = item.rule
         self._last_override[key] = item.override_revision
         return StepOutcome(item.cpe_id, item.direction, item.weight_set, item.weight_set.reason)

@@ -7,11 +7,14 @@ It steps once per reporting period on wall-clock (Unix) time, the clock of the E
 and in between decides at once for a CPE whose agent reports a carrier lost or back (the
 agents' events, `xapp/adapters/agent_events.py`), a period or more before a report would.
 
-Before the first step it asks each agent what it holds, so a restarted xApp continues the
-agents' sequence numbers and knows which paths are weighted, and which lever each agent's
-kernel has: where only a backup flag can be set (mainline MPTCP), every active path is left to
-the kernel's own scheduler, which a slow path drags down, so the policy keeps only paths of at
-least ``ACTIVE_BACKUP_MIN_SHARE`` of the largest one active.
+Before it decides for a CPE and direction it asks that agent what it holds, so a restarted xApp
+continues the agents' sequence numbers and knows which paths are weighted, and which lever
+each agent's kernel has. A service with a fleet of CPEs (``prepare_without_waiting``) asks them
+side by side, in the background: an agent that does not answer keeps only its own CPE (and
+direction) out of control, and is asked again with backoff (``AgentBook``); the others are
+steered meanwhile. Where only a backup flag can be set (mainline MPTCP), every active path is
+left to the kernel's own scheduler, which a slow path drags down, so the policy keeps only
+paths of at least ``ACTIVE_BACKUP_MIN_SHARE`` of the largest one active.
 
 With replicas sharing the CPEs (``owned``), what a CPE's agents hold is asked when the CPE
 becomes this replica's, before its first decision here: the agent, not SDL, has the last
@@ -21,11 +24,10 @@ sequence, since the replica before may have died between a push and its record o
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -33,12 +35,13 @@ import httpx
 
 from core.deployment import ONE_LEVER_FOR_BOTH
 from core.domain import Cpe, Direction, KpiSample, WeightSet
+from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_events import AccessEvent, AgentEventWatcher
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.control_loop import MAX_PARALLEL_PUSHES, ControlLoop, StepOutcome
+from xapp.control_loop import ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.policy.exploration import Exploration, ExplorationConfig
@@ -67,6 +70,8 @@ FIRST_RETRY_S = 0.5
 # How often the agents are asked whether they restarted (one health request each).
 REFILL_CHECK_S = 5.0
 MAX_RETRY_S = 5.0
+# Agents asked at once (what they hold, their health): each waits on its own agent.
+PARALLEL_AGENT_CALLS = 64
 
 
 @dataclass(frozen=True)
@@ -102,10 +107,12 @@ class LiveControl:
         self.cpes = list(cpes)
         self.store = store if store is not None else MemoryStateStore()
         self.source = E2KpiSource()
+        self.book = AgentBook()
         self.sink = AgentWeightSink(
             settings.cpe_agents,
             settings.proxy_agent,
             downlink_via_cpe=settings.downlink_via_cpe,
+            book=self.book,
         )
         self.prober = AgentProber(settings.cpe_agents)
         self.estimator = EstimatorSelection(
@@ -121,8 +128,13 @@ class LiveControl:
         self.on_step = on_step
         self.owned = owned
         self._stepping: list[str] | None = None  # the CPEs the loop decides for, when owned
-        # Owned CPEs whose agents were asked what they hold since they became ours.
-        self._taken: set[str] = set()
+        # (CPE, direction) whose agent said what it holds (since the CPE became ours), and the
+        # askings under way; a CPE and direction is decided for only once its agent answered.
+        self._enrolled: set[tuple[str, Direction]] = set()
+        self._enrolling: dict[tuple[str, Direction], Future[str | None]] = {}
+        self._calls: ThreadPoolExecutor | None = None
+        self._health_checks: dict[str, Future[dict[str, Any] | None]] = {}
+        self._next_progress_log_s = 0.0
         self.steps = 0
         self.pushes = 0
         self.push_failures = 0
@@ -145,7 +157,10 @@ class LiveControl:
         self._next_refill_check_s = 0.0
         self.refills = 0
         # The agents' own actions, as they happen: decided on at once by the loop's thread.
-        self._events: queue.SimpleQueue[AccessEvent] = queue.SimpleQueue()
+        # Per agent and access, the latest event not acted on yet: bounded by the agents'
+        # accesses however fast they come (a flapping carrier is one decision per wake).
+        self._events: dict[tuple[str, str], AccessEvent] = {}
+        self._events_lock = threading.Lock()
         self._wake = threading.Event()
         self._event_watcher: AgentEventWatcher | None = None
         self.access_events = 0
@@ -161,17 +176,14 @@ class LiveControl:
     def reconfigure(self, cpes: Sequence[Cpe], settings: LiveSettings) -> None:
         """A reloaded configuration: CPEs added or removed, agents changed. What the loop knows
         of the CPEs it keeps (estimates, weights in force, sequence numbers) stays."""
-        added = [c for c in cpes if c.cpe_id not in {k.cpe_id for k in self.cpes}]
+        before = {key: self.sink.endpoint(*key) for key in self._enrolled}
         self.settings = replace(settings, period_s=self.settings.period_s)
         self.sink.set_agents(settings.cpe_agents, settings.proxy_agent)
+        # New CPEs are asked at the next step; one whose agent changed is asked again.
+        self._enrolled = {key for key, was in before.items() if self.sink.endpoint(*key) == was}
         self.prober.set_agents(settings.cpe_agents)
         if self._event_watcher is not None:
             self._event_watcher.set_agents(self._cpe_agents())
-        for cpe in added:
-            if self.owned is None:
-                self._load_held_weights(cpe)
-            else:  # asked when it is ours (see _taken_over)
-                self._taken.discard(cpe.cpe_id)
         self.cpes = list(cpes)
         self._stepping = None  # the owned ones are chosen again at the next step
         if self._loop is not None and self.owned is None:
@@ -183,7 +195,8 @@ class LiveControl:
         """Ask every agent for its lever and for the weights it holds; returns agent → lever.
 
         An agent that does not answer is retried for up to ``wait_s`` (in a RIC the agents
-        may come up after the xApp); one that answers with a refusal fails at once."""
+        may come up after the xApp); one that answers with a refusal fails at once. For one
+        CPE on a bench (``xapp run``); a fleet uses ``prepare_without_waiting``."""
         if self.settings.downlink_via_cpe and len(set(self.settings.directions)) > 1:
             raise LiveSetupError(ONE_LEVER_FOR_BOTH)
         deadline = time.monotonic() + wait_s
@@ -192,15 +205,33 @@ class LiveControl:
         }
         self.levers = dict(levers)
         if "active-backup" in levers.values():
-            self.policy_config = replace(
-                self.policy_config,
-                min_share_of_largest=max(
-                    self.policy_config.min_share_of_largest, ACTIVE_BACKUP_MIN_SHARE
-                ),
-            )
-        if self.owned is None:  # with replicas: once a CPE is ours (see _taken_over)
+            self._note_lever("active-backup")
+        if self.owned is None:  # with replicas: once a CPE is ours (see _enrol)
             for cpe in self.cpes:
                 self._load_held_weights(cpe)
+                self._enrolled |= {(cpe.cpe_id, d) for d in self.settings.directions}
+        self._build_loop()
+        return levers
+
+    def prepare_without_waiting(self) -> None:
+        """Make the loop ready to run without asking any agent now: each CPE and direction is
+        decided for once its agent has said what it holds, asked in the background."""
+        if self.settings.downlink_via_cpe and len(set(self.settings.directions)) > 1:
+            raise LiveSetupError(ONE_LEVER_FOR_BOTH)
+        self._build_loop()
+
+    def _note_lever(self, lever: str) -> None:
+        """Where only a backup flag can be set, the policy keeps slow paths out (see above)."""
+        if lever != "active-backup":
+            return
+        floor = max(self.policy_config.min_share_of_largest, ACTIVE_BACKUP_MIN_SHARE)
+        if floor == self.policy_config.min_share_of_largest:
+            return
+        self.policy_config = replace(self.policy_config, min_share_of_largest=floor)
+        if self._loop is not None:
+            self._loop.set_policy(make_policy("optimal", self.policy_config))
+
+    def _build_loop(self) -> None:
         self._loop = ControlLoop(
             cpes=self.cpes,
             directions=self.settings.directions,
@@ -211,8 +242,21 @@ class LiveControl:
             store=self.store,
             hysteresis=Hysteresis(self.settings.min_gain),
             exploration=self.exploration,
+            # A step waits this long for its pushes; a slow agent's push lands at a later step.
+            push_wait_s=min(0.5, self.settings.period_s / 2),
+            may_push=self._may_push,
         )
-        return levers
+
+    def _may_push(self, cpe_id: str, direction: Direction) -> str | None:
+        """None when the CPE and direction's agent has said what it holds and is not left
+        alone after failures; otherwise why it is not decided for now."""
+        endpoint = self.sink.endpoint(cpe_id, direction)
+        if endpoint is None:
+            return None  # the sink says "no agent configured" itself
+        left_alone = self.book.left_alone(endpoint.base_url)
+        if (cpe_id, direction) not in self._enrolled:
+            return left_alone or f"agent at {endpoint.base_url} not reached yet"
+        return left_alone
 
     def _load_held_weights(self, cpe: Cpe) -> None:
         """What the agents hold for ``cpe``: a restarted xApp continues their sequence numbers."""
@@ -231,13 +275,15 @@ class LiveControl:
             raise RuntimeError("call prepare() before stepping")
         cpes = self.cpes
         if self.owned is not None:
-            cpes = self._taken_over(self.owned())
+            mine = self.owned()
+            cpes = [c for c in self.cpes if c.cpe_id in mine]
+            # A CPE that was another replica's is asked again when it comes back to us.
+            self._enrolled = {key for key in self._enrolled if key[0] in mine}
             if [c.cpe_id for c in cpes] != self._stepping:
                 self._loop.set_cpes(cpes)
                 self._stepping = [c.cpe_id for c in cpes]
-        if now_s >= self._next_refill_check_s:
-            self._next_refill_check_s = now_s + REFILL_CHECK_S
-            self._refill_restarted_agents(cpes)
+        self._enrol(cpes)
+        self._check_agents(now_s, cpes)
         started = time.perf_counter()
         outcomes = self._loop.step(now_s)
         self.on_step(time.perf_counter() - started, outcomes)
@@ -268,7 +314,8 @@ class LiveControl:
 
     def on_access_event(self, event: AccessEvent) -> None:
         """Called by the event watcher's threads; the loop's thread acts on it."""
-        self._events.put(event)
+        with self._events_lock:
+            self._events[(event.agent_url, event.access)] = event
         self._wake.set()
 
     def react(self, now_s: float) -> list[StepOutcome]:
@@ -276,15 +323,15 @@ class LiveControl:
         if self._loop is None:
             raise RuntimeError("call prepare() before reacting")
         touched: set[str] = set()
-        while True:
-            try:
-                event = self._events.get_nowait()
-            except queue.Empty:
-                break
-            for cpe in self.cpes:
-                agent = self.settings.cpe_agents.get(cpe.cpe_id)
-                if agent is None or agent.base_url != event.agent_url:
-                    continue
+        with self._events_lock:
+            events, self._events = list(self._events.values()), {}
+        by_agent: dict[str, list[Cpe]] = {}
+        for cpe in self.cpes:
+            agent = self.settings.cpe_agents.get(cpe.cpe_id)
+            if agent is not None:
+                by_agent.setdefault(agent.base_url, []).append(cpe)
+        for event in sorted(events, key=lambda e: e.sequence):
+            for cpe in by_agent.get(event.agent_url, []):
                 if event.access not in cpe.access_names:
                     continue
                 self._loop.access_event(cpe.cpe_id, event.access, event.carrier_up, now_s)
@@ -310,35 +357,124 @@ class LiveControl:
         self._handle(outcomes, now_s)
         return outcomes
 
-    def _taken_over(self, mine: set[str]) -> list[Cpe]:
-        """The CPEs of ``mine`` (this replica's leases) to decide for: each once its agents have
-        said what they hold. Another replica pushed to it before, and may have died between
-        its push and its record in SDL; continuing from SDL's sequence, the first push would
-        be refused (409). An agent that does not answer leaves its CPE out until it does; the
-        agents are asked side by side, as pushes go, so a hung one costs one deadline."""
-        self._taken &= mine
-        new = [c for c in self.cpes if c.cpe_id in mine and c.cpe_id not in self._taken]
-        if new:
-            with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_PUSHES, len(new))) as pool:
-                answered = list(pool.map(self._ask_agents, new))
-            self._taken |= {c.cpe_id for c, ok in zip(new, answered, strict=True) if ok}
-        return [c for c in self.cpes if c.cpe_id in self._taken]
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._calls is None:
+            self._calls = ThreadPoolExecutor(PARALLEL_AGENT_CALLS, thread_name_prefix="agent")
+        return self._calls
 
-    def _ask_agents(self, cpe: Cpe) -> bool:
+    def _enrol(self, cpes: Sequence[Cpe]) -> None:
+        """Ask, side by side, the agents of ``cpes`` not heard from yet what they hold; wait
+        for them as long as a step waits for its pushes (a fast agent is in at once, a slow
+        or hung one later, or at a later try: it keeps only its own CPE out meanwhile)."""
+        for key in [k for k, future in self._enrolling.items() if future.done()]:
+            if self._enrolling.pop(key).result() is None:
+                self._enrolled.add(key)
+        asked = []
+        for cpe in cpes:
+            for direction in self.settings.directions:
+                key = (cpe.cpe_id, direction)
+                endpoint = self.sink.endpoint(*key)
+                if key in self._enrolled or key in self._enrolling or endpoint is None:
+                    continue
+                if self.book.left_alone(endpoint.base_url) is not None:
+                    continue  # asked again once its backoff has run out
+                self._enrolling[key] = self._pool().submit(self._ask_agent, *key)
+                asked.append(key)
+        if asked:
+            wait([self._enrolling[k] for k in asked], timeout=min(0.5, self.settings.period_s / 2))
+            for key in asked:
+                future = self._enrolling[key]
+                if future.done():
+                    del self._enrolling[key]
+                    if future.result() is None:
+                        self._enrolled.add(key)
+        self._log_progress(cpes)
+
+    def _ask_agent(self, cpe_id: str, direction: Direction) -> str | None:
+        """The agent's lever (once per agent) and what it holds for the CPE and direction;
+        None when it answered, else why not."""
+        endpoint = self.sink.endpoint(cpe_id, direction)
+        if endpoint is None:
+            return None
+        url = endpoint.base_url
+        if url not in self.levers:
+            try:
+                lever = _lever(endpoint)
+            except LiveSetupError as error:
+                self.book.failed(url, str(error))
+                return str(error)
+            self.levers[url] = lever
+            self._note_lever(lever)
         try:
-            self._load_held_weights(cpe)
-        except LiveSetupError as error:
-            log.warning("%s not acted on yet: %s", cpe.cpe_id, error)
-            return False
-        return True
+            held = self.sink.in_force(cpe_id, direction)
+        except WeightPushError as error:
+            return str(error)
+        if held is not None:
+            self.store.save_weights(held)
+        return None
 
-    def _refill_restarted_agents(self, cpes: Sequence[Cpe]) -> None:
+    def _log_progress(self, cpes: Sequence[Cpe]) -> None:
+        """While some agents have not answered: every 10 s, how many have and which not."""
+        now = time.monotonic()
+        if now < self._next_progress_log_s:
+            return
+        wanted = [
+            (c.cpe_id, d)
+            for c in cpes
+            for d in self.settings.directions
+            if self.sink.endpoint(c.cpe_id, d) is not None
+        ]
+        missing = [k for k in wanted if k not in self._enrolled]
+        if not missing:
+            return
+        self._next_progress_log_s = now + 10.0
+        urls = sorted({e.base_url for k in missing if (e := self.sink.endpoint(*k)) is not None})
+        log.warning(
+            "agents heard from for %d of %d CPE directions; not yet: %s%s",
+            len(wanted) - len(missing),
+            len(wanted),
+            ", ".join(urls[:5]),
+            f" and {len(urls) - 5} more" if len(urls) > 5 else "",
+        )
+
+    def _check_agents(self, now_s: float, cpes: Sequence[Cpe]) -> None:
+        """Every REFILL_CHECK_S, ask each agent's health side by side; act on the answers that
+        came in since (a restarted agent refilled, a carrier back whose event was missed)."""
+        answered = {url: f.result() for url, f in self._health_checks.items() if f.done()}
+        for url in answered:
+            del self._health_checks[url]
+        if answered:
+            self._refill_restarted_agents(cpes, answered)
+        if now_s < self._next_refill_check_s:
+            return
+        self._next_refill_check_s = now_s + REFILL_CHECK_S
+        asked = []
+        for url, agent in self._agents().items():
+            if url in self._health_checks or self.book.left_alone(url) is not None:
+                continue
+            self._health_checks[url] = self._pool().submit(_health, agent)
+            asked.append(url)
+        if asked:  # an agent that answers at once is acted on in this step
+            wait(
+                [self._health_checks[u] for u in asked],
+                timeout=min(0.5, self.settings.period_s / 2),
+            )
+            done = {
+                u: self._health_checks.pop(u).result()
+                for u in asked
+                if self._health_checks[u].done()
+            }
+            if done:
+                self._refill_restarted_agents(cpes, done)
+
+    def _refill_restarted_agents(
+        self, cpes: Sequence[Cpe], healths: Mapping[str, dict[str, Any] | None]
+    ) -> None:
         """An agent that restarted without its state holds nothing, and the loop pushes only
         when it expects a gain: so when an agent's run changes, what it should hold is checked
         and pushed again where it differs (with the next sequence number); for ``cpes`` only,
         those this replica acts on."""
-        for url, agent in self._agents().items():
-            health = _health(agent)
+        for url, health in healths.items():
             if health is None:
                 continue
             instance = str(health.get("instance") or "")
@@ -432,7 +568,11 @@ class LiveControl:
         if self._event_watcher is not None:
             self._event_watcher.stop()
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._thread.join(timeout=5)
+        if self._loop is not None:
+            self._loop.close()
+        if self._calls is not None:
+            self._calls.shutdown(wait=False, cancel_futures=True)
         self.prober.close()
 
     def _run(self) -> None:
@@ -497,13 +637,25 @@ def _health(agent: AgentEndpoint) -> dict[str, Any] | None:
     return health
 
 
+LEVERS = ("weights", "active-backup")
+
+
 def _lever(agent: AgentEndpoint) -> str:
+    """What the agent's kernel can set: WRR weights, or only a backup flag."""
     try:
-        with agent.client(5.0) as client:
-            response = client.get("/v1/health")
+        response = request_within(agent, "GET", "/v1/health", 2.0)
     except httpx.HTTPError as error:
-        raise AgentUnreachableError(f"agent at {agent.base_url}: {error}") from error
+        raise AgentUnreachableError(
+            f"agent at {agent.base_url}: {error or type(error).__name__}"
+        ) from error
     if response.status_code != 200:
         raise LiveSetupError(refusal(agent, response))
-    lever = response.json().get("lever", "weights")
+    try:
+        lever = response.json().get("lever", "weights")
+    except (ValueError, AttributeError):
+        lever = None
+    if lever not in LEVERS:
+        raise LiveSetupError(
+            f"agent at {agent.base_url}: its health is not an agent's (lever {lever!r})"
+        )
     return str(lever)

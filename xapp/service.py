@@ -331,25 +331,15 @@ class XappService:
         return {}
 
     def _start_control(self) -> None:
-        """Ask the agents what they hold, then run the loop; agents that are not up yet are
-        waited for (the configuration's agents.wait_s at a time), as long as the service runs."""
+        """Run the loop at once: each CPE and direction is steered as soon as its agent has
+        said what it holds (asked in the background), whatever the other agents do."""
         while not self._stopping.is_set():
             try:
-                levers = self.control.prepare(
-                    self.deployment.agents.wait_s, on_wait=lambda message: log.info(message)
-                )
-            except LiveSetupError as error:
-                log.error("agents not ready: %s; trying again", error)
+                self.control.prepare_without_waiting()
+            except LiveSetupError as error:  # the configuration cannot work: say so, keep trying
+                log.error("control loop not started: %s; trying again", error)
                 self._stopping.wait(5.0)
                 continue
-            except Exception as error:  # SDL down (ricsdl raises its own types)
-                # Never let this thread end: the xApp would serve, ready, with no loop behind it.
-                log.error("control loop not started: %s; trying again", error)
-                self._stopping.wait(1.0)
-                continue
-            log.info(
-                "agents: %s", ", ".join(f"{u} ({lever})" for u, lever in sorted(levers.items()))
-            )
             if not self._stopping.is_set():
                 self.control.start()
                 self._prepared.set()

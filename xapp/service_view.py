@@ -23,7 +23,7 @@ from core.domain import (
     SubscriptionRecord,
     WeightSet,
 )
-from xapp.adapters.agent_http import AgentEndpoint
+from xapp.adapters.agent_http import AgentEndpoint, request_within
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.node_health import NodeHealth
 from xapp.live import LiveControl
@@ -186,8 +186,7 @@ def _plain_state(record: SubscriptionRecord | None) -> str:
 
 def _agent_health(endpoint: AgentEndpoint) -> dict[str, Any]:
     try:
-        with endpoint.client(2.0) as client:
-            response = client.get("/v1/health")
+        response = request_within(endpoint, "GET", "/v1/health", 2.0)
     except httpx.HTTPError as error:
         return {"reachable": False, "error": str(error)}
     return {"reachable": True, "status": response.status_code}

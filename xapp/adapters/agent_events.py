@@ -4,13 +4,19 @@ One thread per agent holds a long poll open on its ``GET /v1/events`` and hands 
 action to ``on_event``. The first answer only says where the agent's numbering stands (what
 happened before the xApp listened is not news); an agent that restarted (its ``instance``
 changed) numbers from 1 again, so its actions are taken from the start. An agent that does not
-answer is asked again after a pause: the periodic reports still carry the loop meanwhile.
+answer is asked again after a pause that doubles while it keeps failing: the periodic reports
+still carry the loop meanwhile.
+
+An agent cannot flood the xApp: each answer is capped in bytes (``MAX_EVENTS_BYTES``), an agent
+is asked at most ``MAX_POLLS_PER_S`` times a second, and of the events in one answer only the
+latest per access is handed on (how many were folded into it is logged once per answer).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -21,7 +27,10 @@ from xapp.adapters.agent_http import AgentEndpoint, request_within
 log = logging.getLogger(__name__)
 
 POLL_WAIT_S = 20.0  # how long the agent holds each request open
-RETRY_AFTER_S = 1.0  # after an agent failed to answer
+RETRY_AFTER_S = 1.0  # after an agent failed to answer, doubling while it fails
+MAX_RETRY_AFTER_S = 30.0
+MAX_EVENTS_BYTES = 64 * 1024  # one answer: some hundreds of events, far more than an honest one
+MAX_POLLS_PER_S = 5.0  # an agent answering at once every time is not asked faster than this
 
 
 @dataclass(frozen=True)
@@ -64,24 +73,34 @@ class AgentEventWatcher:
     def _watch(self, agent: AgentEndpoint) -> None:
         instance: str | None = None
         after = 0
+        failures = 0
         while not self._stop.is_set() and self._agents.get(agent.base_url) == agent:
             wait_s = 0.0 if instance is None else POLL_WAIT_S
+            asked_at = time.monotonic()
             try:
                 response = request_within(
                     agent,
                     "GET",
                     "/v1/events",
                     wait_s + 5.0,
+                    max_bytes=MAX_EVENTS_BYTES,
                     params={"after": after, "wait_s": wait_s},
                 )
                 response.raise_for_status()
                 answer = response.json()
                 latest, events = int(answer["latest"]), list(answer["events"])
                 seen = str(answer["instance"])
-            except (httpx.HTTPError, ValueError, KeyError, TypeError) as error:
-                log.debug("events from %s: %s; asking again", agent.base_url, error)
-                self._stop.wait(RETRY_AFTER_S)
+            except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError) as error:
+                failures += 1
+                pause = min(MAX_RETRY_AFTER_S, RETRY_AFTER_S * 2 ** (failures - 1))
+                log.debug(
+                    "events from %s: %s; asking again in %.0f s", agent.base_url, error, pause
+                )
+                self._stop.wait(pause)
                 continue
+            failures = 0
+            # Never faster than MAX_POLLS_PER_S, whatever the agent answers.
+            self._stop.wait(max(0.0, 1 / MAX_POLLS_PER_S - (time.monotonic() - asked_at)))
             if instance is None:
                 instance, after = seen, latest  # where its numbering stands: nothing is news
                 continue
@@ -91,6 +110,8 @@ class AgentEventWatcher:
                 )
                 instance, after = seen, 0
                 continue
+            newest: dict[str, AccessEvent] = {}  # per access, the latest of this answer
+            malformed = 0
             for item in events:
                 try:
                     event = AccessEvent(
@@ -101,11 +122,21 @@ class AgentEventWatcher:
                         at_s=float(item["at_s"]),
                         result=str(item["result"]),
                     )
-                except (KeyError, TypeError, ValueError) as error:
-                    log.warning(
-                        "an event from %s is malformed (%s): skipped", agent.base_url, error
-                    )
+                except (KeyError, TypeError, ValueError, AttributeError):
+                    malformed += 1
                     continue
                 if event.sequence > after:
-                    self._on_event(event)
+                    kept = newest.get(event.access)
+                    if kept is None or event.sequence > kept.sequence:
+                        newest[event.access] = event
+            if malformed:
+                log.warning("%d malformed events from %s: skipped", malformed, agent.base_url)
+            if len(events) - malformed > len(newest) > 0:
+                log.info(
+                    "%d events from %s folded into the latest per access",
+                    len(events) - malformed,
+                    agent.base_url,
+                )
+            for event in sorted(newest.values(), key=lambda e: e.sequence):
+                self._on_event(event)
             after = max(after, latest)

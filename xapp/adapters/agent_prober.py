@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import httpx
 
 from core.domain import Direction, ProbeOutcome, ProbeRequest
-from xapp.adapters.agent_http import AgentEndpoint, response_detail
+from xapp.adapters.agent_http import AgentEndpoint, request_within, response_detail
 
 
 class AgentProber:
@@ -78,8 +78,9 @@ class AgentProber:
             "reverse": request.direction == Direction.DOWNLINK,
         }
         try:
-            with agent.client(request.duration_s + self._margin_s) as client:
-                response = client.post("/v1/probes", json=body)
+            response = request_within(
+                agent, "POST", "/v1/probes", request.duration_s + self._margin_s, json=body
+            )
         except httpx.HTTPError as error:
             return outcome(None, error=f"agent of {request.cpe_id}: {error}")
         if response.status_code == 502:

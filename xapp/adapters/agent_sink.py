@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import httpx
 
 from core.domain import Direction, SteeringMode, WeightSet
+from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.ports import WeightPushError
 
@@ -29,7 +30,11 @@ class AgentWeightSink:
         requested_by: str = "xapp",
         *,
         downlink_via_cpe: bool = False,
+        book: AgentBook | None = None,
     ) -> None:
+        """``book``: each agent's failures; one that keeps failing is left alone for a while
+        (the push fails at once, naming why) instead of costing a deadline every step."""
+        self.book = book if book is not None else AgentBook()
         self._cpe_agents = dict(cpe_agents)
         self._proxy = proxy_agent
         self._timeout_s = timeout_s
@@ -49,6 +54,7 @@ class AgentWeightSink:
 
     def push(self, weight_set: WeightSet) -> None:
         agent = self._agent(weight_set.cpe_id, weight_set.direction)
+        self._not_left_alone(agent)
         body = {
             "cpe_id": weight_set.cpe_id,
             "weights": dict(weight_set.weights),
@@ -64,12 +70,18 @@ class AgentWeightSink:
                 json=body,
             )
         except httpx.ConnectError as error:  # never reached the agent: nothing to find out
+            self.book.failed(agent.base_url, str(error))
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
         except httpx.HTTPError as error:
-            self._settle(weight_set, f"agent at {agent.base_url}: {error}")
+            problem = f"agent at {agent.base_url}: {error or type(error).__name__}"
+            self.book.failed(agent.base_url, problem)
+            self._settle(weight_set, problem)
             return
         if response.status_code == 200:
+            self.book.succeeded(agent.base_url)
             return
+        if response.status_code in (401, 403):  # will not change until someone fixes it
+            self.book.failed(agent.base_url, refusal(agent, response))
         if response.status_code == 409 or response.status_code >= 500:
             self._settle(weight_set, refusal(agent, response))
             return
@@ -80,8 +92,11 @@ class AgentWeightSink:
         landed and only its answer was lost; anything else goes back to the loop with the
         failure, so that its next push follows the agent's sequence instead of repeating one
         the agent refuses for ever."""
+        agent = self._agent(weight_set.cpe_id, weight_set.direction)
+        if self.book.failures(agent.base_url) > 1:
+            raise WeightPushError(problem)  # it failed before too: do not pay a second deadline
         try:
-            held = self.in_force(weight_set.cpe_id, weight_set.direction)
+            held = self.in_force(weight_set.cpe_id, weight_set.direction, settling=True)
         except WeightPushError:
             raise WeightPushError(problem) from None
         if (
@@ -93,10 +108,15 @@ class AgentWeightSink:
         where = f"the agent holds sequence {held.sequence}" if held else "the agent holds none"
         raise WeightPushError(f"{problem} ({where})", held=held)
 
-    def in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+    def in_force(
+        self, cpe_id: str, direction: Direction, settling: bool = False
+    ) -> WeightSet | None:
         """The set the agent has applied (None if none yet), so a restarted xApp continues its
-        sequence numbers and knows which paths are weighted."""
+        sequence numbers and knows which paths are weighted. ``settling``: asked right after a
+        push whose outcome is not known, so asked even though that push just failed."""
         agent = self._agent(cpe_id, direction)
+        if not settling:
+            self._not_left_alone(agent)
         try:
             response = request_within(
                 agent,
@@ -106,14 +126,19 @@ class AgentWeightSink:
                 params={"cpe_id": cpe_id},
             )
         except httpx.HTTPError as error:
-            raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
+            problem = f"agent at {agent.base_url}: {error or type(error).__name__}"
+            self.book.failed(agent.base_url, problem)
+            raise WeightPushError(problem) from error
         if response.status_code == 404:
+            self.book.succeeded(agent.base_url)
             return None
         if response.status_code != 200:
+            if response.status_code in (401, 403) or response.status_code >= 500:
+                self.book.failed(agent.base_url, refusal(agent, response))
             raise WeightPushError(refusal(agent, response))
         try:
             applied = response.json()["applied"]
-            return WeightSet(
+            held = WeightSet(
                 cpe_id=cpe_id,
                 direction=direction,
                 weights={str(a): int(w) for a, w in applied["weights"].items()},
@@ -122,9 +147,16 @@ class AgentWeightSink:
                 reason=f"in force at the agent (by {applied.get('requested_by', '?')})",
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise WeightPushError(
-                f"agent at {agent.base_url}: its answer is not a weight set: {error}"
-            ) from error
+            problem = f"agent at {agent.base_url}: its answer is not a weight set: {error}"
+            self.book.failed(agent.base_url, problem)
+            raise WeightPushError(problem) from error
+        self.book.succeeded(agent.base_url)
+        return held
+
+    def _not_left_alone(self, agent: AgentEndpoint) -> None:
+        reason = self.book.left_alone(agent.base_url)
+        if reason is not None:
+            raise WeightPushError(reason)
 
     def _agent(self, cpe_id: str, direction: Direction) -> AgentEndpoint:
         agent = self.endpoint(cpe_id, direction)
