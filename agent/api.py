@@ -4,9 +4,11 @@ No `from __future__ import annotations` here: FastAPI reads the dependencies of 
 from their annotations at run time, and these refer to names local to `create_app`.
 """
 
+import asyncio
 import hmac
 import logging
 import subprocess
+import time
 import uuid
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,6 +23,7 @@ from agent.guard import RequestGuard
 from agent.probes import ProbeError, iperf3_probe
 from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
 from core.domain import Direction
+from core.sequence import SPACE as SEQUENCE_SPACE
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +33,7 @@ class WeightsBody(BaseModel):
 
     cpe_id: str | None = None
     weights: dict[str, StrictInt]
-    sequence: StrictInt = Field(ge=0, le=2**63 - 1)
+    sequence: StrictInt = Field(ge=0, le=SEQUENCE_SPACE - 1, description="wraps (RFC 1982)")
     requested_by: str = Field(default="xapp", max_length=100)
 
 
@@ -54,6 +57,7 @@ def read_token(path: Path | None) -> str | None:
 
 # The longest an events request is held open (the xApp asks again at once).
 MAX_EVENT_WAIT_S = 30.0
+EVENT_CHECK_S = 0.05  # how often a held events request looks for a new action
 
 
 def create_app(service: WeightService, token: str | None) -> FastAPI:
@@ -142,14 +146,22 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         }
 
     @app.get("/v1/events")
-    def events(
+    async def events(
         who: Annotated[str, Depends(caller)],
         after: Annotated[int, Query(ge=0, le=2**63 - 1)] = 0,
         wait_s: Annotated[float, Query(ge=0, le=MAX_EVENT_WAIT_S)] = 0.0,
     ) -> dict[str, Any]:
         """The agent's own actions numbered above ``after``; with ``wait_s``, held open until
-        there is one (long poll): how the xApp hears of a carrier lost or back at once."""
-        latest, actions = service.actions_after(after, wait_s)
+        there is one (long poll): how the xApp hears of a carrier lost or back at once. The
+        wait is on the event loop, not in a worker thread: however many long polls are held
+        open, the weight requests keep their workers."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            latest, actions = service.actions_since(after)
+            left = deadline - time.monotonic()
+            if actions or left <= 0:
+                break
+            await asyncio.sleep(min(EVENT_CHECK_S, left))
         return {
             "instance": instance,
             "latest": latest,

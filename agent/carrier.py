@@ -15,6 +15,11 @@ and is not retried), one added 300 ms later did. 100 ms is the compromise: the m
 backend checks afterwards that a subflow left from the address and adds the endpoint again
 if none did (agent/backends/mainline.py), and in the testbed runs 100 ms carried more than
 300 ms (0.775 and 0.83 of the shaped capacity against 0.74–0.77).
+
+A link that keeps flapping is damped, as routers damp flapping routes: each loss within
+``FLAP_WINDOW_S`` of the previous ones doubles the time its return must hold before it counts
+(up to ``MAX_RETURN_SETTLE_S``), so a flapping access stays out instead of sending the xApp
+an event, and the kernel a change, at every flap; a loss is still reported at once.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ log = logging.getLogger(__name__)
 
 POLL_S = 0.05
 RETURN_SETTLE_S = 0.1
+FLAP_WINDOW_S = 30.0
+MAX_RETURN_SETTLE_S = 5.0
 
 
 def carrier_up(sysfs_root: Path, interface: str) -> bool | None:
@@ -60,6 +67,8 @@ class CarrierWatcher:
         self._clock = clock
         self._known: dict[str, bool] = {}
         self._up_since: dict[str, float] = {}  # carrier seen back, not reported yet
+        self._losses: dict[str, list[float]] = {}  # per access, its recent losses
+        self.reported = 0  # changes called back
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -76,15 +85,27 @@ class CarrierWatcher:
                 continue
             if up and before is False:
                 since = self._up_since.setdefault(access, self._clock())
-                if self._clock() - since < self._settle_s:
+                if self._clock() - since < self.return_settle_s(access):
                     continue
-            self._up_since.pop(access, None)
+            self._up_since.pop(access, None)  # reported, or lost again: it holds anew
             self._known[access] = up
+            if before is not False and not up:
+                now = self._clock()
+                recent = [t for t in self._losses.get(access, []) if now - t < FLAP_WINDOW_S]
+                self._losses[access] = [*recent, now]
             if before != up:
+                self.reported += 1
                 try:
                     self._on_change(access, up)
                 except Exception:  # one failed reaction must not stop the watch
                     log.exception("reacting to %s's carrier failed", access)
+
+    def return_settle_s(self, access: str) -> float:
+        """How long the access's carrier must hold after a return: doubled per loss within
+        the flap window beyond the first."""
+        now = self._clock()
+        recent = sum(1 for t in self._losses.get(access, []) if now - t < FLAP_WINDOW_S)
+        return float(min(MAX_RETURN_SETTLE_S, self._settle_s * 2 ** max(0, recent - 1)))
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="carrier-watch", daemon=True)

@@ -6,7 +6,7 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -19,6 +19,7 @@ from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, 
 from agent.testbed import ACCESSES, Testbed, TestbedError
 from core.console import LOG_LEVEL_VARIABLE
 from core.domain import Direction
+from core.sequence import next_after
 
 agent_app = typer.Typer(
     help="The CPE / MPTCP proxy agent that writes weights to the kernel.", no_args_is_help=True
@@ -105,7 +106,7 @@ def apply(
         _fail(f"--direction is up or down, not {direction!r}")
     restored = {a.cpe_id: a for a in service.restore()} if loaded.state_file.exists() else {}
     cpe_id = cpe or loaded.cpe_id
-    next_sequence = restored[cpe_id].sequence + 1 if cpe_id in restored else 1
+    next_sequence = next_after(restored[cpe_id].sequence if cpe_id in restored else None)
     update = WeightUpdate(
         cpe_id,
         wanted,
@@ -176,16 +177,39 @@ def run(
     host, _, port = loaded.listen.rpartition(":")
     certificate = str(loaded.tls_certificate) if loaded.tls_certificate else None
     key = str(loaded.tls_key) if loaded.tls_key else None
-    uvicorn.run(
-        create_app(service, token),
-        host=host,
-        port=int(port),
-        log_level="warning",
-        ssl_certfile=certificate,
-        ssl_keyfile=key,
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(service, token),
+            host=host,
+            port=int(port),
+            log_level="warning",
+            ssl_certfile=certificate,
+            ssl_keyfile=key,
+            # Held long polls end within a second of SIGTERM instead of at their timeout.
+            timeout_graceful_shutdown=1,
+        )
     )
+    _serve_until_signalled(server)
     if watcher is not None:
         watcher.stop()
+
+
+def _serve_until_signalled(server: Any) -> None:
+    """Serve in a thread, stop on SIGTERM or SIGINT, return (exit 0). Run in the main thread,
+    uvicorn would raise the signal again once it stopped, ending the process with it."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    thread = threading.Thread(target=server.run, name="http", daemon=True)
+    thread.start()
+    while not stop.wait(0.2):
+        if not thread.is_alive():  # it could not start (the port taken, say)
+            raise typer.Exit(1)
+    server.should_exit = True
+    thread.join(timeout=3)
 
 
 def _testbed(prefix: str) -> Testbed:

@@ -20,6 +20,7 @@ from ipaddress import IPv4Address
 from agent.backends.base import Backend, BackendError, PathWeight
 from agent.config import AgentConfig
 from core.domain import Direction
+from core.sequence import SPACE, in_space, is_after, next_after
 
 log = logging.getLogger(__name__)
 
@@ -138,17 +139,18 @@ class WeightService:
             paths.append(PathWeight(update.cpe_id, access, address, weight))
         if all(p.weight == 0 for p in paths):
             raise UpdateRejectedError("weights: at least one access needs a weight above 0")
-        if update.sequence < 0:
-            raise UpdateRejectedError(f"sequence: {update.sequence} is negative")
+        if not in_space(update.sequence):
+            raise UpdateRejectedError(f"sequence: {update.sequence} is not in 0..{SPACE - 1}")
         return paths
 
     def apply(self, update: WeightUpdate) -> AppliedWeights:
         paths = self.validate(update)
         with self._lock:
             current = self._applied.get(update.cpe_id)
-            if current is not None and update.sequence <= current.sequence:
+            if current is not None and not is_after(update.sequence, current.sequence):
                 raise UpdateRejectedError(
-                    f"sequence {update.sequence} is not after {current.sequence}, the one in force",
+                    f"sequence {update.sequence} is not after {current.sequence}, the one in force"
+                    f" (numbers wrap at {SPACE}: the next is {next_after(current.sequence)})",
                     409,
                 )
             others = [
@@ -218,6 +220,19 @@ class WeightService:
                 restored.append(self._checked_entry(item))
             except (UpdateRejectedError, ValueError, TypeError) as error:
                 log.error("state file %s: entry %d skipped: %s", path, index, error)
+        newest: dict[str, AppliedWeights] = {}  # a file with two entries for a CPE: the later
+        for entry in restored:
+            kept = newest.get(entry.cpe_id)
+            if kept is None or is_after(entry.sequence, kept.sequence):
+                newest[entry.cpe_id] = entry
+            if kept is not None:
+                log.error(
+                    "state file %s: two entries for %s; kept sequence %d",
+                    path,
+                    entry.cpe_id,
+                    newest[entry.cpe_id].sequence,
+                )
+        restored = list(newest.values())
         with self._lock:
             paths = [p for a in restored for p in self._paths(a)]
             self._write_checked(paths, [])
@@ -286,6 +301,14 @@ class WeightService:
             self._new_action.notify_all()
         log.warning("%s on %s: %s", action.event, access, action.result)
         return action
+
+    def actions_since(self, sequence: int) -> tuple[int, list[LocalAction]]:
+        """As ``actions_after`` without waiting, and without the lock (a kernel write may hold
+        it): an event loop may call it. The list is replaced whole, never changed in place."""
+        latest, kept = self._local_sequence, self.local_actions
+        if sequence > latest:
+            sequence = 0
+        return latest, [a for a in kept if a.sequence > sequence]
 
     def actions_after(self, sequence: int, wait_s: float) -> tuple[int, list[LocalAction]]:
         """The local actions numbered above ``sequence`` (waiting up to ``wait_s`` for one),

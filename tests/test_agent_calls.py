@@ -86,9 +86,8 @@ def test_the_deadline_covers_the_status_line_and_headers(behaviour: Behaviour) -
 
 
 def test_an_endless_answer_is_cut_off_at_its_cap() -> None:
-    with raw_agent(endless_body) as url:
-        with pytest.raises(AnswerTooLargeError):
-            request_within(AgentEndpoint(url), "GET", "/v1/events", 5.0, max_bytes=100_000)
+    with raw_agent(endless_body) as url, pytest.raises(AnswerTooLargeError):
+        request_within(AgentEndpoint(url), "GET", "/v1/events", 5.0, max_bytes=100_000)
 
 
 def test_a_declared_length_over_the_cap_fails_before_reading() -> None:
@@ -99,8 +98,8 @@ def test_a_declared_length_over_the_cap_fails_before_reading() -> None:
         assert time.monotonic() - started < 2.0
 
 
-def test_a_missing_ca_file_is_refused_where_the_agent_is_configured(tmp_path: object) -> None:
-    with pytest.raises(AgentSetupError, match="CA file /nonexistent/ca.pem"):
+def test_a_missing_ca_file_is_refused_where_the_agent_is_configured() -> None:
+    with pytest.raises(AgentSetupError, match=r"CA file /nonexistent/ca\.pem"):
         AgentEndpoint("https://agent.example:8443", "t", "/nonexistent/ca.pem")
     with pytest.raises(AgentSetupError, match="is not http"):
         AgentEndpoint("ftp://agent.example", "t")

@@ -47,8 +47,11 @@ def test_the_installed_wheel_serves_in_ric_mode(tmp_path: Path) -> None:
         point_at_stand_ins(config, platform_port, http_port, rmr_port)
         simulator = start_simulator(tmp_path, "paper-static", e2t_port, 60)
         wait_until(lambda: len(ric.nodes) == 3, 30, "the simulated nodes")
+        seed = tmp_path / "routes.rt"
+        seed.write_text("newrt|start\nrte|101|127.0.0.1:4560\nnewrt|end\n")
         variables = {
-            "ATSSS_RMR_XAPP": "rmr_standin:LoopbackRMRXapp",
+            "ATSSS_RMR_LIBRARY": "rmr_standin",
+            "RMR_SEED_RT": str(seed),
             "PYTHONPATH": str(standin),
             "DBAAS_SERVICE_HOST": "127.0.0.1",
             "DBAAS_SERVICE_PORT": str(redis_port),

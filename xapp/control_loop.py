@@ -25,6 +25,7 @@ from core.domain import (
     SteeringRule,
     WeightSet,
 )
+from core.sequence import is_after, next_after
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.outage_risk import OutageRisk
@@ -352,7 +353,7 @@ class ControlLoop:
             direction=direction,
             weights=weights,
             mode=rule.mode,
-            sequence=(current.sequence + 1) if current is not None else 1,
+            sequence=next_after(current.sequence if current is not None else None),
             reason=f"{decision.reason}: {reason}",
         )
         return _Pending(cpe.cpe_id, direction, weight_set, rule, override_revision, current)
@@ -367,7 +368,11 @@ class ControlLoop:
                 log.warning("push to %s %s failed: %s", item.cpe_id, item.direction, failure)
                 self._last_failure[key] = str(failure)
             held, current = failure.held, item.current
-            if held is not None and (current is None or held.sequence >= current.sequence):
+            if held is not None and (
+                current is None
+                or held.sequence == current.sequence
+                or is_after(held.sequence, current.sequence)
+            ):
                 self._store.save_weights(held)
             return StepOutcome(item.cpe_id, item.direction, None, f"push failed: {failure}")
         self._store.save_weights(item.weight_set)

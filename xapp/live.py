@@ -35,6 +35,7 @@ import httpx
 
 from core.deployment import ONE_LEVER_FOR_BOTH
 from core.domain import Cpe, Direction, KpiSample, WeightSet
+from core.sequence import latest, next_after
 from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_events import AccessEvent, AgentEventWatcher
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
@@ -513,7 +514,9 @@ class LiveControl:
             held = self.sink.in_force(cpe_id, direction)
             if held is not None and dict(held.weights) == dict(wanted.weights):
                 return
-            sequence = max(wanted.sequence, held.sequence if held else 0) + 1
+            sequence = next_after(
+                latest(wanted.sequence, held.sequence) if held else wanted.sequence
+            )
             again = replace(wanted, sequence=sequence, reason="the agent restarted: pushed again")
             self.sink.push(again)
         except WeightPushError as error:

@@ -45,7 +45,7 @@ from core.deployment import AgentConfig, CpeConfig, Deployment, DeploymentError
 from core.domain import Direction, SubscriptionRecord
 from kpm.codec import compile_all
 from models.runtime import OnnxCapacityModel
-from xapp.adapters.agent_http import AgentEndpoint
+from xapp.adapters.agent_http import AgentEndpoint, AgentSetupError
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.adapters.redis_leases import RedisLeaseStore
 from xapp.config import e2_settings, load_xapp_config, reporting_period_s
@@ -62,8 +62,8 @@ from xapp.live import LiveControl, LiveSettings, LiveSetupError
 from xapp.metrics import XappMetrics
 from xapp.operator.api import create_router, install_dashboard, install_error_format
 from xapp.operator.auth import TokensError, load_tokens
-from xapp.operator.registry import CpeRegistry
-from xapp.operator.state import OperatorState
+from xapp.operator.registry import CpeRefusedError, CpeRegistry
+from xapp.operator.state import OperatorState, UnknownError
 from xapp.ownership import Ownership
 from xapp.platform import Check, Readiness, RicPlatform, evaluate
 from xapp.policy.exploration import ExplorationConfig
@@ -100,6 +100,8 @@ def make_store(namespace: str) -> tuple[XappStore, bool]:
 
 
 def agent_endpoint(agent: AgentConfig, default_token_file: Path | None) -> AgentEndpoint:
+    """The agent as the xApp reaches it; ServiceError (one line) when it cannot be set up: its
+    token file unreadable, its CA file missing."""
     token_file = agent.token_file or default_token_file
     token = None
     if token_file is not None:
@@ -110,7 +112,10 @@ def agent_endpoint(agent: AgentConfig, default_token_file: Path | None) -> Agent
                 f"agent {agent.url}: token file {token_file}: {error.strerror}"
             ) from None
     verify: bool | str = str(agent.ca_file) if agent.ca_file is not None else True
-    return AgentEndpoint(agent.url, token, verify)
+    try:
+        return AgentEndpoint(agent.url, token, verify)
+    except AgentSetupError as error:
+        raise ServiceError(str(error)) from None
 
 
 def live_settings(deployment: Deployment) -> LiveSettings:
@@ -213,7 +218,7 @@ class XappService:
         compile_all()  # before the first node connects, not while its reports queue up
         try:
             self.cpe_registry.load()
-            in_force = self.cpe_registry.apply(self.file_deployment)
+            in_force = self.cpe_registry.apply(self.file_deployment, check=self._check_cpes)
         except Exception as error:  # SDL down at start: the file's CPEs, writes refused
             log.error("CPEs added at run time not loaded from SDL: %s", error)
         else:
@@ -451,9 +456,29 @@ class XappService:
 
     # ------------------------------------------------------------------ run-time changes
     def put_cpes(self, cpes: Sequence[CpeConfig], who: str, why: str) -> None:
+        """Raises DeploymentError (they do not fit the configuration), CpeRefusedError (an
+        agent that cannot be set up, an override that would no longer fit): nothing stored."""
         with self._reload_lock:
-            in_force = self.cpe_registry.put(self.file_deployment, cpes, who, why)
+            in_force = self.cpe_registry.put(
+                self.file_deployment, cpes, who, why, check=self._check_cpes
+            )
             self._apply(in_force)
+
+    def _check_cpes(self, deployment: Deployment, cpe_ids: Sequence[str]) -> None:
+        """CPEs about to come in force: each agent can be set up, each override still fits."""
+        chosen = [c for c in deployment.cpes if c.id in set(cpe_ids)]
+        default_token = deployment.agents.token_file
+        for cpe in chosen:
+            if cpe.agent is not None:
+                try:
+                    agent_endpoint(cpe.agent, default_token)
+                except ServiceError as error:
+                    raise CpeRefusedError(f"cpe {cpe.id}: {error}") from None
+        domain = [c for c in deployment.domain_cpes() if c.cpe_id in set(cpe_ids)]
+        try:
+            self.operator.check_cpes(domain)
+        except UnknownError as error:
+            raise CpeRefusedError(str(error)) from None
 
     def remove_cpe(self, cpe_id: str, who: str, why: str) -> None:
         with self._reload_lock:

@@ -30,6 +30,7 @@ from core.domain import (
 )
 from xapp.operator.auth import Caller, Role, Tokens
 from xapp.operator.overrides import OperatorOverride, rule_json
+from xapp.operator.registry import CpeRefusedError
 from xapp.operator.state import (
     ConflictError,
     OperatorState,
@@ -363,6 +364,8 @@ def create_router(
             raise HTTPException(422, "cpes: a CPE id appears twice")
         try:
             commands.put_cpes(cpes, caller.name, reason)
+        except CpeRefusedError as error:
+            raise HTTPException(422, str(error)) from None
         except DeploymentError as error:
             raise HTTPException(409, str(error)) from None
         except StoreUnavailableError as error:

@@ -9,8 +9,9 @@ file; an entry for a CPE the file since gained replaces the file's.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from core.deployment import CpeConfig, Deployment, DeploymentError, parse_deployment
@@ -18,6 +19,13 @@ from xapp.operator.state import OperatorState, UnknownError, delete_document, wr
 from xapp.ports import DocumentStore
 
 CPES = "operator/cpe/"
+
+log = logging.getLogger(__name__)
+
+
+class CpeRefusedError(ValueError):
+    """A CPE that fits the configuration but cannot be taken as it is (its agent cannot be set
+    up, an override in force would no longer fit); the message says why, nothing is stored."""
 
 
 class CpeRegistry:
@@ -37,18 +45,46 @@ class CpeRegistry:
         with self._lock:
             return dict(self._entries)
 
-    def apply(self, base: Deployment) -> Deployment:
-        """The file's deployment with the registry's entries applied."""
+    def apply(
+        self, base: Deployment, check: Callable[[Deployment, Sequence[str]], None] | None = None
+    ) -> Deployment:
+        """The file's deployment with the registry's entries applied. With ``check`` (at
+        start), an entry that no longer fits or that ``check`` refuses (its agent cannot be set
+        up) is left out with an error in the log, never a crash: it stays in SDL, to be
+        replaced or removed through the API."""
         with self._lock:
-            return _applied(base, self._entries)
+            if check is None:
+                return _applied(base, self._entries)
+            kept: dict[str, dict[str, Any]] = {}
+            for cpe_id, entry in sorted(self._entries.items()):
+                trial = {**kept, cpe_id: entry}
+                try:
+                    result = _applied(base, trial)
+                    if "cpe" in entry:
+                        check(result, [cpe_id])
+                except (DeploymentError, ValueError) as error:
+                    log.error("run-time CPE %s left out: %s", cpe_id, error)
+                    continue
+                kept = trial
+            return _applied(base, kept)
 
-    def put(self, base: Deployment, cpes: Sequence[CpeConfig], who: str, why: str) -> Deployment:
-        """Add or replace CPEs, all or none; returns the deployment now in force."""
+    def put(
+        self,
+        base: Deployment,
+        cpes: Sequence[CpeConfig],
+        who: str,
+        why: str,
+        check: Callable[[Deployment, Sequence[str]], None] | None = None,
+    ) -> Deployment:
+        """Add or replace CPEs, all or none; returns the deployment now in force. ``check``
+        sees the result before anything is stored and may refuse it (raises)."""
         with self._lock:
             entries = dict(self._entries)
             for cpe in cpes:
                 entries[cpe.id] = {"cpe": cpe.model_dump(mode="json", exclude_defaults=True)}
             result = _applied(base, entries)  # raises DeploymentError when it does not fit
+            if check is not None:
+                check(result, [c.id for c in cpes])
             before = {c.id: c for c in self.apply_unlocked(base).cpes}
             for cpe in cpes:
                 self._write(CPES + cpe.id, entries[cpe.id])

@@ -149,8 +149,11 @@ class OperatorState:
             return expired
 
     # ------------------------------------------------------------------ internals
-    def _check_target(self, override: OperatorOverride) -> None:
-        cpe = next((c for c in self._cpes() if c.cpe_id == override.cpe_id), None)
+    def _check_target(self, override: OperatorOverride, cpes: Sequence[Cpe] | None = None) -> None:
+        cpe = next(
+            (c for c in (self._cpes() if cpes is None else cpes) if c.cpe_id == override.cpe_id),
+            None,
+        )
         if cpe is None:
             raise UnknownError(f"cpe_id: no CPE {override.cpe_id!r}")
         named = set(override.excluded) | set(override.weights or {})
@@ -166,6 +169,35 @@ class OperatorState:
             missing = sorted(set(cpe.access_names) - set(override.weights))
             if missing:
                 raise UnknownError(f"weights: no weight for {', '.join(missing)}")
+        self._leaves_a_path(override, cpe)
+
+    @staticmethod
+    def _leaves_a_path(override: OperatorOverride, cpe: Cpe) -> None:
+        """An override that leaves the CPE no access to send on would be ignored or stall it."""
+        if override.kind == "exclude" and set(cpe.access_names) <= set(override.excluded):
+            raise UnknownError(
+                f"excluded: {', '.join(override.excluded)} leaves {cpe.cpe_id} no access to use"
+            )
+        if override.weights is not None and not any(override.weights.values()):
+            raise UnknownError(f"weights: all zero leaves {cpe.cpe_id} no access to use")
+
+    def check_cpes(self, cpes: Sequence[Cpe]) -> None:
+        """CPEs about to change: every override in force on them must still fit (name only
+        their accesses, leave them one). Raises UnknownError naming the override."""
+        now = self._clock()
+        with self._lock:
+            overrides = [o for o in self._overrides.values() if o.active(now)]
+        for cpe in cpes:
+            for override in overrides:
+                if override.cpe_id != cpe.cpe_id:
+                    continue
+                try:
+                    self._check_target(override, [cpe])
+                except UnknownError as error:
+                    raise UnknownError(
+                        f"cpe {cpe.cpe_id}: override {override.override_id} ({override.kind}) "
+                        f"would no longer fit: {error}; delete it first"
+                    ) from None
 
     def _apply_all(self) -> None:
         for cpe in self._cpes():
