@@ -464,6 +464,85 @@ def bench_faults(
         raise typer.Exit(1)
 
 
+@bench_app.command("fleet")
+def bench_fleet(
+    cpes: Annotated[int, typer.Option(help="CPEs in the fleet.", min=1, max=10_000)] = 1000,
+    bad_agents: Annotated[
+        float,
+        typer.Option(
+            help="Percent of the CPEs whose agent is hostile (down, hung, trickling, endless, "
+            "event flood, wrong token, in equal shares).",
+            min=0,
+            max=100,
+        ),
+    ] = 5.0,
+    period_ms: Annotated[
+        int, typer.Option(help="Reporting period of the simulated nodes.", min=100)
+    ] = 1000,
+    settle_s: Annotated[
+        float, typer.Option(help="Seconds to watch the weights arrive before the overrides.")
+    ] = 30.0,
+    overrides: Annotated[int, typer.Option(help="Overrides set on good CPEs, one by one.")] = 20,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Where logs and state go (default: a new temp folder).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """The live system with a fleet: the simulator, `xapp serve` on Redis, the proxy's agent and
+    one agent per CPE (one process hosts them), a share of them hostile. Prints the share of good
+    CPEs that hold weights and how soon, override-to-agent latency, the xApp's RSS and CPU, and
+    its stop time. Exits 1 when fewer than 99 % of the good CPEs hold weights."""
+    import tempfile
+
+    from bench.fleet import run_fleet
+    from bench.live_system import LiveSystemError
+
+    folder = workdir or Path(tempfile.mkdtemp(prefix="atsss-fleet-"))
+    try:
+        result = run_fleet(
+            folder,
+            cpes,
+            bad_agents / 100,
+            period_ms,
+            settle_s,
+            overrides,
+            lambda message: err.print(message, highlight=False),
+        )
+    except LiveSystemError as error:
+        fail(f"{error} (logs in {folder})")
+    if as_json:
+        typer.echo(json.dumps(result.as_json(), indent=2))
+    else:
+        table = Table("figure", "value")
+        kinds = ", ".join(f"{k} {n}" for k, n in result.kinds.items() if n)
+        rows = [
+            ("agents", kinds),
+            ("good CPEs holding uplink weights", f"{result.good_uplink_held:.1%}"),
+            ("good CPEs holding downlink weights", f"{result.good_downlink_held:.1%}"),
+            ("both within 3 periods of the first report", f"{result.within_3_periods:.1%}"),
+            (
+                "first weights p50 / p99 (s)",
+                f"{result.first_weights_p50_s} / {result.first_weights_p99_s}",
+            ),
+            (
+                "override to agent p50 / p99 (s)",
+                f"{result.override_p50_s} / {result.override_p99_s}",
+            ),
+            ("overrides that never arrived", str(result.overrides_lost)),
+            ("xApp RSS now / peak (MB)", f"{result.rss_mb:.0f} / {result.rss_peak_mb:.0f}"),
+            ("xApp CPU (cores)", f"{result.cpu_cores:.2f}"),
+            ("stop after SIGTERM (s)", f"{result.stop_s:.2f} (exit {result.stop_code})"),
+        ]
+        for name, value in rows:
+            table.add_row(name, value)
+        out.print(table)
+        for note in result.notes:
+            out.print(f"note: {note}")
+        err.print(f"logs in {folder}", highlight=False)
+    if min(result.good_uplink_held, result.good_downlink_held) < 0.99:
+        raise typer.Exit(1)
+
+
 @bench_app.command("xapp")
 def bench_xapp(
     cpes: Annotated[list[int] | None, typer.Option(help="CPEs (× 3 accesses); repeatable.")] = None,

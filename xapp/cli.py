@@ -359,6 +359,11 @@ def xapp_serve(
     except ServiceError as error:
         fail(str(error))
     service.run_until_signalled()
+    # Everything that keeps state is closed by now (subscriptions, registration, SDL). A call
+    # still under way to a slow agent (a probe may take 20 s) would hold the interpreter's exit,
+    # which joins every worker thread: end here instead.
+    logging.shutdown()
+    os._exit(0)
 
 
 def _host_port(option: str, text: str) -> tuple[str, int]:

@@ -571,7 +571,7 @@ class LiveControl:
         if self._event_watcher is not None:
             self._event_watcher.stop()
         if self._thread is not None:
-            self._thread.join(timeout=5)
+            self._thread.join(timeout=2)
         if self._loop is not None:
             self._loop.close()
         if self._calls is not None:

@@ -116,19 +116,24 @@ class Ownership:
 
     def release(self) -> None:
         """At shutdown: hand every CPE over at once, and leave."""
-        for cpe in list(self._held):
+        held = list(self._held)
+        for cpe in held:
             key = LEASE + cpe
             raw = self._store.get_raw(key)
-            self._give_up(cpe, key, raw, _decode(raw))
+            self._give_up(cpe, key, raw, _decode(raw), quiet=True)
+        if held:
+            log.info("replica %s hands its %d CPEs over", self.replica_id, len(held))
         member = self._store.get_raw(MEMBER + self.replica_id)
         if member is not None:
             self._store.remove_if_equal(MEMBER + self.replica_id, member)
 
-    def _give_up(self, cpe: str, key: str, raw: bytes | None, current: Lease | None) -> None:
+    def _give_up(
+        self, cpe: str, key: str, raw: bytes | None, current: Lease | None, quiet: bool = False
+    ) -> None:
         self._held.pop(cpe, None)
         if raw is not None and current is not None and current.owner == self.replica_id:
             self._store.remove_if_equal(key, raw)
-            log.info("replica %s hands %s over", self.replica_id, cpe)
+            (log.debug if quiet else log.info)("replica %s hands %s over", self.replica_id, cpe)
 
     def _members(self, now: float) -> list[str]:
         """The live replicas (this one among them), in id order; renews our own entry."""

@@ -55,7 +55,9 @@ class AgentProber:
         return [f.result() for f in done]
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        """Start no more probes; one under way against a slow agent is not waited for (it
+        ends at its own deadline, in a daemon thread)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _probe(self, request: ProbeRequest, now_s: float, started: float) -> ProbeOutcome:
         def outcome(
