@@ -459,6 +459,7 @@ class ControlLoop:
             demand_mbps=demand_mbps if demand_known else None,
             current=current.weights if current is not None else None,
             decision_interval_s=self._interval_since_last_decision(cpe.cpe_id, direction, now_s),
+            excluded=frozenset(excluded),
         )
 
     def _interval_since_last_decision(

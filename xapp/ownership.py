@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xapp.ports import LeaseStore
+from xapp.ports import LeaseOp, LeaseStore
 
 log = logging.getLogger(__name__)
 
@@ -61,79 +62,118 @@ class Ownership:
         self._period_s = period_s
         self._clock = clock
         self._held: dict[str, bytes] = {}  # CPE → the lease value we wrote
+        self._lock = threading.Lock()
         self._known_members: list[str] = [replica_id]
 
     def owned(self) -> set[str]:
         """The CPEs this replica may act on now: a lease with at least a period to run."""
         now = self._clock()
+        with self._lock:  # the lease thread changes them while the loop asks
+            held = list(self._held.items())
         return {
             cpe
-            for cpe, raw in self._held.items()
+            for cpe, raw in held
             if (lease := _decode(raw)) is not None and lease.expires_at_s - now > self._period_s
         }
 
     def refresh(self, cpe_ids: Sequence[str]) -> set[str]:
-        """One round: announce, renew, take, give up. Returns the CPEs owned now."""
+        """One round: announce, renew, take, give up. Returns the CPEs owned now.
+
+        Two round trips to the database whatever the number of CPEs: every lease read at once,
+        then every change sent at once (each a compare-and-set of its own), so that a round
+        over thousands of CPEs ends well within a lease."""
         now = self._clock()
         members = self._members(now)
+        ids = set(cpe_ids)
         wanted = {
             cpe
             for index, cpe in enumerate(sorted(cpe_ids))
             if members[index % len(members)] == self.replica_id
         }
         mine = Lease(self.replica_id, now + self.lease_s).encode()
-        for cpe in sorted(set(cpe_ids) | set(self._held)):
-            key = LEASE + cpe
-            current_raw = self._store.get_raw(key)
-            current = _decode(current_raw)
-            if cpe not in cpe_ids or (cpe in self._held and cpe not in wanted):
-                self._give_up(cpe, key, current_raw, current)
+        with self._lock:
+            held = dict(self._held)
+        cpes = sorted(ids | set(held))
+        raws = self._store.get_many([LEASE + cpe for cpe in cpes])
+        ops: list[LeaseOp] = []
+        meaning: list[tuple[str, str, str | None]] = []  # (what, CPE, previous owner)
+        for cpe, raw in zip(cpes, raws, strict=True):
+            key, current = LEASE + cpe, _decode(raw)
+            if cpe not in ids or (cpe in held and cpe not in wanted):
+                held.pop(cpe, None)
+                if raw is not None and current is not None and current.owner == self.replica_id:
+                    ops.append(("remove", key, raw, None))
+                    meaning.append(("gave", cpe, None))
                 continue
-            if current is not None and current.owner == self.replica_id:
-                if current_raw is not None and self._store.replace_if(key, current_raw, mine):
-                    self._held[cpe] = mine
-                else:
-                    self._held.pop(cpe, None)
+            if current is not None and current.owner == self.replica_id and raw is not None:
+                ops.append(("replace", key, raw, mine))
+                meaning.append(("renewed", cpe, None))
                 continue
-            self._held.pop(cpe, None)
+            held.pop(cpe, None)
             if cpe not in wanted and not (current is not None and current.expires_at_s < now):
                 continue  # another's, or meant for another who has not taken it yet
             if current is None:
-                taken = self._store.set_if_absent(key, mine)
-            elif current.expires_at_s < now and current_raw is not None:
-                taken = self._store.replace_if(key, current_raw, mine)  # its holder is gone
+                ops.append(("absent", key, None, mine))
+                meaning.append(("took", cpe, None))
+            elif current.expires_at_s < now and raw is not None:  # its holder is gone
+                ops.append(("replace", key, raw, mine))
+                meaning.append(("took", cpe, current.owner))
+        taken = []
+        for (what, cpe, previous), ok in zip(
+            meaning, self._store.compare_and_set_many(ops), strict=True
+        ):
+            if what == "gave":
+                if ok:
+                    log.info("replica %s hands %s over", self.replica_id, cpe)
+            elif ok:
+                held[cpe] = mine
+                if what == "took":
+                    taken.append((cpe, previous))
             else:
-                taken = False
-            if taken:
-                self._held[cpe] = mine
-                log.info(
-                    "replica %s now controls %s%s",
-                    self.replica_id,
-                    cpe,
-                    f" (taken over from {current.owner})" if current is not None else "",
-                )
+                held.pop(cpe, None)
+        with self._lock:
+            self._held = held
+        self._log_taken(taken)
         return self.owned()
 
+    def _log_taken(self, taken: list[tuple[str, str | None]]) -> None:
+        if len(taken) > 20:  # a start or a take-over of many: one line
+            others = sorted({p for _, p in taken if p})
+            log.info(
+                "replica %s now controls %d more CPEs (%s ... %s)%s",
+                self.replica_id,
+                len(taken),
+                taken[0][0],
+                taken[-1][0],
+                f", taken over from {', '.join(others)}" if others else "",
+            )
+            return
+        for cpe, previous in taken:
+            log.info(
+                "replica %s now controls %s%s",
+                self.replica_id,
+                cpe,
+                f" (taken over from {previous})" if previous else "",
+            )
+
     def release(self) -> None:
-        """At shutdown: hand every CPE over at once, and leave."""
-        held = list(self._held)
-        for cpe in held:
-            key = LEASE + cpe
-            raw = self._store.get_raw(key)
-            self._give_up(cpe, key, raw, _decode(raw), quiet=True)
-        if held:
-            log.info("replica %s hands its %d CPEs over", self.replica_id, len(held))
+        """At shutdown: hand every CPE over at once (one round trip each way), and leave."""
+        with self._lock:
+            held, self._held = list(self._held), {}
+        raws = self._store.get_many([LEASE + cpe for cpe in held])
+        ops: list[LeaseOp] = [
+            ("remove", LEASE + cpe, raw, None)
+            for cpe, raw in zip(held, raws, strict=True)
+            if raw is not None
+            and (lease := _decode(raw)) is not None
+            and lease.owner == self.replica_id
+        ]
+        handed = sum(self._store.compare_and_set_many(ops))
+        if handed:
+            log.info("replica %s hands its %d CPEs over", self.replica_id, handed)
         member = self._store.get_raw(MEMBER + self.replica_id)
         if member is not None:
             self._store.remove_if_equal(MEMBER + self.replica_id, member)
-
-    def _give_up(
-        self, cpe: str, key: str, raw: bytes | None, current: Lease | None, quiet: bool = False
-    ) -> None:
-        self._held.pop(cpe, None)
-        if raw is not None and current is not None and current.owner == self.replica_id:
-            self._store.remove_if_equal(key, raw)
-            (log.debug if quiet else log.info)("replica %s hands %s over", self.replica_id, cpe)
 
     def _members(self, now: float) -> list[str]:
         """The live replicas (this one among them), in id order; renews our own entry."""

@@ -143,6 +143,32 @@ class LeaseStore(Protocol):
 
     def raw_keys(self, prefix: str) -> list[str]: ...
 
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """Several values in one round trip (None for a key not there)."""
+        ...
+
+    def compare_and_set_many(self, ops: Sequence[LeaseOp]) -> list[bool]:
+        """Several compare-and-sets in one round trip, each atomic on its own; whether each
+        took. An op is (kind, key, old, new): ``absent`` sets ``new`` if the key is not there,
+        ``replace`` sets ``new`` if the value is ``old``, ``remove`` removes it if it is."""
+        ...
+
+
+LeaseOp = tuple[str, str, bytes | None, bytes | None]
+
+
+def apply_lease_op(store: LeaseStore, op: LeaseOp) -> bool:
+    """One op of ``compare_and_set_many`` through the single-key calls (a store without a
+    batch of its own)."""
+    kind, key, old, new = op
+    if kind == "absent" and new is not None:
+        return store.set_if_absent(key, new)
+    if kind == "replace" and old is not None and new is not None:
+        return store.replace_if(key, old, new)
+    if kind == "remove" and old is not None:
+        return store.remove_if_equal(key, old)
+    raise ValueError(f"not a lease op: {op!r}")
+
 
 class XappStore(
     StateStore, SubscriptionStore, ProbeRecordStore, SaturatedPeriodStore, DocumentStore, Protocol

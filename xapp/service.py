@@ -154,6 +154,28 @@ def live_settings(deployment: Deployment) -> LiveSettings:
     )
 
 
+def needs_restart(before: Deployment, after: Deployment) -> list[str]:
+    """The keys whose change a reload cannot apply (read once at start): where the state lives,
+    the ports, and a node's reporting period (the loop's period and the node's subscription)."""
+    changed = [
+        key
+        for key, old, new in (
+            ("sdl_namespace", before.sdl_namespace, after.sdl_namespace),
+            ("e2.http_port", before.e2.http_port, after.e2.http_port),
+            ("e2.rmr_port", before.e2.rmr_port, after.e2.rmr_port),
+            ("e2.quiet_periods", before.e2.quiet_periods, after.e2.quiet_periods),
+        )
+        if old != new
+    ]
+    periods = {n.name: n.report_period_ms for n in before.e2.nodes}
+    changed += [
+        f"e2.nodes[{n.name}].report_period_ms"
+        for n in after.e2.nodes
+        if n.name in periods and periods[n.name] != n.report_period_ms
+    ]
+    return changed
+
+
 class XappService:
     def __init__(self, options: ServeOptions, deployment: Deployment) -> None:
         self.options = options
@@ -421,6 +443,12 @@ class XappService:
                 deployment = load_xapp_config(self.options.config_path)
                 live_settings(deployment)  # agents' token files readable
                 in_force = self.cpe_registry.apply(deployment)
+                restart = needs_restart(self.file_deployment, deployment)
+                if restart:
+                    raise ServiceError(
+                        f"{', '.join(restart)} changed, which takes a restart; "
+                        "restart the xApp to apply the file"
+                    )
             except (DeploymentError, ServiceError) as error:
                 log.error("configuration not reloaded: %s", error)
                 return False

@@ -14,11 +14,11 @@ is bounded:
 
 from __future__ import annotations
 
+import functools
 import ssl
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 import certifi
@@ -46,26 +46,34 @@ class AgentEndpoint:
         if isinstance(self.verify, str):
             _ = self.ssl_context  # a missing or unreadable CA file fails here, with its name
 
-    @cached_property
+    @property
     def ssl_context(self) -> ssl.SSLContext:
-        """Built once per endpoint (loading a CA bundle costs milliseconds)."""
-        if isinstance(self.verify, str):
-            try:
-                return ssl.create_default_context(cafile=self.verify)
-            except (OSError, ssl.SSLError) as error:
-                raise AgentSetupError(
-                    f"agent {self.base_url}: CA file {self.verify}: "
-                    f"{getattr(error, 'strerror', None) or error}"
-                ) from None
-        if self.verify:
-            return ssl.create_default_context(cafile=certifi.where())
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
+        try:
+            return _ssl_context(self.verify)
+        except AgentSetupError as error:
+            raise AgentSetupError(f"agent {self.base_url}: {error}") from None
 
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+
+@functools.lru_cache(maxsize=64)
+def _ssl_context(verify: bool | str) -> ssl.SSLContext:
+    """One context per kind of trust, shared by every agent: a context with the system's CA
+    bundle holds about a megabyte, and a fleet has thousands of agents."""
+    if isinstance(verify, str):
+        try:
+            return ssl.create_default_context(cafile=verify)
+        except (OSError, ssl.SSLError) as error:
+            raise AgentSetupError(
+                f"CA file {verify}: {getattr(error, 'strerror', None) or error}"
+            ) from None
+    if verify:
+        return ssl.create_default_context(cafile=certifi.where())
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 class DeadlineExceededError(httpx.TimeoutException):

@@ -15,6 +15,7 @@ from core.domain import (
     SubscriptionRecord,
     WeightSet,
 )
+from xapp.ports import LeaseOp, apply_lease_op
 
 
 class MemoryStateStore:
@@ -100,3 +101,9 @@ class MemoryStateStore:
 
     def raw_keys(self, prefix: str) -> list[str]:
         return sorted(k for k in self._raw if k.startswith(prefix))
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        return [self._raw.get(key) for key in keys]
+
+    def compare_and_set_many(self, ops: Sequence[LeaseOp]) -> list[bool]:
+        return [apply_lease_op(self, op) for op in ops]

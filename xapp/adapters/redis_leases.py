@@ -9,8 +9,11 @@ Lua scripts work on both, so this adapter talks to the database SDL uses
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import redis
+
+from xapp.ports import LeaseOp
 
 REPLACE_IF = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then
@@ -53,6 +56,29 @@ class RedisLeaseStore:
 
     def remove_if_equal(self, key: str, old: bytes) -> bool:
         return bool(self._redis.eval(REMOVE_IF, 1, self._prefix + key, old))
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if not keys:
+            return []
+        values = self._redis.mget([self._prefix + key for key in keys])
+        return [None if v is None else bytes(v) for v in values]
+
+    def compare_and_set_many(self, ops: Sequence[LeaseOp]) -> list[bool]:
+        """One pipeline (one round trip), each op its own atomic command."""
+        if not ops:
+            return []
+        pipe = self._redis.pipeline(transaction=False)
+        for kind, key, old, new in ops:
+            full = self._prefix + key
+            if kind == "absent":
+                pipe.set(full, new or b"", nx=True)
+            elif kind == "replace":
+                pipe.eval(REPLACE_IF, 1, full, old or b"", new or b"")
+            elif kind == "remove":
+                pipe.eval(REMOVE_IF, 1, full, old or b"")
+            else:
+                raise ValueError(f"not a lease op: {kind!r}")
+        return [bool(answer) for answer in pipe.execute()]
 
     def raw_keys(self, prefix: str) -> list[str]:
         found = self._redis.scan_iter(match=self._prefix + prefix + "*", count=1000)

@@ -167,8 +167,10 @@ class OverrideBody(BaseModel):
         default_factory=lambda: [Direction.DOWNLINK, Direction.UPLINK], min_length=1
     )
     reason: str = Field(min_length=1, max_length=500)
-    expires_in_s: float | None = Field(default=None, gt=0, le=MAX_EXPIRY_S)
-    weights: dict[str, Annotated[int, Field(ge=0, le=255)]] | None = None
+    # Strict: a string "10" or true is a client's mistake, not a number to guess from; an expiry
+    # shorter than a second ends before the loop could act on it.
+    expires_in_s: Annotated[float, Field(strict=True, ge=1, le=MAX_EXPIRY_S)] | None = None
+    weights: dict[str, Annotated[int, Field(strict=True, ge=0, le=255)]] | None = None
     excluded: list[str] | None = Field(default=None, min_length=1)
     steering: SteeringBody | None = None
     estimator: Literal["fused", "kpi-only", "model-only", "probe-only"] | None = None

@@ -87,6 +87,8 @@ class PolicyInput:
     current: Mapping[str, int] | None = None
     # Time until the next decision: the share of it a dark weighted path stalls the round.
     decision_interval_s: float = 1.0
+    # Accesses the operator took out (they come with no estimate, and are said so).
+    excluded: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -144,8 +146,14 @@ class WeightPolicy:
                 self._stall_fraction(request),
             )
             weights.update(zip(selected, (int(w) for w in np.asarray(chosen)), strict=True))
-        standby = sorted(p.access for p in request.paths if p.access not in usable)
+        standby = sorted(
+            p.access
+            for p in request.paths
+            if p.access not in usable and p.access not in request.excluded
+        )
+        excluded = sorted(request.excluded & {p.access for p in request.paths})
         reason = why + (f"; no usable estimate for {', '.join(standby)}" if standby else "")
+        reason += f"; excluded by the operator: {', '.join(excluded)}" if excluded else ""
         if request.current is None:
             (predicted_mbps,) = self._predict([weights], usable, request)
             current_predicted_mbps = None
