@@ -5,6 +5,7 @@ from their annotations at run time, and these refer to names local to `create_ap
 """
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import subprocess
@@ -57,7 +58,6 @@ def read_token(path: Path | None) -> str | None:
 
 # The longest an events request is held open (the xApp asks again at once).
 MAX_EVENT_WAIT_S = 30.0
-EVENT_CHECK_S = 0.05  # how often a held events request looks for a new action
 
 
 def create_app(service: WeightService, token: str | None) -> FastAPI:
@@ -66,6 +66,8 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
     # agent restarted and checks that it holds what it should.
     instance = uuid.uuid4().hex
     app.add_middleware(RequestGuard, token=token)
+    news = _News()
+    service.on_action.append(news.pulse)
     bearer = HTTPBearer(auto_error=False)
     config = service.config
 
@@ -161,7 +163,12 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             left = deadline - time.monotonic()
             if actions or left <= 0:
                 break
-            await asyncio.sleep(min(EVENT_CHECK_S, left))
+            woken = news.waiter()
+            latest, actions = service.actions_since(after)  # one may have come meanwhile
+            if actions:
+                break
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(woken.wait(), timeout=left)
         return {
             "instance": instance,
             "latest": latest,
@@ -203,6 +210,31 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         return {"probe": result.__dict__}
 
     return app
+
+
+class _News:
+    """Wakes the held events requests (on the event loop) when the carrier thread acts."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._event: asyncio.Event | None = None
+
+    def waiter(self) -> asyncio.Event:
+        """The event the next action sets; call on the event loop."""
+        self._loop = asyncio.get_running_loop()
+        if self._event is None:
+            self._event = asyncio.Event()
+        return self._event
+
+    def pulse(self) -> None:
+        """From any thread: set the current event, the next waiters get a new one."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(self._set)
+
+    def _set(self) -> None:
+        event, self._event = self._event, None
+        if event is not None:
+            event.set()
 
 
 def _parse_ss(text: str) -> list[dict[str, str]]:

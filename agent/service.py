@@ -90,6 +90,8 @@ class WeightService:
         self.local_actions: list[LocalAction] = []  # the newest last, at most 100
         self._local_sequence = 0
         self._new_action = threading.Condition(self._lock)
+        # Called (from the carrier thread) after each local action: wakes held long polls.
+        self.on_action: list[Callable[[], None]] = []
 
     @property
     def directions(self) -> frozenset[Direction]:
@@ -299,6 +301,8 @@ class WeightService:
             )
             self.local_actions = [*self.local_actions[-99:], action]
             self._new_action.notify_all()
+        for wake in self.on_action:
+            wake()
         log.warning("%s on %s: %s", action.event, access, action.result)
         return action
 

@@ -20,6 +20,7 @@ and answers ``GET /host/weights`` with what every good agent holds (the bench's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import sys
@@ -110,25 +111,52 @@ class AgentHost:
             await _answer(send, 404, b'{"detail": "no such agent here"}')
             return
         kind = instance.kind
-        if kind == "hung":
-            await asyncio.Event().wait()  # never answers; the client gives up
-        elif kind == "trickle":
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            for byte in b'{"status": "ok", "lever": "weights"}':
-                await asyncio.sleep(1.5)
-                await send({"type": "http.response.body", "body": bytes([byte]), "more_body": True})
-            await send({"type": "http.response.body", "body": b""})
-        elif kind == "endless":
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            chunk = b"x" * 65536
-            while True:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-                await asyncio.sleep(0)
+        if kind in ("hung", "trickle", "endless"):
+            await _until_disconnected(_HOSTILE[kind](send), receive)
         elif kind == "event-flood" and rest.startswith("v1/events"):
             await _answer(send, 200, self.flood_body)
         else:
             inner = dict(scope, path="/" + rest, raw_path=("/" + rest).encode())
             await self.real_app(instance)(inner, receive, send)
+
+
+async def _hung(send: Send) -> None:
+    await asyncio.Event().wait()  # never answers
+
+
+async def _trickle(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    for byte in b'{"status": "ok", "lever": "weights"}':
+        await asyncio.sleep(1.5)
+        await send({"type": "http.response.body", "body": bytes([byte]), "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def _endless(send: Send) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    chunk = b"x" * 65536
+    while True:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await asyncio.sleep(0.001)
+
+
+_HOSTILE: dict[str, Callable[[Send], Awaitable[None]]] = {
+    "hung": _hung,
+    "trickle": _trickle,
+    "endless": _endless,
+}
+
+
+async def _until_disconnected(behaviour: Awaitable[None], receive: Receive) -> None:
+    """Misbehave until the client gives up (then stop: the server would not tell us)."""
+    task = asyncio.ensure_future(behaviour)
+    while not task.done():
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            task.cancel()
+            break
+    with contextlib.suppress(asyncio.CancelledError, OSError):
+        await task
 
 
 async def _answer(send: Send, status: int, body: bytes) -> None:
@@ -160,7 +188,11 @@ def load_host(document: dict[str, Any], state_dir: Path) -> AgentHost:
         for cpe_id, spec in document["instances"].items()
         if spec["kind"] != "down"
     }
-    return AgentHost(instances)
+    host = AgentHost(instances)
+    for instance in instances.values():  # now, not on the event loop at the first request
+        if instance.kind in ("good", "wrong-token", "event-flood"):
+            host.real_app(instance)
+    return host
 
 
 def main() -> None:

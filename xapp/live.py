@@ -41,6 +41,7 @@ from xapp.adapters.agent_events import AccessEvent, AgentEventWatcher
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink
+from xapp.adapters.cached_state import CachedState
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
@@ -108,6 +109,8 @@ class LiveControl:
         self.cpes = list(cpes)
         self.store = store if store is not None else MemoryStateStore()
         self.source = E2KpiSource()
+        # Weights and overrides as the loop reads them: in memory, in front of SDL.
+        self.state = CachedState(self.store)
         self.book = AgentBook()
         self.sink = AgentWeightSink(
             settings.cpe_agents,
@@ -240,7 +243,7 @@ class LiveControl:
             estimator=self.estimator,
             policy=make_policy("optimal", self.policy_config),
             sink=self.sink,
-            store=self.store,
+            store=self.state,
             hysteresis=Hysteresis(self.settings.min_gain),
             exploration=self.exploration,
             # A step waits this long for its pushes; a slow agent's push lands at a later step.
@@ -269,7 +272,7 @@ class LiveControl:
             except WeightPushError as error:
                 raise LiveSetupError(str(error)) from error
             if held is not None:
-                self.store.save_weights(held)
+                self.state.save_weights(held)
 
     def step(self, now_s: float) -> list[StepOutcome]:
         if self._loop is None:
@@ -279,12 +282,16 @@ class LiveControl:
             mine = self.owned()
             cpes = [c for c in self.cpes if c.cpe_id in mine]
             # A CPE that was another replica's is asked again when it comes back to us.
-            self._enrolled = {key for key in self._enrolled if key[0] in mine}
+            lost = {key[0] for key in self._enrolled if key[0] not in mine}
+            if lost:
+                self._enrolled = {key for key in self._enrolled if key[0] in mine}
+                self.state.forget(lost)
             if [c.cpe_id for c in cpes] != self._stepping:
                 self._loop.set_cpes(cpes)
                 self._stepping = [c.cpe_id for c in cpes]
         self._enrol(cpes)
         self._check_agents(now_s, cpes)
+        self.state.refresh((c.cpe_id, d) for c in cpes for d in self.settings.directions)
         started = time.perf_counter()
         outcomes = self._loop.step(now_s)
         self.on_step(time.perf_counter() - started, outcomes)
@@ -411,7 +418,7 @@ class LiveControl:
         except WeightPushError as error:
             return str(error)
         if held is not None:
-            self.store.save_weights(held)
+            self.state.save_weights(held)
         return None
 
     def _log_progress(self, cpes: Sequence[Cpe]) -> None:
@@ -507,7 +514,7 @@ class LiveControl:
                     self._loop.access_event(cpe.cpe_id, access, True, time.time())
 
     def _refill(self, cpe_id: str, direction: Direction) -> None:
-        wanted = self.store.load_weights(cpe_id, direction)
+        wanted = self.state.load_weights(cpe_id, direction)
         if wanted is None:
             return
         try:
@@ -522,7 +529,7 @@ class LiveControl:
         except WeightPushError as error:
             log.warning("could not refill %s %s: %s", cpe_id, direction.value, error)
             return
-        self.store.save_weights(again)
+        self.state.save_weights(again)
         self.refills += 1
         log.info(
             "pushed %s %s %s again to its restarted agent",
@@ -600,7 +607,7 @@ class LiveControl:
                 next_step = time.time() + self.settings.period_s
 
     def _weights_in_force(self, cpe_id: str, direction: Direction) -> dict[str, int] | None:
-        current = self.store.load_weights(cpe_id, direction)
+        current = self.state.load_weights(cpe_id, direction)
         return None if current is None else dict(current.weights)
 
     def _cpe_agents(self) -> dict[str, AgentEndpoint]:

@@ -87,6 +87,20 @@ class SdlStateStore:
         raw = self._get(f"override/{cpe_id}/{direction.value}")
         return None if raw is None else override_from_json(raw)
 
+    def load_overrides(
+        self, keys: Sequence[tuple[str, Direction]]
+    ) -> dict[tuple[str, Direction], Override | None]:
+        """Several CPEs' overrides in one round trip (MGET)."""
+        names = {
+            f"override/{cpe_id}/{direction.value}": (cpe_id, direction)
+            for cpe_id, direction in keys
+        }
+        found: Mapping[str, bytes] = self._sdl.get(self._ns, set(names)) if names else {}
+        return {
+            key: None if name not in found else override_from_json(json.loads(found[name]))
+            for name, key in names.items()
+        }
+
     def save_override(self, override: Override) -> None:
         self._set(
             f"override/{override.cpe_id}/{override.direction.value}", override_to_json(override)

@@ -1,0 +1,84 @@
+"""The control loop's state (weights in force, overrides) kept in memory in front of the store.
+
+With SDL behind it, the loop asked the database once per CPE, direction and KPI sample: with a
+thousand CPEs that is thousands of round trips per step, and the step outlasts the period. Here:
+
+- **weights in force** are written through (the database first, then memory) and read from
+  memory: for the CPEs it decides for, this replica is the only writer (leases), and a CPE
+  taken over is read from its agent before the first decision, which writes it here too;
+- **overrides** are read from the database in one batch per step (``refresh``): an override set
+  through another replica's API is seen at the next step.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+
+from core.domain import Direction, Override, WeightSet
+from xapp.ports import StateStore
+
+Key = tuple[str, Direction]
+
+
+class CachedState:
+    def __init__(self, store: StateStore) -> None:
+        self._store = store
+        self._lock = threading.Lock()
+        self._weights: dict[Key, WeightSet | None] = {}
+        self._overrides: dict[Key, Override | None] = {}
+
+    def refresh(self, keys: Iterable[Key]) -> None:
+        """Read the overrides of these CPEs and directions again, in one batch where the store
+        has one."""
+        wanted = list(keys)
+        many = getattr(self._store, "load_overrides", None)
+        found = (
+            many(wanted)
+            if many is not None
+            else {key: self._store.load_override(*key) for key in wanted}
+        )
+        with self._lock:
+            self._overrides.update(found)
+
+    def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        key = (cpe_id, direction)
+        with self._lock:
+            if key in self._weights:
+                return self._weights[key]
+        found = self._store.load_weights(cpe_id, direction)
+        with self._lock:
+            return self._weights.setdefault(key, found)
+
+    def save_weights(self, weight_set: WeightSet) -> None:
+        self._store.save_weights(weight_set)  # the database first: a failure changes nothing
+        with self._lock:
+            self._weights[(weight_set.cpe_id, weight_set.direction)] = weight_set
+
+    def load_override(self, cpe_id: str, direction: Direction) -> Override | None:
+        key = (cpe_id, direction)
+        with self._lock:
+            if key in self._overrides:
+                return self._overrides[key]
+        found = self._store.load_override(cpe_id, direction)
+        with self._lock:
+            return self._overrides.setdefault(key, found)
+
+    def save_override(self, override: Override) -> None:
+        self._store.save_override(override)
+        with self._lock:
+            self._overrides[(override.cpe_id, override.direction)] = override
+
+    def delete_override(self, cpe_id: str, direction: Direction) -> None:
+        self._store.delete_override(cpe_id, direction)
+        with self._lock:
+            self._overrides[(cpe_id, direction)] = None
+
+    def forget(self, cpe_ids: Iterable[str]) -> None:
+        """CPEs no longer decided here (another replica's now): read from the store again."""
+        gone = set(cpe_ids)
+        with self._lock:
+            for key in [k for k in self._weights if k[0] in gone]:
+                del self._weights[key]
+            for key in [k for k in self._overrides if k[0] in gone]:
+                del self._overrides[key]
