@@ -29,8 +29,8 @@ class CachedState:
         self._overrides: dict[Key, Override | None] = {}
 
     def refresh(self, keys: Iterable[Key]) -> None:
-        """Read the overrides of these CPEs and directions again, in one batch where the store
-        has one."""
+        """Read the overrides of these CPEs and directions again, and the weights of those not
+        read yet, in one batch each where the store has one."""
         wanted = list(keys)
         many = getattr(self._store, "load_overrides", None)
         found = (
@@ -40,6 +40,18 @@ class CachedState:
         )
         with self._lock:
             self._overrides.update(found)
+            unread = [key for key in wanted if key not in self._weights]
+        if not unread:
+            return
+        many_weights = getattr(self._store, "load_weights_many", None)
+        weights = (
+            many_weights(unread)
+            if many_weights is not None
+            else {key: self._store.load_weights(*key) for key in unread}
+        )
+        with self._lock:
+            for key, value in weights.items():
+                self._weights.setdefault(key, value)
 
     def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         key = (cpe_id, direction)

@@ -87,6 +87,17 @@ class SdlStateStore:
         raw = self._get(f"override/{cpe_id}/{direction.value}")
         return None if raw is None else override_from_json(raw)
 
+    def load_weights_many(
+        self, keys: Sequence[tuple[str, Direction]]
+    ) -> dict[tuple[str, Direction], WeightSet | None]:
+        """Several CPEs' weights in force in one round trip (MGET)."""
+        names = {f"weights/{c}/{d.value}": (c, d) for c, d in keys}
+        found: Mapping[str, bytes] = self._sdl.get(self._ns, set(names)) if names else {}
+        return {
+            key: None if name not in found else weight_set_from_json(json.loads(found[name]))
+            for name, key in names.items()
+        }
+
     def load_overrides(
         self, keys: Sequence[tuple[str, Direction]]
     ) -> dict[tuple[str, Direction], Override | None]:
