@@ -69,8 +69,11 @@ class AgentUnreachableError(LiveSetupError):
 
 # Waiting for an agent: the first retry after this, doubling up to the cap.
 FIRST_RETRY_S = 0.5
-# How often the agents are asked whether they restarted (one health request each).
+# How often the agents are asked whether they restarted (one health request each), and how
+# many such requests a second at most: a fleet's agents are asked in turn over a longer round.
+# (A CPE agent's restart is also seen at once on its event stream.)
 REFILL_CHECK_S = 5.0
+HEALTH_CHECKS_PER_S = 20.0
 MAX_RETRY_S = 5.0
 # Agents asked at once (what they hold, their health): each waits on its own agent.
 PARALLEL_AGENT_CALLS = 64
@@ -138,6 +141,7 @@ class LiveControl:
         self._enrolling: dict[tuple[str, Direction], Future[str | None]] = {}
         self._calls: ThreadPoolExecutor | None = None
         self._health_checks: dict[str, Future[dict[str, Any] | None]] = {}
+        self._recheck: set[str] = set()  # agents whose event stream saw a restart
         self._next_progress_log_s = 0.0
         self.steps = 0
         self.pushes = 0
@@ -446,18 +450,25 @@ class LiveControl:
         )
 
     def _check_agents(self, now_s: float, cpes: Sequence[Cpe]) -> None:
-        """Every REFILL_CHECK_S, ask each agent's health side by side; act on the answers that
-        came in since (a restarted agent refilled, a carrier back whose event was missed)."""
+        """Ask each agent's health side by side, every REFILL_CHECK_S or, for a fleet, in a
+        round of at most HEALTH_CHECKS_PER_S; act on the answers that came in since (a
+        restarted agent refilled, a carrier back whose event was missed)."""
         answered = {url: f.result() for url, f in self._health_checks.items() if f.done()}
         for url in answered:
             del self._health_checks[url]
         if answered:
             self._refill_restarted_agents(cpes, answered)
-        if now_s < self._next_refill_check_s:
-            return
-        self._next_refill_check_s = now_s + REFILL_CHECK_S
+        agents = self._agents()
+        due = set()
+        while self._recheck:  # filled by the event watchers' threads
+            due.add(self._recheck.pop())
+        if now_s >= self._next_refill_check_s:
+            self._next_refill_check_s = now_s + max(
+                REFILL_CHECK_S, len(agents) / HEALTH_CHECKS_PER_S
+            )
+            due |= set(agents)
         asked = []
-        for url, agent in self._agents().items():
+        for url, agent in [(u, agents[u]) for u in sorted(due) if u in agents]:
             if url in self._health_checks or self.book.left_alone(url) is not None:
                 continue
             self._health_checks[url] = self._pool().submit(_health, agent)
@@ -568,7 +579,9 @@ class LiveControl:
         )
 
     def start(self) -> None:
-        self._event_watcher = AgentEventWatcher(self._cpe_agents(), self.on_access_event)
+        self._event_watcher = AgentEventWatcher(
+            self._cpe_agents(), self.on_access_event, self._recheck.add
+        )
         self._thread = threading.Thread(target=self._run, name="control-loop", daemon=True)
         self._thread.start()
 

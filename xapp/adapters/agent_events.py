@@ -47,9 +47,16 @@ OnEvent = Callable[[AccessEvent], None]
 
 
 class AgentEventWatcher:
-    def __init__(self, agents: Mapping[str, AgentEndpoint], on_event: OnEvent) -> None:
-        """``agents``: by base URL, those whose carrier events matter (the CPEs' agents)."""
+    def __init__(
+        self,
+        agents: Mapping[str, AgentEndpoint],
+        on_event: OnEvent,
+        on_restart: Callable[[str], None] = lambda url: None,
+    ) -> None:
+        """``agents``: by base URL, those whose carrier events matter (the CPEs' agents).
+        ``on_restart``: told the URL of an agent whose run changed (it restarted)."""
         self._on_event = on_event
+        self._on_restart = on_restart
         self._stop = threading.Event()
         self._threads: dict[str, threading.Thread] = {}
         self._agents: dict[str, AgentEndpoint] = {}
@@ -109,6 +116,7 @@ class AgentEventWatcher:
                     "agent at %s restarted; taking its actions from the start", agent.base_url
                 )
                 instance, after = seen, 0
+                self._on_restart(agent.base_url)
                 continue
             newest: dict[str, AccessEvent] = {}  # per access, the latest of this answer
             malformed = 0
