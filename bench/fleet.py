@@ -51,6 +51,7 @@ class FleetResult:
     bad_share: float
     period_s: float
     kinds: dict[str, int]
+    estimator: str
     good_uplink_held: float = 0.0  # share of the good CPEs whose agent holds uplink weights
     good_downlink_held: float = 0.0  # share of the good CPEs the proxy holds weights for
     within_3_periods: float = 0.0  # share of good CPEs with both directions by 3 periods in
@@ -171,6 +172,7 @@ def _xapp_config(
     host_port: int,
     proxy_url: str,
     period_ms: int,
+    estimator: str,
 ) -> Path:
     path = workdir / "xapp-config.json"
     done = subprocess.run(
@@ -199,6 +201,7 @@ def _xapp_config(
         port = closed if kind == "down" else host_port
         cpe["agent"] = {"url": f"http://127.0.0.1:{port}/a/{cpe['id']}"}
     document["agents"]["token_file"] = str(workdir / "token")
+    document["estimator"] = estimator
     secret = workdir / "operator-secret"
     secret.write_text(OPERATOR_TOKEN + "\n")
     tokens = workdir / "tokens.yaml"
@@ -240,6 +243,7 @@ def run_fleet(
     settle_s: float = 30.0,
     overrides: int = 20,
     progress: Any = None,
+    estimator: str = "kpi-only",
 ) -> FleetResult:
     """The whole run; ``progress(text)`` hears what it is doing."""
     say = progress or (lambda text: None)
@@ -248,7 +252,7 @@ def run_fleet(
     ids = [f"cpe-{n:04d}" for n in range(cpes)]
     kinds = dict(zip(ids, kinds_for(cpes, bad_share), strict=True))
     counts = {k: sum(1 for v in kinds.values() if v == k) for k in KIND_ORDER}
-    result = FleetResult(cpes, bad_share, period_ms / 1000, counts)
+    result = FleetResult(cpes, bad_share, period_ms / 1000, counts, estimator)
     good = [c for c in ids if kinds[c] == "good"]
     scenario = _scenario(workdir, cpes, period_ms / 1000)
     say(f"{cpes} CPEs, {cpes - len(good)} hostile agents; starting the agents")
@@ -264,7 +268,9 @@ def run_fleet(
         ):
             proxy_url = f"http://127.0.0.1:{proxy_port}"
             wait_until(lambda: _up(proxy_url + "/v1/health"), 30, "the proxy agent")
-            config = _xapp_config(workdir, scenario, kinds, host_port, proxy_url, period_ms)
+            config = _xapp_config(
+                workdir, scenario, kinds, host_port, proxy_url, period_ms, estimator
+            )
             e2_port, http_port = free_ports(2)
             env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(redis.port)}
             say("starting the xApp and the simulator")

@@ -12,7 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field
 
 CATALOGUE_FILE = Path(__file__).with_name("catalogue.yaml")
 
@@ -59,7 +59,6 @@ class Catalogue(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     measurements: tuple[Measurement, ...]
-    _index: dict[str, Measurement] = PrivateAttr(default_factory=dict)
 
     def get(self, name: str) -> Measurement | None:
         return self._by_name().get(name)
@@ -75,10 +74,12 @@ class Catalogue(BaseModel):
         return None
 
     def _by_name(self) -> dict[str, Measurement]:
-        # Built once: it is asked for every value of every report.
-        if not self._index:
-            self._index.update({m.name: m for m in self.measurements})
         return self._index
+
+    @functools.cached_property
+    def _index(self) -> dict[str, Measurement]:
+        """Built once: it is asked for every value of every report."""
+        return {m.name: m for m in self.measurements}
 
 
 @functools.cache

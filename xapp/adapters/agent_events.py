@@ -15,6 +15,7 @@ latest per access is handed on (how many were folded into it is logged once per 
 from __future__ import annotations
 
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,6 +32,7 @@ RETRY_AFTER_S = 1.0  # after an agent failed to answer, doubling while it fails
 MAX_RETRY_AFTER_S = 30.0
 MAX_EVENTS_BYTES = 64 * 1024  # one answer: some hundreds of events, far more than an honest one
 MAX_POLLS_PER_S = 5.0  # an agent answering at once every time is not asked faster than this
+STARTS_PER_S = 200.0  # watchers starting a second, on average
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class AgentEventWatcher:
         self._stop.set()
 
     def _watch(self, agent: AgentEndpoint) -> None:
+        # A fleet's watchers start spread over a few seconds, not all at one instant.
+        self._stop.wait(random.uniform(0.0, len(self._agents) / STARTS_PER_S))
         instance: str | None = None
         after = 0
         failures = 0
