@@ -75,6 +75,8 @@ FIRST_RETRY_S = 0.5
 REFILL_CHECK_S = 5.0
 HEALTH_CHECKS_PER_S = 20.0
 MAX_RETRY_S = 5.0
+# Reports kept for the loop, in periods of every path's: older ones are dropped when it is late.
+BACKLOG_PERIODS = 3
 # Agents asked at once (what they hold, their health): each waits on its own agent.
 PARALLEL_AGENT_CALLS = 64
 
@@ -112,6 +114,7 @@ class LiveControl:
         self.cpes = list(cpes)
         self.store = store if store is not None else MemoryStateStore()
         self.source = E2KpiSource()
+        self._bound_backlog()
         # Weights and overrides as the loop reads them: in memory, in front of SDL.
         self.state = CachedState(self.store)
         self.book = AgentBook()
@@ -193,9 +196,17 @@ class LiveControl:
         if self._event_watcher is not None:
             self._event_watcher.set_agents(self._cpe_agents())
         self.cpes = list(cpes)
+        self._bound_backlog()
         self._stepping = None  # the owned ones are chosen again at the next step
         if self._loop is not None and self.owned is None:
             self._loop.set_cpes(self.cpes)
+
+    def _bound_backlog(self) -> None:
+        """At most BACKLOG_PERIODS periods of reports wait for the loop: one that falls behind
+        (a step longer than its period) decides from the newest reports instead of working
+        through an ever longer backlog, each step slower than the one before."""
+        paths = sum(len(c.access_names) for c in self.cpes) * len(self.settings.directions)
+        self.source.resize(max(1000, BACKLOG_PERIODS * paths))
 
     def prepare(
         self, wait_s: float = 0.0, on_wait: Callable[[str], None] = lambda message: None

@@ -28,6 +28,11 @@ class E2KpiSource:
                 self.dropped += overflow
             self._buffer.extend(samples)
 
+    def resize(self, max_samples: int) -> None:
+        """A new bound (the fleet grew or shrank); the newest samples are kept."""
+        with self._lock:
+            self._buffer = deque(self._buffer, maxlen=max_samples)
+
     def poll(self, now_s: float) -> Sequence[KpiSample]:
         with self._lock:
             drained = list(self._buffer)
