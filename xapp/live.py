@@ -117,6 +117,8 @@ class LiveControl:
         self._bound_backlog()
         # Weights and overrides as the loop reads them: in memory, in front of SDL.
         self.state = CachedState(self.store)
+        self.state.on_override = self._decide_soon
+        self._soon: set[str] = set()  # CPEs whose override changed: decided at the next wake
         self.book = AgentBook()
         self.sink = AgentWeightSink(
             settings.cpe_agents,
@@ -335,6 +337,12 @@ class LiveControl:
         """The CPE's accesses without carrier, as its agent last said."""
         return [] if self._loop is None else self._loop.carrier_down(cpe_id)
 
+    def _decide_soon(self, cpe_id: str) -> None:
+        """An operator's override changed (through this replica's API): decide now."""
+        with self._events_lock:
+            self._soon.add(cpe_id)
+        self._wake.set()
+
     def on_access_event(self, event: AccessEvent) -> None:
         """Called by the event watcher's threads; the loop's thread acts on it."""
         with self._events_lock:
@@ -348,6 +356,8 @@ class LiveControl:
         touched: set[str] = set()
         with self._events_lock:
             events, self._events = list(self._events.values()), {}
+            touched, self._soon = self._soon, set()
+        touched &= {c.cpe_id for c in self.cpes}
         by_agent: dict[str, list[Cpe]] = {}
         for cpe in self.cpes:
             agent = self.settings.cpe_agents.get(cpe.cpe_id)

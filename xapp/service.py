@@ -199,7 +199,8 @@ class XappService:
             self.tokens = load_tokens(deployment.operator_api.tokens_file)
         except TokensError as error:
             raise ServiceError(str(error)) from None
-        self.operator = OperatorState(self.store, self.store, lambda: self.control.cpes)
+        # Overrides reach the loop through its in-memory state: it acts on one at once.
+        self.operator = OperatorState(self.control.state, self.store, lambda: self.control.cpes)
         self.cpe_registry = CpeRegistry(self.store, self.operator)
         self.file_deployment = deployment  # as the file says; self.deployment: in force
         self.control.estimator.choice = self.operator.estimator_choice

@@ -13,7 +13,7 @@ thousand CPEs that is thousands of round trips per step, and the step outlasts t
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from core.domain import Direction, Override, WeightSet
 from xapp.ports import StateStore
@@ -27,6 +27,9 @@ class CachedState:
         self._lock = threading.Lock()
         self._weights: dict[Key, WeightSet | None] = {}
         self._overrides: dict[Key, Override | None] = {}
+        # Told of each override written through here (the operator's API in this process):
+        # the loop decides for that CPE at once instead of at its next step.
+        self.on_override: Callable[[str], None] = lambda cpe_id: None
 
     def refresh(self, keys: Iterable[Key]) -> None:
         """Read the overrides of these CPEs and directions again, and the weights of those not
@@ -80,11 +83,13 @@ class CachedState:
         self._store.save_override(override)
         with self._lock:
             self._overrides[(override.cpe_id, override.direction)] = override
+        self.on_override(override.cpe_id)
 
     def delete_override(self, cpe_id: str, direction: Direction) -> None:
         self._store.delete_override(cpe_id, direction)
         with self._lock:
             self._overrides[(cpe_id, direction)] = None
+        self.on_override(cpe_id)
 
     def forget(self, cpe_ids: Iterable[str]) -> None:
         """CPEs no longer decided here (another replica's now): read from the store again."""

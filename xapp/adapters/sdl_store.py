@@ -176,12 +176,24 @@ class SdlStateStore:
 
 
 def _bound_calls(storage: Any, timeout_s: float) -> None:
-    """Give ricsdl's Redis connections a connect and a read timeout (ricsdl 3.x keeps its
-    backend and clients in private attributes; the version is pinned in pyproject.toml)."""
+    """Give ricsdl's Redis connections a connect and a read timeout, and make its pool of 20
+    wait for a free connection (up to the timeout) instead of failing at once with "Too many
+    connections" when more threads use SDL together (a fleet's pushes and agent answers).
+    ricsdl 3.x keeps its backend and clients in private attributes; the version is pinned in
+    pyproject.toml."""
+    import redis
+
     backend = getattr(storage, "_SyncStorage__dbbackend", None)
     for connection in getattr(backend, "clients", []):
         pool = connection.redis_client.connection_pool
-        pool.connection_kwargs.update(socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+        kwargs = dict(pool.connection_kwargs)
+        kwargs.update(socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+        connection.redis_client.connection_pool = redis.BlockingConnectionPool(
+            connection_class=pool.connection_class,
+            max_connections=pool.max_connections,
+            timeout=timeout_s,
+            **kwargs,
+        )
 
 
 def weight_set_to_json(weight_set: WeightSet) -> dict[str, Any]:
