@@ -443,7 +443,10 @@ class LiveControl:
         except WeightPushError as error:
             return str(error)
         if held is not None:
-            self.state.save_weights(held)
+            try:
+                self.state.save_weights(held)
+            except Exception as error:  # SDL did not take it (ricsdl raises its own types)
+                return f"what the agent holds not recorded: {error}"
         return None
 
     def _log_progress(self, cpes: Sequence[Cpe]) -> None:

@@ -175,6 +175,11 @@ class SdlStateStore:
         self._sdl.set(self._ns, {key: json.dumps(value, sort_keys=True).encode()})
 
 
+# Connections to SDL at most (ricsdl's own pool has 20): a fleet's pushes, agents' answers and
+# API requests write from that many threads at once.
+SDL_CONNECTIONS = 64
+
+
 def _bound_calls(storage: Any, timeout_s: float) -> None:
     """Give ricsdl's Redis connections a connect and a read timeout, and make its pool of 20
     wait for a free connection (up to the timeout) instead of failing at once with "Too many
@@ -190,7 +195,7 @@ def _bound_calls(storage: Any, timeout_s: float) -> None:
         kwargs.update(socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
         connection.redis_client.connection_pool = redis.BlockingConnectionPool(
             connection_class=pool.connection_class,
-            max_connections=pool.max_connections,
+            max_connections=max(pool.max_connections or 0, SDL_CONNECTIONS),
             timeout=timeout_s,
             **kwargs,
         )
