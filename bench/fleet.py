@@ -147,18 +147,20 @@ def _start_agent_host(workdir: Path, kinds: dict[str, str]) -> tuple[subprocess.
     }
     path = workdir / "agent-host.json"
     path.write_text(json.dumps(document))
-    log = (workdir / "agent-host.log").open("a")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "bench.agent_host", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=log,
-        text=True,
-        cwd=Path(__file__).resolve().parents[1],
-    )
+    with (workdir / "agent-host.log").open("a") as log:  # the child keeps its own descriptor
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.agent_host", str(path)],
+            stdout=subprocess.PIPE,
+            stderr=log,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
     assert process.stdout is not None
     line = process.stdout.readline()  # the port it took itself
     if not line.strip().isdigit():
         process.kill()
+        process.wait()
+        process.stdout.close()
         raise LiveSystemError(
             "the agent host did not start: " + (workdir / "agent-host.log").read_text()
         )
@@ -323,6 +325,8 @@ def run_fleet(
     finally:
         host.terminate()
         host.wait(timeout=10)
+        if host.stdout is not None:
+            host.stdout.close()
     return result
 
 

@@ -55,17 +55,29 @@ class CpeRegistry:
         with self._lock:
             if check is None:
                 return _applied(base, self._entries)
-            kept: dict[str, dict[str, Any]] = {}
-            for cpe_id, entry in sorted(self._entries.items()):
-                trial = {**kept, cpe_id: entry}
+            entries = dict(self._entries)
+            for cpe_id, entry in sorted(entries.items()):
+                if "cpe" not in entry:
+                    continue
                 try:
-                    result = _applied(base, trial)
-                    if "cpe" in entry:
-                        check(result, [cpe_id])
+                    check(_applied(base, {cpe_id: entry}), [cpe_id])
                 except (DeploymentError, ValueError) as error:
                     log.error("run-time CPE %s left out: %s", cpe_id, error)
+                    del entries[cpe_id]
+            try:
+                return _applied(base, entries)
+            except DeploymentError:
+                pass
+            # They do not fit together: take them one by one, additions before removals (a
+            # removal alone may leave no CPE), leaving out each that does not fit.
+            kept: dict[str, dict[str, Any]] = {}
+            for cpe_id, entry in sorted(entries.items(), key=lambda e: ("cpe" not in e[1], e[0])):
+                try:
+                    _applied(base, {**kept, cpe_id: entry})
+                except DeploymentError as error:
+                    log.error("run-time CPE %s left out: %s", cpe_id, error)
                     continue
-                kept = trial
+                kept[cpe_id] = entry
             return _applied(base, kept)
 
     def put(
