@@ -274,7 +274,7 @@ class LiveControl:
         endpoint = self.sink.endpoint(cpe_id, direction)
         if endpoint is None:
             return None  # the sink says "no agent configured" itself
-        left_alone = self.book.left_alone(endpoint.base_url)
+        left_alone = self.book.left_alone(self.sink.book_key(cpe_id, direction))
         if (cpe_id, direction) not in self._enrolled:
             return left_alone or f"agent at {endpoint.base_url} not reached yet"
         return left_alone
@@ -409,7 +409,7 @@ class LiveControl:
                 endpoint = self.sink.endpoint(*key)
                 if key in self._enrolled or key in self._enrolling or endpoint is None:
                     continue
-                if self.book.left_alone(endpoint.base_url) is not None:
+                if self.book.left_alone(self.sink.book_key(*key)) is not None:
                     continue  # asked again once its backoff has run out
                 self._enrolling[key] = self._pool().submit(self._ask_agent, *key)
                 asked.append(key)

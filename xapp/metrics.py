@@ -40,6 +40,8 @@ class Observed(Protocol):
 
     def node_health(self) -> list[tuple[str, str, float | None]]: ...
 
+    def agent_counts(self) -> dict[str, int]: ...
+
 
 class XappMetrics:
     def __init__(self, registry: CollectorRegistry, observed: Observed, first_cpes: int = 20):
@@ -132,6 +134,15 @@ class _StateCollector(Collector):
         overshot.add_metric([], overshoots)
         yield from (explored, overshot)
         yield from _node_families(self._observed.node_health())
+        agents = GaugeMetricFamily(
+            "atsss_agents",
+            "Agents (by URL; the proxy's per CPE) whose last call succeeded (ok) or that are "
+            "failing and left alone for a while",
+            labels=["state"],
+        )
+        for state, count in sorted(self._observed.agent_counts().items()):
+            agents.add_metric([state], count)
+        yield agents
 
 
 def _node_families(nodes: list[tuple[str, str, float | None]]) -> Iterator[GaugeMetricFamily]:

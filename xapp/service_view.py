@@ -128,6 +128,8 @@ class XappView:
         for agent in found:
             endpoint = agent.pop("endpoint")
             agent["lever"] = self._control.levers.get(str(agent["url"]))
+            # failures in a row, the last error, and how long it is left alone for
+            agent["calls"] = self._control.book.describe(str(agent["url"]))
             pushes = [
                 push
                 for (cpe_id, direction), push in self._control.last_push.items()
@@ -171,6 +173,10 @@ class XappView:
             return 0, 0
         stats = self._control.exploration.stats
         return stats.raises, stats.overshoots
+
+    def agent_counts(self) -> dict[str, int]:
+        """Agents whose last call succeeded and those failing (left alone for a while)."""
+        return {str(state): count for state, count in self._control.book.counts().items()}
 
     def node_health(self) -> list[tuple[str, str, float | None]]:
         """(node, state, seconds since its last report) per configured node."""

@@ -54,7 +54,8 @@ class AgentWeightSink:
 
     def push(self, weight_set: WeightSet) -> None:
         agent = self._agent(weight_set.cpe_id, weight_set.direction)
-        self._not_left_alone(agent)
+        key = self.book_key(weight_set.cpe_id, weight_set.direction)
+        self._not_left_alone(key)
         body = {
             "cpe_id": weight_set.cpe_id,
             "weights": dict(weight_set.weights),
@@ -70,18 +71,18 @@ class AgentWeightSink:
                 json=body,
             )
         except httpx.ConnectError as error:  # never reached the agent: nothing to find out
-            self.book.failed(agent.base_url, str(error))
+            self.book.failed(key, str(error))
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
         except httpx.HTTPError as error:
             problem = f"agent at {agent.base_url}: {error or type(error).__name__}"
-            self.book.failed(agent.base_url, problem)
+            self.book.failed(key, problem)
             self._settle(weight_set, problem)
             return
         if response.status_code == 200:
-            self.book.succeeded(agent.base_url)
+            self.book.succeeded(key)
             return
         if response.status_code in (401, 403):  # will not change until someone fixes it
-            self.book.failed(agent.base_url, refusal(agent, response))
+            self.book.failed(key, refusal(agent, response))
         if response.status_code == 409 or response.status_code >= 500:
             self._settle(weight_set, refusal(agent, response))
             return
@@ -92,8 +93,7 @@ class AgentWeightSink:
         landed and only its answer was lost; anything else goes back to the loop with the
         failure, so that its next push follows the agent's sequence instead of repeating one
         the agent refuses for ever."""
-        agent = self._agent(weight_set.cpe_id, weight_set.direction)
-        if self.book.failures(agent.base_url) > 1:
+        if self.book.failures(self.book_key(weight_set.cpe_id, weight_set.direction)) > 1:
             raise WeightPushError(problem)  # it failed before too: do not pay a second deadline
         try:
             held = self.in_force(weight_set.cpe_id, weight_set.direction, settling=True)
@@ -115,8 +115,9 @@ class AgentWeightSink:
         sequence numbers and knows which paths are weighted. ``settling``: asked right after a
         push whose outcome is not known, so asked even though that push just failed."""
         agent = self._agent(cpe_id, direction)
+        key = self.book_key(cpe_id, direction)
         if not settling:
-            self._not_left_alone(agent)
+            self._not_left_alone(key)
         try:
             response = request_within(
                 agent,
@@ -127,14 +128,14 @@ class AgentWeightSink:
             )
         except httpx.HTTPError as error:
             problem = f"agent at {agent.base_url}: {error or type(error).__name__}"
-            self.book.failed(agent.base_url, problem)
+            self.book.failed(key, problem)
             raise WeightPushError(problem) from error
         if response.status_code == 404:
-            self.book.succeeded(agent.base_url)
+            self.book.succeeded(key)
             return None
         if response.status_code != 200:
             if response.status_code in (401, 403) or response.status_code >= 500:
-                self.book.failed(agent.base_url, refusal(agent, response))
+                self.book.failed(key, refusal(agent, response))
             raise WeightPushError(refusal(agent, response))
         try:
             applied = response.json()["applied"]
@@ -148,13 +149,20 @@ class AgentWeightSink:
             )
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             problem = f"agent at {agent.base_url}: its answer is not a weight set: {error}"
-            self.book.failed(agent.base_url, problem)
+            self.book.failed(key, problem)
             raise WeightPushError(problem) from error
-        self.book.succeeded(agent.base_url)
+        self.book.succeeded(key)
         return held
 
-    def _not_left_alone(self, agent: AgentEndpoint) -> None:
-        reason = self.book.left_alone(agent.base_url)
+    def book_key(self, cpe_id: str, direction: Direction) -> str:
+        """Whose failures a call counts: the agent's, or for the proxy's agent, which serves
+        every CPE, the agent's for that CPE (one CPE's slow answer must not leave every
+        CPE's downlink alone)."""
+        agent = self._agent(cpe_id, direction)
+        return agent.base_url if agent is not self._proxy else f"{agent.base_url} {cpe_id}"
+
+    def _not_left_alone(self, key: str) -> None:
+        reason = self.book.left_alone(key)
         if reason is not None:
             raise WeightPushError(reason)
 
