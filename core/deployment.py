@@ -119,7 +119,12 @@ class AgentsConfig(_Strict):
         default=False,
         description="send downlink weights to the CPE's agent (mainline MPTCP, MP_PRIO)",
     )
-    wait_s: float = Field(default=30.0, ge=0, description="how long to wait for an agent at start")
+    wait_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="unused since agents are asked in the background (each CPE is steered "
+        "once its agent answers); accepted so that older files load",
+    )
 
 
 class E2Config(_Strict):
