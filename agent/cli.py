@@ -185,8 +185,8 @@ def run(
             log_level="warning",
             ssl_certfile=certificate,
             ssl_keyfile=key,
-            # Held long polls end at once on SIGTERM instead of at their timeout.
-            timeout_graceful_shutdown=0.5,
+            # Held long polls end within a second of SIGTERM instead of at their timeout.
+            timeout_graceful_shutdown=1,
         )
     )
     _serve_until_signalled(server)
