@@ -205,7 +205,6 @@ class XappService:
         self.file_deployment = deployment  # as the file says; self.deployment: in force
         self.control.estimator.choice = self.operator.estimator_choice
         self._stopping = threading.Event()
-        self._prepared = threading.Event()
         self._threads: list[threading.Thread] = []
         self._termination: StandaloneE2Termination | None = None
         self._manager: SubscriptionManager | None = None
@@ -370,7 +369,6 @@ class XappService:
                 continue
             if not self._stopping.is_set():
                 self.control.start()
-                self._prepared.set()
             return
 
     def _observe_step(self, seconds: float, outcomes: Sequence[StepOutcome]) -> None:

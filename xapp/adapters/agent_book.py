@@ -72,13 +72,6 @@ class AgentBook:
             record = self._records.get(url)
             return 0 if record is None else record.failures
 
-    def state(self, url: str) -> AgentState:
-        with self._lock:
-            record = self._records.get(url)
-        if record is None:
-            return "unknown"
-        return "failing" if record.failures else "ok"
-
     def describe(self, url: str) -> dict[str, object]:
         """For /v1/agents: state, failures in a row, last error, seconds until the next try."""
         with self._lock:

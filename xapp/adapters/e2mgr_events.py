@@ -41,7 +41,6 @@ class E2ManagerEvents:
         self._retry_s = retry_s
         self._stopping = threading.Event()
         self._storage: Any = None
-        self.listening = threading.Event()
 
     def start(self) -> None:
         threading.Thread(target=self._listen, name="e2mgr-events", daemon=True).start()
@@ -72,7 +71,6 @@ class E2ManagerEvents:
                 self._stopping.wait(self._retry_s)
                 continue
             self._storage = storage
-            self.listening.set()
             log.info("listening to the E2 manager's %s", CONNECTION_CHANNEL)
             return
 

@@ -94,10 +94,6 @@ class SubscriptionHealer:
                 found.append(NodeHealth(node.node, state, age, cause, watch.resubscriptions))
         return found
 
-    def state(self, node: str) -> NodeState:
-        with self._lock:
-            return self._state(node, self._clock())
-
     def _state(self, node: str, now: float) -> NodeState:
         watch = self._watches.get(node, _Watch())
         if watch.healing:

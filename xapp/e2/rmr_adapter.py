@@ -138,7 +138,6 @@ class RmrE2Adapter:
         self._stopping = threading.Event()
         self._ready = threading.Event()
         self._threads: list[threading.Thread] = []
-        self.received = 0
 
     # ------------------------------------------------------------------ life
     def start(self) -> None:
@@ -212,7 +211,6 @@ class RmrE2Adapter:
                 summary = rmr.message_summary(mbuf)
                 if summary.get(SUMMARY_STATUS) != "RMR_OK":
                     continue  # the timeout: look at the stop flag
-                self.received += 1
                 reply = self.handle(summary)
                 if reply is not None:
                     mbuf = rmr.rmr_rts_msg(
