@@ -400,23 +400,45 @@ def bench_testbed(
 def bench_e2(
     ues: Annotated[int, typer.Option(help="UEs in one per-UE (Format 3) indication.")] = 1000,
     repeats: Annotated[int, typer.Option(help="Runs; the best one is reported.")] = 3,
+    reader: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="fast (the strict fast reader, the generic one behind it: what the service "
+            "runs) or generic (the generic reader alone); repeatable. Default: both."
+        ),
+    ] = None,
 ) -> None:
-    """Time encoding one RIC indication and decoding it into KPI samples."""
-    from bench.e2_codec import run_e2_bench
+    """Time encoding one RIC indication and decoding it into KPI samples, with each reader;
+    with both, how many times faster the fast reader is on the same bytes."""
+    from bench.e2_codec import READERS, run_e2_bench
 
     if ues < 1 or repeats < 1:
         fail("--ues and --repeats must be ≥ 1")
-    table = Table("UEs", "bytes", "encode ms", "decode → samples ms", "samples", "UE reports/s")
+    readers = reader or list(READERS)
+    for name in readers:
+        if name not in READERS:
+            fail(f"--reader {name!r}: not one of {', '.join(READERS)}")
+    table = Table(
+        "UEs", "reader", "bytes", "encode ms", "decode → samples ms", "samples", "UE reports/s"
+    )
+    if len(set(readers)) > 1:
+        table.add_column("fast × generic")
     for count in sorted({1, 10, 100, ues}):
-        r = run_e2_bench(count, repeats)
-        table.add_row(
-            str(r.ues),
-            f"{r.indication_bytes:,}",
-            f"{r.encode_ms:.2f}",
-            f"{r.process_ms:.2f}",
-            str(r.samples),
-            f"{r.ue_reports_per_second:,.0f}",
-        )
+        results = {name: run_e2_bench(count, repeats, reader=name) for name in readers}
+        for name, r in results.items():
+            row = [
+                str(r.ues),
+                name,
+                f"{r.indication_bytes:,}",
+                f"{r.encode_ms:.2f}",
+                f"{r.process_ms:.2f}",
+                str(r.samples),
+                f"{r.ue_reports_per_second:,.0f}",
+            ]
+            if len(set(readers)) > 1:
+                speedup = results["generic"].process_ms / max(results["fast"].process_ms, 1e-9)
+                row.append(f"{speedup:.1f}" if name == "fast" else "")
+            table.add_row(*row)
     out.print(table)
 
 

@@ -23,22 +23,28 @@ class E2BenchResult:
     encode_ms: float
     process_ms: float
     samples: int
+    reader: str = "fast"
 
     @property
     def ue_reports_per_second(self) -> float:
         return self.ues / (self.process_ms / 1000.0)
 
 
+READERS = ("fast", "generic")
+
+
 def run_e2_bench(
-    ues: int, repeats: int = 3, version: KpmVersion = KpmVersion.V3_00
+    ues: int, repeats: int = 3, version: KpmVersion = KpmVersion.V3_00, reader: str = "fast"
 ) -> E2BenchResult:
-    """One indication from a node with ``ues`` UEs, four NR measurements each."""
+    """One indication from a node with ``ues`` UEs, four NR measurements each, read into
+    samples by the strict fast reader (``fast``, the service's default) or by the generic one
+    alone (``generic``)."""
     node = "gnb-bench"
     cpes = [
         Cpe(f"cpe-{i}", {"nr": AccessIdentity("nr", e2_node_id=node, ue_id=f"gnb-du:{i}")})
         for i in range(ues)
     ]
-    processor = IndicationProcessor(cpes)
+    processor = IndicationProcessor(cpes, fast_reader=reader == "fast")
     processor.set_node(E2NodeConfig(node=node, access="nr", measurements=NAMES), version)
     codec = codec_for(version)
     reports = [(gnb_du_ueid(i), list(NAMES), [[100_000 + i, 20_000, 40, 12.5]]) for i in range(ues)]
@@ -55,4 +61,6 @@ def run_e2_bench(
         done = time.perf_counter()
         best_encode = min(best_encode, encoded_at - started)
         best_process = min(best_process, done - encoded_at)
-    return E2BenchResult(ues, len(payload), best_encode * 1000, best_process * 1000, samples)
+    return E2BenchResult(
+        ues, len(payload), best_encode * 1000, best_process * 1000, samples, reader
+    )

@@ -169,8 +169,16 @@ def header_from_value(value: Mapping[str, Any], version: KpmVersion) -> Indicati
 
 
 def decode_message(
-    data: bytes, version: KpmVersion, subscribed_names: Sequence[str] = ()
+    data: bytes, version: KpmVersion, subscribed_names: Sequence[str] = (), *, fast: bool = True
 ) -> IndicationReport:
+    """The report in an indication message; the strict fast reader first (`kpm.fast_message`,
+    unless ``fast`` is False), the generic strict reader for whatever it does not take."""
+    if fast:
+        from kpm.fast_message import read_message  # it builds on this module's types
+
+        report = read_message(data, version, subscribed_names)
+        if report is not None:
+            return report
     value = codec_for(version).decode(KpmPdu.MESSAGE, data)
     return report_from_value(value, subscribed_names)
 

@@ -45,8 +45,13 @@ class IndicationProcessor:
         cpes: Sequence[Cpe],
         catalogue: Catalogue | None = None,
         registry: CollectorRegistry | None = None,
+        *,
+        fast_reader: bool = True,
     ) -> None:
+        """``fast_reader``: read indication messages with the strict fast reader first (the
+        generic reader takes what it does not); False: the generic reader only (benchmarks)."""
         self._catalogue = catalogue or load_catalogue()
+        self._fast_reader = fast_reader
         self._nodes: dict[str, NodeContext] = {}
         self._cpe_by_key: dict[tuple[str, str], str] = {}
         self._cpes_by_node: dict[str, list[str]] = defaultdict(list)
@@ -128,7 +133,9 @@ class IndicationProcessor:
             self.reject(node, "header-ambiguous", detection.describe(), data=indication.header)
         version = detection.header.version
         try:
-            report = decode_message(indication.message, version, context.config.measurements)
+            report = decode_message(
+                indication.message, version, context.config.measurements, fast=self._fast_reader
+            )
         except CodecError as error:
             settled = self._settle_layout(node, context, version, indication.message)
             if settled is None:
