@@ -84,3 +84,33 @@ def test_a_period_whose_own_kpis_cannot_tell_is_not_labelled() -> None:
     third = kpis.samples(3, float(truth.times_s[3]), 1.0, capacity, capacity * 0.3)
     labeller.update([replace(s, measurements={}) for s in third])
     assert store.load_saturated_periods() == []
+
+
+class CountingStore(MemoryStateStore):
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    def put_saturated_periods(self, periods):  # type: ignore[no-untyped-def]
+        self.batches.append(len(periods))
+        super().put_saturated_periods(periods)
+
+
+def test_a_fleet_saturating_at_once_is_kept_in_bounded_batches() -> None:
+    """1,000 CPEs whose paths all saturate in the same period: one write per update, of at most
+    MAX_KEPT_PER_UPDATE periods; the paths left out are kept at the next periods."""
+    from xapp.estimators.saturation import MAX_KEPT_PER_UPDATE
+
+    store = CountingStore()
+    labeller = SaturationLabeller(store, every_s=1000.0, per_path=1)
+    scenario = load_scenario("paper-static").cut(8.0)
+    truth = sample_truth(scenario, DL, 1.0)
+    kpis = SimulatedKpis(truth, DL, seed=2)
+    for k in range(1, len(truth.times_s)):
+        capacity = truth.usable_mbps[k - 1]
+        one = kpis.samples(k, float(truth.times_s[k]), 1.0, capacity, capacity)
+        labeller.update([replace(s, cpe_id=f"cpe-{n:04d}") for n in range(1000) for s in one])
+    assert store.batches, "nothing was kept"
+    assert max(store.batches) == MAX_KEPT_PER_UPDATE
+    assert len(store.batches) == len(truth.times_s) - 1  # one write per update, never more
+    assert len(store.load_saturated_periods()) == labeller.kept == sum(store.batches)

@@ -70,9 +70,10 @@ class ProbeRecordStore(Protocol):
 
 class SaturatedPeriodStore(Protocol):
     """Where periods in which a path was saturated are kept, for retraining the models: a few
-    slots per path, so what is kept stays bounded; ``slot`` says which one a period replaces."""
+    slots per path, so what is kept stays bounded; ``slot`` says which one a period replaces.
+    Written in batches (one round trip for a step's periods, whatever the fleet's size)."""
 
-    def put_saturated_period(self, period: SaturatedPeriod, slot: int) -> None: ...
+    def put_saturated_periods(self, periods: Sequence[tuple[SaturatedPeriod, int]]) -> None: ...
 
     def load_saturated_periods(self) -> Sequence[SaturatedPeriod]: ...
 

@@ -59,9 +59,10 @@ class MemoryStateStore:
     def load_probe_records(self) -> Sequence[ProbeRecord]:
         return list(self._probe_records)
 
-    def put_saturated_period(self, period: SaturatedPeriod, slot: int) -> None:
-        last = period.history[-1]
-        self._saturated[(last.cpe_id, last.access, last.direction, slot)] = period
+    def put_saturated_periods(self, periods: Sequence[tuple[SaturatedPeriod, int]]) -> None:
+        for period, slot in periods:
+            last = period.history[-1]
+            self._saturated[(last.cpe_id, last.access, last.direction, slot)] = period
 
     def load_saturated_periods(self) -> Sequence[SaturatedPeriod]:
         return list(self._saturated.values())

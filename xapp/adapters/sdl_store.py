@@ -146,10 +146,15 @@ class SdlStateStore:
         return [record_from_json(json.loads(value)) for _, value in sorted(found.items())]
 
     # periods in which a path was saturated (training examples the xApp labels itself)
-    def put_saturated_period(self, period: SaturatedPeriod, slot: int) -> None:
-        last = period.history[-1]
-        key = f"saturated/{last.cpe_id}/{last.access}/{last.direction.value}/{slot}"
-        self._set(key, saturated_to_json(period))
+    def put_saturated_periods(self, periods: Sequence[tuple[SaturatedPeriod, int]]) -> None:
+        if not periods:
+            return
+        batch = {}
+        for period, slot in periods:
+            last = period.history[-1]
+            key = f"saturated/{last.cpe_id}/{last.access}/{last.direction.value}/{slot}"
+            batch[key] = json.dumps(saturated_to_json(period), sort_keys=True).encode()
+        self._sdl.set(self._ns, batch)
 
     def load_saturated_periods(self) -> Sequence[SaturatedPeriod]:
         found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "saturated/*")

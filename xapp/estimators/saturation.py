@@ -23,6 +23,9 @@ from xapp.ports import SaturatedPeriodStore
 SATURATED_UTILISATION = 0.8
 SATURATED_PERIODS = 3  # in a row: one period at the limit may be a burst
 HISTORY_PERIODS = 11  # what the models read: the period and the 10 before it
+# Kept per update at most: a fleet whose paths all saturate at once (a start, a busy hour) would
+# otherwise write thousands of 5 kB periods in one step; the others are kept at a later period.
+MAX_KEPT_PER_UPDATE = 50
 
 Key = tuple[str, str, Direction]
 
@@ -59,12 +62,15 @@ class SaturationLabeller:
         self.kept = 0
 
     def update(self, samples: Sequence[KpiSample]) -> None:
+        kept: list[tuple[SaturatedPeriod, int]] = []
         for sample in samples:
             key = (sample.cpe_id, sample.access, sample.direction)
             history = self._history.setdefault(key, deque(maxlen=HISTORY_PERIODS))
             history.append(sample)
             shares = self._shares.setdefault(key, deque(maxlen=SATURATED_PERIODS))
             shares.append(utilisation(sample))
+            if len(kept) >= MAX_KEPT_PER_UPDATE:
+                continue
             if sample.time_s - self._last_kept_s.get(key, -float("inf")) < self.every_s:
                 continue
             # The labelled period itself must show its utilisation, not only those before it.
@@ -75,8 +81,8 @@ class SaturationLabeller:
             ):
                 continue
             written = self._written.get(key, 0)
-            period = SaturatedPeriod(tuple(history))
-            self.store.put_saturated_period(period, written % self.per_path)
+            kept.append((SaturatedPeriod(tuple(history)), written % self.per_path))
             self._written[key] = written + 1
             self._last_kept_s[key] = sample.time_s
-            self.kept += 1
+        self.store.put_saturated_periods(kept)
+        self.kept += len(kept)
