@@ -16,7 +16,7 @@ from core.domain import (
 )
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
-from xapp.estimators.selection import EstimatorSelection
+from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 
 DL = Direction.DOWNLINK
 
@@ -262,3 +262,45 @@ def test_no_probe_while_the_agent_has_the_word_on_carrier() -> None:
     assert [t for t, _ in prober.started] == [1.0]
     estimator.update(period(6.0, wifi=900.0), 6.0)  # 5-6 s: the measurement speaks again
     assert [t for t, _ in prober.started] == [1.0, 6.0]
+
+
+def test_each_cpe_feeds_only_the_estimators_its_mode_reads() -> None:
+    """A fleet on the KPI estimator does not pay for the model's inference: the model is fed
+    only the CPEs whose mode reads it (here one CPE switched to fused)."""
+    prober = ScriptedProber({"wifi": 1190.0})
+    chosen = {"cpe-1": "fused"}
+    selection = EstimatorSelection(
+        prober,
+        EstimatorSettings(mode="kpi-only"),
+        choice=lambda cpe_id, direction: chosen.get(cpe_id),
+    )
+    fed: list[str] = []
+    model_update = selection.model.update
+
+    def counting(samples, now_s):  # type: ignore[no-untyped-def]
+        fed.extend(s.cpe_id for s in samples)
+        model_update(samples, now_s)
+
+    selection.model.update = counting  # type: ignore[method-assign]
+    samples = [
+        KpiSample(
+            f"cpe-{n}",
+            "wifi",
+            DL,
+            1.0,
+            1.0,
+            throughput_mbps=300.0,
+            measurements={
+                "WLAN.StaPhyRateDl": 2402.0,
+                "WLAN.StaAirtime": 25.0,
+                "WLAN.ChannelUtilization": 25.0,
+            },
+        )
+        for n in range(1000)
+    ]
+    selection.update(samples, 1.0)
+    assert fed == ["cpe-1"]
+    for n in (0, 1, 999):
+        estimate = selection.estimate(f"cpe-{n}", "wifi", DL, 1.0)
+        assert estimate is not None
+        assert estimate.capacity_mbps == pytest.approx(1190.0, rel=0.01)

@@ -2,10 +2,12 @@
 
 Modes (``MODES``): ``fused`` (KPIs, model and probes-when-needed, combined by uncertainty and
 age), ``kpi-only``, ``model-only`` and ``probe-only`` (probes on a routine period, like the
-paper). All estimators are fed every period whatever is chosen, so switching mode takes effect
-at once with warm estimates. The probe estimator asks for advice only from the estimators of
-the mode a CPE is in: none in probe-only mode (it then probes routinely), the KPI and model
-estimators in fused mode; in the kpi-only and model-only modes it does not probe at all.
+paper). Each CPE's reports feed the estimators its mode reads (fusion feeds all three), so a
+fleet on the KPI estimator does not pay for model inference on every path; a CPE switched to
+another mode starts that estimator from the reports that follow. The probe estimator asks for
+advice only from the estimators of the mode a CPE is in: none in probe-only mode (it then
+probes routinely), the KPI and model estimators in fused mode; in the kpi-only and model-only
+modes it does not probe at all.
 """
 
 from __future__ import annotations
@@ -108,7 +110,26 @@ class EstimatorSelection:
         self.probe.carrier_changed(cpe_id, access, up, now_s)
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        self.fused.update(samples, now_s)  # feeds the KPI, model and probe estimators
+        """Each CPE's samples go to the estimator its mode reads (fusion feeds the KPI, model
+        and probe estimators itself): a fleet on the KPI estimator does not pay for the model's
+        inference on every path. A CPE switched to another estimator (an override) starts it
+        from that period's reports."""
+        by_mode: dict[str, list[KpiSample]] = {}
+        modes: dict[tuple[str, Direction], str] = {}
+        for sample in samples:
+            key = (sample.cpe_id, sample.direction)
+            mode = modes.get(key)
+            if mode is None:
+                mode = modes[key] = self.mode_for(*key)
+            by_mode.setdefault(mode, []).append(sample)
+        if "fused" in by_mode:
+            self.fused.update(by_mode["fused"], now_s)
+        for mode in ("kpi-only", "model-only"):
+            if mode in by_mode:
+                self._by_mode[mode].update(by_mode[mode], now_s)
+        if "probe-only" in by_mode or "fused" not in by_mode:
+            # Probe results under way are collected, and probes planned, every step.
+            self.probe.update(by_mode.get("probe-only", []), now_s)
         if self.labeller is not None:
             self.labeller.update(samples)
 
