@@ -103,7 +103,13 @@ class AgentHost:
             return
         path: str = scope["path"]
         if path == "/host/weights":
-            await _answer(send, 200, json.dumps(self.held()).encode())
+            # ?cpe_id=X: that CPE's alone (the bench polls one often while an override travels).
+            query = scope.get("query_string", b"").decode()
+            held = self.held()
+            if query.startswith("cpe_id="):
+                wanted = query.removeprefix("cpe_id=")
+                held = {wanted: held.get(wanted)}
+            await _answer(send, 200, json.dumps(held).encode())
             return
         _, prefix, cpe_id, rest = [*path.split("/", 3), "", "", ""][:4]
         instance = self.instances.get(cpe_id) if prefix == "a" else None

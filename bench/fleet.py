@@ -416,7 +416,11 @@ def _measure(
             continue
         reached = None
         while time.monotonic() - sent < 20 * period_s + 10:
-            held = httpx.get(f"http://127.0.0.1:{host_port}/host/weights", timeout=10).json()
+            held = httpx.get(
+                f"http://127.0.0.1:{host_port}/host/weights",
+                params={"cpe_id": cpe_id},
+                timeout=10,
+            ).json()
             if (held.get(cpe_id) or {}).get("weights") == weights:
                 reached = time.monotonic() - sent
                 break

@@ -50,6 +50,8 @@ _FORMAT3_IN_ROOT = {
 # MeasurementLabel's optional root fields (noLabel … startEndInd, min, max, avg), the same in
 # every layout read here: its presence bitmap is this wide.
 LABEL_OPTIONALS = 21
+_NO_LABEL = 1 << (LABEL_OPTIONALS - 1)  # the first optional field
+_DIST_BIN_X = 1 << (LABEL_OPTIONALS - 14)  # the fourteenth
 
 FAST_LAYOUTS: tuple[KpmVersion, ...] = tuple(_FORMAT3_IN_ROOT)
 
@@ -414,22 +416,31 @@ class _Reader:
         return raw.decode("ascii")
 
     def label_info(self) -> dict[str, Any]:
-        """A labelInfoList of noLabel items only (what says nothing else); other labels are the
-        generic reader's."""
+        """A labelInfoList whose labels are each noLabel alone or distBinX alone (a distribution's
+        bin, what the KPM simulator and distribution counters send); the first bin is what the
+        list says (as `kpm.reports` reads it). Other labels are the generic reader's."""
         bits = self.bits
         count = bits.length()
         if count == 0:
             raise _HandOverError
+        found: dict[str, Any] = {}
         for _ in range(count):
             if bits.bits(1):  # LabelInfoItem's extension
                 raise _HandOverError
             if bits.bits(1):  # MeasurementLabel's extension
                 raise _HandOverError
-            if bits.bits(LABEL_OPTIONALS) != 1 << (LABEL_OPTIONALS - 1):  # noLabel alone
+            present = bits.bits(LABEL_OPTIONALS)
+            if present == _NO_LABEL:
+                if bits.bits(1):  # ENUMERATED { true, ... }: root value, no index bits
+                    raise _HandOverError
+            elif present == _DIST_BIN_X:
+                if bits.bits(1):  # INTEGER (1..65535, ...): a value outside the root
+                    raise _HandOverError
+                bin_x = bits.whole(65534) + 1
+                found = found or {"distBinX": bin_x}
+            else:
                 raise _HandOverError
-            if bits.bits(1):  # noLabel ENUMERATED { true, ... }: root value, no index bits
-                raise _HandOverError
-        return {}
+        return found
 
 
 def _real(octets: bytes) -> float:
