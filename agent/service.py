@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from ipaddress import IPv4Address
+from typing import Any
 
 from agent.backends.base import Backend, BackendError, PathWeight
 from agent.config import AgentConfig
@@ -83,6 +84,10 @@ class WeightService:
         self._is_local = is_local_address
         self._clock = clock
         self._lock = threading.Lock()
+        # Group commit of the state file: changes counted under _lock, written under its own.
+        self._persist_lock = threading.Lock()
+        self._changes = 0
+        self._persisted = 0
         self._applied: dict[str, AppliedWeights] = {}
         # Accesses whose carrier is lost, and those back whose weight waits for the xApp.
         self._carrier_down: set[str] = set()
@@ -177,16 +182,27 @@ class WeightService:
                 self._clock(),
             )
             self._applied[update.cpe_id] = applied
-            try:
-                self._persist()
-            except OSError as error:
-                # Applied but not remembered would come back older after a restart: undo it.
-                self._applied = before
-                self._write_checked(previous, previous)
-                raise ApplyFailedError(
-                    f"cannot save the state file {self.config.state_file}: "
-                    f"{error.strerror or error}; the previous weights are back in force"
-                ) from error
+            self._changes += 1
+            change = self._changes
+        try:
+            self._persist_through(change)
+        except OSError as error:
+            # Applied but not remembered would come back older after a restart: undo it, unless
+            # a later set for the CPE has replaced it meanwhile (that one answers for itself).
+            with self._lock:
+                if self._applied.get(update.cpe_id) is applied:
+                    if update.cpe_id in before:
+                        self._applied[update.cpe_id] = before[update.cpe_id]
+                    else:
+                        del self._applied[update.cpe_id]
+                    undone = [
+                        p for a in self._applied.values() for p in self._effective(self._paths(a))
+                    ]
+                    self._write_checked(undone, self._kernel_paths())
+            raise ApplyFailedError(
+                f"cannot save the state file {self.config.state_file}: "
+                f"{error.strerror or error}; the previous weights are back in force"
+            ) from error
         log.info(
             "applied %s weights %s for %s (sequence %d) as asked by %s",
             applied.direction,
@@ -387,11 +403,25 @@ class WeightService:
                 ) from error
             raise ApplyFailedError(f"{error}; the previous weights are back in force") from error
 
-    def _persist(self) -> None:
+    def _persist_through(self, change: int) -> None:
+        """The state file holds change ``change`` or a later one when this returns (group
+        commit: sets that arrive while the file is being written are saved together by the next
+        write, one fsync for all of them, so a proxy serving a thousand CPEs is not held to one
+        file write per set)."""
+        with self._persist_lock:
+            if self._persisted >= change:
+                return
+            with self._lock:
+                entries = [asdict(a) for a in self._applied.values()]
+                upto = self._changes
+            self._persist(entries)
+            self._persisted = upto
+
+    def _persist(self, entries: list[dict[str, Any]]) -> None:
         path = self.config.state_file
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_suffix(".tmp")
-        text = json.dumps({"applied": [asdict(a) for a in self._applied.values()]}, indent=1)
+        text = json.dumps({"applied": entries}, indent=1)
         try:
             with open(temporary, "w") as handle:
                 handle.write(text)

@@ -434,3 +434,54 @@ def test_a_priority_changed_while_a_subflow_joins_reaches_it_once_joined(tmp_pat
         time.sleep(0.02)
     assert table.subflow_backup["10.2.0.1"] is False
     assert backend.realigned == 1
+
+
+def test_a_proxy_saves_sets_arriving_together_in_one_write(tmp_path: Path) -> None:
+    """Before: each set rewrote and fsynced the whole state file under the service's lock, so
+    a proxy serving 1,000 CPEs applied about 6 sets a second (here: 400 CPEs, 40 threads). Now
+    sets that arrive while the file is being written are saved by one write; each is on disk
+    when its request returns."""
+    import threading
+
+    count = 400
+    config = AgentConfig.model_validate(
+        {
+            "role": "proxy",
+            "accesses": {"nr": {"interface": "nr1", "address": "10.1.255.254"}},
+            "cpes": {f"cpe-{n}": {"nr": f"10.1.{n // 250}.{n % 250 + 1}"} for n in range(count)},
+            "state_file": str(tmp_path / "state.json"),
+            "max_rules": count,
+        }
+    )
+    proxy = WeightService(config, DryRunBackend())
+    writes: list[int] = []
+    persist = proxy._persist
+
+    def counted(entries):  # type: ignore[no-untyped-def]
+        writes.append(len(entries))
+        time.sleep(0.01)  # an fsync on a slow disk
+        persist(entries)
+
+    proxy._persist = counted  # type: ignore[method-assign]
+    answered: dict[str, int] = {}
+
+    def push(first: int) -> None:
+        for n in range(first, count, 40):
+            applied = proxy.apply(
+                WeightUpdate(f"cpe-{n}", Direction.DOWNLINK, {"nr": n % 7 + 1}, 1)
+            )
+            on_disk = json.loads((tmp_path / "state.json").read_text())["applied"]
+            answered[applied.cpe_id] = sum(1 for e in on_disk if e["cpe_id"] == applied.cpe_id)
+
+    threads = [threading.Thread(target=push, args=(k,)) for k in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answered) == count
+    assert set(answered.values()) == {1}  # each set was on disk when its apply returned
+    assert len(writes) < count / 4  # grouped: far fewer writes than sets
+    saved = json.loads((tmp_path / "state.json").read_text())["applied"]
+    assert len(saved) == count
+    restarted = WeightService(config, DryRunBackend())
+    assert len(restarted.restore()) == count
