@@ -396,6 +396,43 @@ def bench_testbed(
         out.print(f"{phase.name}: on backup at some point: {', '.join(on_backup) or 'none'}")
 
 
+@bench_app.command("api")
+def bench_api(
+    requests: Annotated[int, typer.Option(help="Requests per path and kind of connection.")] = 200,
+    path: Annotated[
+        list[str] | None,
+        typer.Option(help="Path to ask (repeatable). Default: /ric/v1/health/alive and /metrics."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """Latency of the xApp's HTTP API (a live `xapp serve`, standalone): p50 and p99 on a
+    kept-alive connection and on a new connection per request."""
+    import json
+
+    from bench.api_latency import run_api_bench
+    from bench.live_system import LiveSystemError
+
+    if requests < 1:
+        fail("--requests must be ≥ 1")
+    try:
+        results = run_api_bench(requests, tuple(path or ("/ric/v1/health/alive", "/metrics")))
+    except LiveSystemError as error:
+        fail(str(error))
+    if as_json:
+        out.print_json(json.dumps([r.as_json() for r in results]))
+        return
+    table = Table("path", "keep-alive p50 ms", "p99", "new connection p50 ms", "p99")
+    for r in results:
+        table.add_row(
+            r.path,
+            f"{r.keep_alive_p50_ms:.2f}",
+            f"{r.keep_alive_p99_ms:.2f}",
+            f"{r.new_connection_p50_ms:.2f}",
+            f"{r.new_connection_p99_ms:.2f}",
+        )
+    out.print(table)
+
+
 @bench_app.command("e2")
 def bench_e2(
     ues: Annotated[int, typer.Option(help="UEs in one per-UE (Format 3) indication.")] = 1000,
