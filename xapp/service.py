@@ -61,7 +61,8 @@ from xapp.estimators.selection import EstimatorSettings
 from xapp.live import LiveControl, LiveSettings, LiveSetupError
 from xapp.metrics import XappMetrics
 from xapp.operator.api import create_router, install_dashboard, install_error_format
-from xapp.operator.auth import TokensError, load_tokens
+from xapp.operator.auth import Tokens, TokensError, load_tokens
+from xapp.operator.guard import OperatorGuard
 from xapp.operator.registry import CpeRefusedError, CpeRegistry
 from xapp.operator.state import OperatorState, UnknownError
 from xapp.ownership import Ownership
@@ -278,6 +279,8 @@ class XappService:
         )
         install_error_format(app)
         install_dashboard(app)
+        # Outermost: the token and the body's size are checked before anything reads the body.
+        app.add_middleware(OperatorGuard, tokens=lambda: self.tokens)
         config = uvicorn.Config(
             app,
             host=self.options.http_host,
@@ -426,11 +429,33 @@ class XappService:
 
     # ------------------------------------------------------------------ reload
     def _watch_config(self) -> None:
+        tokens_seen = self._tokens_signature()
         while not self._stopping.wait(self.options.watch_interval_s):
             mtime = _mtime(self.options.config_path)
             if mtime != self._config_mtime:
                 self._config_mtime = mtime
                 self.reload()
+            elif self._tokens_signature() != tokens_seen:
+                self._reload_tokens(self.file_deployment.operator_api.tokens_file)
+            tokens_seen = self._tokens_signature()
+
+    def _tokens_signature(self) -> tuple[float | None, ...]:
+        """When the tokens file and the token files it names last changed (a Kubernetes secret
+        rotation replaces the files behind their paths)."""
+        return tuple(_mtime(path) for path in self.tokens.sources)
+
+    def _reload_tokens(self, path: Path | None) -> None:
+        """The operator tokens read again: a token removed stops working at once. A tokens file
+        that no longer reads refuses every token until it is fixed (never open by accident)."""
+        try:
+            loaded = load_tokens(path)
+        except TokensError as error:
+            log.error("operator tokens not reloaded, every token refused until fixed: %s", error)
+            sources = (path,) if path is not None else ()
+            self.tokens.replace_with(Tokens.refusing_all(sources))
+            return
+        self.tokens.replace_with(loaded)
+        log.info("operator tokens reloaded: %d in force", loaded.count)
 
     def reload(self) -> bool:
         """Read the configuration again and apply it, with the CPEs changed at run time on top;
@@ -451,6 +476,7 @@ class XappService:
                 return False
             self.file_deployment = deployment
             self._apply(in_force)
+            self._reload_tokens(deployment.operator_api.tokens_file)
             return True
 
     def _apply(self, deployment: Deployment) -> None:

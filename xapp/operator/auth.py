@@ -49,12 +49,37 @@ class Caller:
 
 
 class Tokens:
-    def __init__(self, entries: list[tuple[str, Caller]]) -> None:
+    def __init__(
+        self,
+        entries: list[tuple[str, Caller]],
+        sources: tuple[Path, ...] = (),
+        refuse_all: bool = False,
+    ) -> None:
+        """``sources``: the files the tokens came from (watched for changes); ``refuse_all``:
+        tokens are configured but none can be trusted (a tokens file that no longer reads)."""
         self._entries = [(token.encode(), caller) for token, caller in entries]
+        self.sources = sources
+        self._refuse_all = refuse_all
+
+    @classmethod
+    def refusing_all(cls, sources: tuple[Path, ...]) -> Tokens:
+        return cls([], sources, refuse_all=True)
+
+    def replace_with(self, other: Tokens) -> None:
+        """Take ``other``'s tokens (a reload): requests checked from now on use them."""
+        self._entries, self.sources, self._refuse_all = (
+            other._entries,
+            other.sources,
+            other._refuse_all,
+        )
+
+    @property
+    def count(self) -> int:
+        return len(self._entries)
 
     @property
     def configured(self) -> bool:
-        return bool(self._entries)
+        return bool(self._entries) or self._refuse_all
 
     def caller(self, token: str) -> Caller | None:
         """The caller a token belongs to; every entry is compared, in constant time each."""
@@ -76,6 +101,7 @@ def load_tokens(path: Path | None) -> Tokens:
     if not isinstance(raw, list):
         raise TokensError(f"{path}: expected a list of {{name, role, token}} entries")
     entries = []
+    sources = [path]
     for index, item in enumerate(raw):
         try:
             entry = _Entry.model_validate(item)
@@ -85,6 +111,7 @@ def load_tokens(path: Path | None) -> Tokens:
             raise TokensError(f"{path}: entry {index}: {where}: {first['msg']}") from None
         token = entry.token
         if entry.token_file is not None:
+            sources.append(entry.token_file)
             try:
                 token = entry.token_file.read_text().strip()
             except OSError as error:
@@ -95,4 +122,4 @@ def load_tokens(path: Path | None) -> Tokens:
                 raise TokensError(f"{path}: entry {index}: the token is shorter than 16 characters")
         assert token is not None
         entries.append((token, Caller(entry.name, entry.role)))
-    return Tokens(entries)
+    return Tokens(entries, tuple(sources))
