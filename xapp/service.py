@@ -387,11 +387,15 @@ class XappService:
         assert ownership is not None
         period = reporting_period_s(self.deployment)
         while not self._stopping.is_set():
+            began = time.monotonic()
             try:
                 ownership.refresh([c.cpe_id for c in self.control.cpes])
             except Exception as error:  # SDL down: leases run out, others may take over
                 log.warning("leases not renewed: %s", error)
-            self._stopping.wait(period)
+            # Renewed once a period from the start of one round to the next: a round that took
+            # long (a busy replica, a big fleet) does not push the next one a period later,
+            # where leases would fall under the period they must still have to be acted on.
+            self._stopping.wait(max(0.05, period - (time.monotonic() - began)))
 
     def _expire_overrides(self) -> None:
         while not self._stopping.wait(1.0):
