@@ -163,6 +163,11 @@ class OperatorApiConfig(_Strict):
         description="bearer tokens and roles (viewer, operator); without it reads are open "
         "and writes refused",
     )
+    models_folder: Path | None = Field(
+        default=None,
+        description="where models the operator API may load live, one folder per model "
+        "(`atsss train --out <models_folder>/<name>`); unset: only the shipped models",
+    )
 
 
 class PolicySettings(_Strict):

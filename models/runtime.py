@@ -7,6 +7,8 @@ match this code's feature definitions, so training and serving cannot drift apar
 from __future__ import annotations
 
 import json
+import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +30,41 @@ class ModelError(ValueError):
     pass
 
 
+# What a model loaded at run time may weigh: a card is a few kB, each ONNX file under a MB (the
+# shipped ones are tens of kB); far above that is not a model.
+MAX_CARD_BYTES = 1 << 20
+MAX_ONNX_BYTES = 64 << 20
+MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}")
+
+
+def find_model_card(folder: Path, name: str, access: str) -> Path:
+    """The card of the model ``name`` for ``access`` in ``folder`` (``<folder>/<name>/<access>
+    .card.json``, what ``atsss train --out <folder>/<name>`` writes). Raises ModelError, with
+    the cause for the log, when the name is not a plain name or the card is not a regular file
+    of a sane size inside the folder."""
+    if not MODEL_NAME.fullmatch(name) or ".." in name:
+        raise ModelError(f"{name!r} is not a model name (letters, digits, . _ -)")
+    return checked_model_file(folder, folder / name / f"{access}.card.json", MAX_CARD_BYTES)
+
+
+def checked_model_file(folder: Path, path: Path, max_bytes: int) -> Path:
+    """``path`` if it is a regular file of at most ``max_bytes`` inside ``folder`` once links
+    are followed; ModelError (for the log) otherwise."""
+    try:
+        real = path.resolve(strict=True)
+        inside = real.is_relative_to(folder.resolve(strict=True))
+        status = real.stat()
+    except (OSError, RuntimeError) as error:
+        raise ModelError(f"{path}: {error}") from None
+    if not inside:
+        raise ModelError(f"{path} leads out of the models folder {folder}")
+    if not stat.S_ISREG(status.st_mode):
+        raise ModelError(f"{path} is not a regular file")
+    if status.st_size > max_bytes:
+        raise ModelError(f"{path} has {status.st_size} bytes, more than {max_bytes}")
+    return real
+
+
 @dataclass(frozen=True)
 class Prediction:
     estimate_mbps: npt.NDArray[np.float32]
@@ -39,7 +76,9 @@ class Prediction:
 
 
 class OnnxCapacityModel:
-    def __init__(self, card_path: Path) -> None:
+    def __init__(self, card_path: Path, within: Path | None = None) -> None:
+        """``within``: a models folder every file the card names must be a regular file of a
+        sane size inside (a model loaded at run time); None for the shipped and trained ones."""
         import onnxruntime
 
         try:
@@ -69,6 +108,8 @@ class OnnxCapacityModel:
         for part in ("estimate", "lower", "upper"):
             try:
                 path = card_path.parent / self.card["onnx"][part]["file"]
+                if within is not None:
+                    path = checked_model_file(within, path, MAX_ONNX_BYTES)
                 session = onnxruntime.InferenceSession(
                     str(path), providers=["CPUExecutionProvider"]
                 )

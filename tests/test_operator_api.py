@@ -261,11 +261,7 @@ def test_cpes_changed_at_run_time_and_models_reloaded(tmp_path: Path) -> None:
                 assert models["nr"]["model"] == "nr"
                 missing = alice.post(
                     "/v1/models/reload",
-                    json={
-                        "access": "nr",
-                        "card": str(tmp_path / "none.card.json"),
-                        "reason": "try",
-                    },
+                    json={"access": "nr", "model": "none", "reason": "try"},
                 )
                 assert missing.status_code == 409
                 reloaded = alice.post(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
 import threading
 import time
@@ -20,6 +21,7 @@ import httpx
 import yaml
 
 from bench.live_system import start_xapp, wait_until, write_xapp_config
+from models.runtime import SHIPPED
 
 OPERATOR = "operator-token-0123456789"
 ROTATED = "operator-token-rotated-9876"
@@ -64,8 +66,21 @@ def test_token_first_body_cap_and_tokens_that_follow_their_files(tmp_path: Path)
         {"name": "victor", "role": "viewer", "token": VIEWER},
     ]
     tokens.write_text(yaml.safe_dump(entries))
+    models = tmp_path / "models"
+    (models / "good").mkdir(parents=True)
+    for name in ("nr.card.json", "nr.estimate.onnx", "nr.lower.onnx", "nr.upper.onnx"):
+        shutil.copy(SHIPPED / name, models / "good" / name)
+    (models / "big").mkdir()
+    with (models / "big" / "nr.card.json").open("wb") as big:
+        big.truncate(2 << 30)  # 2 GB, sparse
+    (models / "link").mkdir()
+    (models / "link" / "nr.card.json").symlink_to("/etc/passwd")
     config = write_xapp_config(
-        tmp_path, "paper-static", {}, None, operator_api={"tokens_file": str(tokens)}
+        tmp_path,
+        "paper-static",
+        {},
+        None,
+        operator_api={"tokens_file": str(tokens), "models_folder": str(models)},
     )
     xapp = start_xapp(tmp_path, config)
     port = int(xapp.http_url.rsplit(":", 1)[1])
@@ -92,6 +107,27 @@ def test_token_first_body_cap_and_tokens_that_follow_their_files(tmp_path: Path)
 
         assert status(VIEWER) == 200
         assert status(OPERATOR) == 200
+
+        # Models by name only, from the models folder; every refusal reads the same.
+        def reload(name: str) -> httpx.Response:
+            return httpx.post(
+                f"{xapp.http_url}/v1/models/reload",
+                json={"access": "nr", "model": name, "reason": "test"},
+                headers={"Authorization": f"Bearer {OPERATOR}"},
+                timeout=30,
+            )
+
+        before = _rss_mb(xapp.process.pid)
+        refusals = {}
+        for name in ("/dev/zero", "../../etc/passwd", "big", "link", "unknown"):
+            answer = reload(name)
+            assert answer.status_code == 409, (name, answer.text)
+            refusals[name] = answer.json()["detail"].replace(repr(name), "NAME")
+        assert len(set(refusals.values())) == 1, refusals
+        assert "/" not in next(iter(refusals.values())).replace("'", "")
+        assert _rss_mb(xapp.process.pid) - before < 50
+        assert reload("good").status_code == 200
+        assert "no usable" not in reload("good").text
         # The viewer is removed from the tokens file: refused within seconds, no restart.
         tokens.write_text(yaml.safe_dump(entries[:1]))
         os.utime(tokens, (time.time() + 2, time.time() + 2))  # a new mtime whatever the clock

@@ -44,7 +44,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from core.deployment import AgentConfig, CpeConfig, Deployment, DeploymentError
 from core.domain import Direction, SubscriptionRecord
 from kpm.codec import compile_all
-from models.runtime import OnnxCapacityModel
+from models.runtime import ModelError, OnnxCapacityModel, find_model_card
 from xapp.adapters.agent_http import AgentEndpoint, AgentSetupError
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.adapters.redis_leases import RedisLeaseStore
@@ -540,9 +540,23 @@ class XappService:
             in_force = self.cpe_registry.remove(self.file_deployment, cpe_id, who, why)
             self._apply(in_force)
 
-    def reload_model(self, access: str, card: Path | None, who: str, why: str) -> dict[str, object]:
-        """Raises ValueError (ModelError) when the card cannot be loaded; the old model stays."""
-        model = OnnxCapacityModel(card) if card is not None else OnnxCapacityModel.shipped(access)
+    def reload_model(self, access: str, name: str | None, who: str, why: str) -> dict[str, object]:
+        """The model ``name`` from the models folder, or the shipped one (None). Raises
+        ValueError when it cannot be loaded, with one message whatever the cause (an operator's
+        name must not probe the file system); the cause goes to the log; the old model stays."""
+        if name is None:
+            model = OnnxCapacityModel.shipped(access)
+        else:
+            folder = self.deployment.operator_api.models_folder
+            refusal = f"no usable {access} model named {name!r} in the models folder"
+            if folder is None:
+                raise ValueError(f"{refusal} (operator_api.models_folder is not set)")
+            try:
+                card = find_model_card(folder, name, access)
+                model = OnnxCapacityModel(card, within=folder)
+            except ModelError as error:
+                log.warning("model reload refused: %s", error)
+                raise ValueError(f"{refusal}; the xApp's log says why") from None
         estimator = self.control.estimator.model
         before = next(m for m in estimator.describe() if m["access"] == access)
         estimator.swap(access, model)

@@ -114,9 +114,7 @@ class ServiceCommands(Protocol):
 
     def remove_cpe(self, cpe_id: str, who: str, why: str) -> None: ...
 
-    def reload_model(
-        self, access: str, card: Path | None, who: str, why: str
-    ) -> dict[str, Any]: ...
+    def reload_model(self, access: str, name: str | None, who: str, why: str) -> dict[str, Any]: ...
 
 
 class SteeringBody(BaseModel):
@@ -150,11 +148,11 @@ class ModelReloadBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     access: Literal["nr", "wifi", "lifi"]
-    card: str | None = Field(
+    model: str | None = Field(
         default=None,
-        max_length=4096,
-        description="a model card on the xApp's file system (what `atsss train` writes); "
-        "default: the shipped model",
+        max_length=100,
+        description="a model by name: the folder `<operator_api.models_folder>/<name>` that "
+        "`atsss train --out` wrote; default: the shipped model",
     )
     reason: str = Field(min_length=1, max_length=500)
 
@@ -381,15 +379,11 @@ def create_router(
 
     @router.post("/models/reload", responses=_answers(401, 403, 409))
     def reload_model(body: ModelReloadBody, caller: Caller = operator) -> dict[str, Any]:
-        """Load a model (a retrained one, another version, or the shipped one) for an access,
-        without a restart; 409 when it cannot be loaded, the one in use stays."""
+        """Load a model by name from the models folder (a retrained one, another version) or
+        the shipped one, for an access, without a restart; 409 when it cannot be loaded (the
+        same answer whatever the reason, which goes to the xApp's log), the one in use stays."""
         try:
-            return commands.reload_model(
-                body.access,
-                None if body.card is None else Path(body.card),
-                caller.name,
-                body.reason,
-            )
+            return commands.reload_model(body.access, body.model, caller.name, body.reason)
         except ValueError as error:
             raise HTTPException(409, str(error)) from None
 
