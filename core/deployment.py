@@ -163,6 +163,15 @@ class OperatorApiConfig(_Strict):
         description="bearer tokens and roles (viewer, operator); without it reads are open "
         "and writes refused",
     )
+    audit_max_entries: int = Field(
+        default=100_000,
+        ge=100,
+        le=10_000_000,
+        description="the audit log keeps about this many of the newest entries",
+    )
+    audit_max_age_days: float = Field(
+        default=90.0, gt=0, le=3650, description="and none older than this"
+    )
     models_folder: Path | None = Field(
         default=None,
         description="where models the operator API may load live, one folder per model "

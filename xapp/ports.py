@@ -131,6 +131,14 @@ class DocumentStore(Protocol):
     def delete_document(self, key: str) -> None: ...
 
 
+class AuditLog(Protocol):
+    """The operator's audit log: appended to, read newest first a page at a time, bounded."""
+
+    def append(self, entry: Mapping[str, Any]) -> None: ...
+
+    def page(self, limit: int, before: str | None = None, cpe_id: str | None = None) -> Any: ...
+
+
 class LeaseStore(Protocol):
     """Atomic compare-and-set on raw values: what leases between replicas are built on."""
 

@@ -46,6 +46,7 @@ from core.domain import Direction, SubscriptionRecord
 from kpm.codec import compile_all
 from models.runtime import ModelError, OnnxCapacityModel, find_model_card
 from xapp.adapters.agent_http import AgentEndpoint, AgentSetupError
+from xapp.adapters.audit_log import MemoryAuditLog, RedisAuditLog
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.adapters.redis_leases import RedisLeaseStore
 from xapp.config import e2_settings, load_xapp_config, reporting_period_s
@@ -201,7 +202,19 @@ class XappService:
         except TokensError as error:
             raise ServiceError(str(error)) from None
         # Overrides reach the loop through its in-memory state: it acts on one at once.
-        self.operator = OperatorState(self.control.state, self.store, lambda: self.control.cpes)
+        api_settings = deployment.operator_api
+        audit_age_s = api_settings.audit_max_age_days * 86400
+        self.audit_log: RedisAuditLog | MemoryAuditLog = (
+            RedisAuditLog(deployment.sdl_namespace, api_settings.audit_max_entries, audit_age_s)
+            if self.uses_sdl
+            else MemoryAuditLog(api_settings.audit_max_entries, audit_age_s)
+        )
+        self.operator = OperatorState(
+            self.control.state,
+            self.store,
+            lambda: self.control.cpes,
+            audit_log=self.audit_log,
+        )
         self.cpe_registry = CpeRegistry(self.store, self.operator)
         self.file_deployment = deployment  # as the file says; self.deployment: in force
         self.control.estimator.choice = self.operator.estimator_choice
@@ -591,9 +604,10 @@ class XappService:
             self._platform.stop()
         if self._http is not None:
             self._http.should_exit = True
-        close = getattr(self.store, "close", None)
-        if close is not None:
-            close()
+        for part in (self.store, self.audit_log):
+            close = getattr(part, "close", None)
+            if close is not None:
+                close()
 
     def run_until_signalled(self) -> None:
         """Block until SIGTERM or SIGINT; SIGHUP reloads the configuration."""

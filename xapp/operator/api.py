@@ -408,11 +408,15 @@ def create_router(
 
     @router.get("/audit", dependencies=[viewer], responses=_answers(401, 403, 503))
     def audit(
-        limit: Annotated[int, Query(ge=1, le=1000)] = 100, cpe_id: str | None = None
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        cpe_id: Annotated[str | None, Query(max_length=64)] = None,
+        before: Annotated[str | None, Query(pattern=r"^[0-9]{1,20}-[0-9]{1,20}$")] = None,
     ) -> list[dict[str, Any]]:
-        """Every change: who, when, what, why, before and after; newest first."""
+        """Every change: who, when, what, why, before and after; newest first, each with its
+        ``id``: pass the last one's as ``before`` for the next page. The log is bounded
+        (``operator_api.audit_max_entries``, ``audit_max_age_days``)."""
         try:
-            return state.audit(limit, cpe_id)
+            return state.audit(limit, cpe_id, before)
         except Exception as error:  # SDL down: the log lives there
             raise HTTPException(
                 503, f"the audit log is in SDL, which did not answer: {error}"

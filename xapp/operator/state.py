@@ -20,13 +20,13 @@ from dataclasses import replace
 from typing import Any
 
 from core.domain import Cpe, Direction
+from xapp.adapters.audit_log import MemoryAuditLog
 from xapp.operator.overrides import InForce, OperatorOverride, compose, override_from_json
-from xapp.ports import DocumentStore, StateStore
+from xapp.ports import AuditLog, DocumentStore, StateStore
 
 log = logging.getLogger(__name__)
 
 OVERRIDES = "operator/override/"
-AUDIT = "operator/audit/"
 
 
 class StoreUnavailableError(RuntimeError):
@@ -54,9 +54,12 @@ class OperatorState:
         documents: DocumentStore,
         cpes: Callable[[], Sequence[Cpe]],
         clock: Callable[[], float] = time.time,
+        audit_log: AuditLog | None = None,
     ) -> None:
+        """``audit_log``: where changes are recorded (default: a bounded log in memory)."""
         self._store = store
         self._documents = documents
+        self._audit = audit_log if audit_log is not None else MemoryAuditLog(100_000, 90 * 86400)
         self._cpes = cpes
         self._clock = clock
         self._lock = threading.RLock()
@@ -94,15 +97,12 @@ class OperatorState:
     def estimator_choice(self, cpe_id: str, direction: Direction) -> str | None:
         return self.in_force(cpe_id, direction).estimator
 
-    def audit(self, limit: int = 100, cpe_id: str | None = None) -> list[dict[str, Any]]:
-        """The newest entries first."""
-        entries = self._documents.find_documents(AUDIT)
-        chosen = [
-            entry
-            for _, entry in sorted(entries.items(), reverse=True)
-            if cpe_id is None or entry.get("cpe_id") == cpe_id
-        ]
-        return chosen[:limit]
+    def audit(
+        self, limit: int = 100, cpe_id: str | None = None, before: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The newest entries first, each with its ``id``; ``before`` an id: the page after."""
+        entries: list[dict[str, Any]] = self._audit.page(limit, before, cpe_id).entries
+        return entries
 
     # ------------------------------------------------------------------ changes
     def add(self, override: OperatorOverride) -> OperatorOverride:
@@ -255,9 +255,8 @@ class OperatorState:
             "before": before,
             "after": after,
         }
-        key = f"{AUDIT}{time.time_ns():020d}-{uuid.uuid4().hex[:6]}"
         try:
-            self._documents.put_document(key, entry)
+            self._audit.append(entry)
         except Exception as error:
             log.error("audit entry not stored (%s): %s", error, entry)
 
