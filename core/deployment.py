@@ -160,8 +160,14 @@ class E2Config(_Strict):
 class OperatorApiConfig(_Strict):
     tokens_file: Path | None = Field(
         default=None,
-        description="bearer tokens and roles (viewer, operator); without it reads are open "
-        "and writes refused",
+        description="bearer tokens and roles (viewer, operator); without it every request is "
+        "refused, unless anonymous_reads",
+    )
+    anonymous_reads: bool = Field(
+        default=False,
+        description="without a tokens file, let anyone who reaches the port read (never "
+        "write); off by default: the audit log, the agents' URLs and the event streams are "
+        "not for everyone",
     )
     audit_max_entries: int = Field(
         default=100_000,

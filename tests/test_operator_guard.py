@@ -10,6 +10,7 @@ kept working until the xApp restarted.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -144,5 +145,37 @@ def test_token_first_body_cap_and_tokens_that_follow_their_files(tmp_path: Path)
         wait_until(lambda: status(ROTATED) == 401, 5, "every token refused")
         assert httpx.get(f"{xapp.http_url}/v1/cpes", timeout=10).status_code == 401
         assert "every token refused until fixed" in xapp.log()
+    finally:
+        xapp.terminate_within(30)
+
+
+def test_without_tokens_nothing_is_read_unless_the_deployment_says_so(tmp_path: Path) -> None:
+    """Before: with no tokens file anyone reaching the port read the audit log (who, why), the
+    agents' URLs and the event streams."""
+    (tmp_path / "token").write_text("agent-token-0123456789\n")
+    config = write_xapp_config(tmp_path, "paper-static", {}, None)
+    xapp = start_xapp(tmp_path, config)
+    try:
+        for path in ("/v1/cpes", "/v1/audit", "/v1/agents"):
+            answer = httpx.get(xapp.http_url + path, timeout=10)
+            assert answer.status_code == 401, path
+            assert "anonymous_reads" in answer.json()["detail"]
+        assert httpx.get(xapp.http_url + "/ric/v1/health/alive", timeout=10).status_code == 200
+        # The deployment allows anonymous reads: reads open at the next reload, writes never.
+        document = json.loads(config.read_text())
+        document["operator_api"] = {"anonymous_reads": True}
+        config.write_text(json.dumps(document))
+        os.utime(config, (time.time() + 2, time.time() + 2))
+        wait_until(
+            lambda: httpx.get(xapp.http_url + "/v1/cpes", timeout=10).status_code == 200,
+            10,
+            "anonymous reads allowed",
+        )
+        written = httpx.post(
+            xapp.http_url + "/v1/cpes/cpe-1/overrides",
+            json={"kind": "freeze", "directions": ["downlink"], "reason": "x"},
+            timeout=10,
+        )
+        assert written.status_code == 401
     finally:
         xapp.terminate_within(30)

@@ -78,6 +78,7 @@ def ric_system(
         point_at_stand_ins(config, platform_port, http_port, rmr_port)
         document = json.loads(config.read_text())
         document["e2"]["quiet_periods"] = quiet_periods
+        document["operator_api"] = {"anonymous_reads": True}  # the test reads /v1/nodes
         descriptor = tmp_path / "config-file.json"
         descriptor.write_text(
             json.dumps({"name": "atsss-xapp", "version": "0.1.0", "controls": document})

@@ -293,7 +293,11 @@ class XappService:
         install_error_format(app)
         install_dashboard(app)
         # Outermost: the token and the body's size are checked before anything reads the body.
-        app.add_middleware(OperatorGuard, tokens=lambda: self.tokens)
+        app.add_middleware(
+            OperatorGuard,
+            tokens=lambda: self.tokens,
+            anonymous_reads=lambda: self.deployment.operator_api.anonymous_reads,
+        )
         config = uvicorn.Config(
             app,
             host=self.options.http_host,

@@ -3,7 +3,8 @@
 The tokens file (YAML or JSON) lists ``{name, role, token}`` or ``{name, role, token_file}``
 entries; ``token_file`` suits a Kubernetes secret mounted as files. ``viewer`` reads,
 ``operator`` reads and writes. Tokens are compared in constant time against every entry.
-Without a tokens file, reads are open and writes are refused: no anonymous writes, ever.
+Without a tokens file every request is refused, unless the deployment allows anonymous reads
+(`operator_api.anonymous_reads`); there are no anonymous writes, ever.
 """
 
 from __future__ import annotations

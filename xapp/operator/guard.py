@@ -2,8 +2,10 @@
 bearer token (when tokens are configured), then a body cap (`core.asgi_guard`).
 
 An unknown or missing token is refused before a byte of the body is read; the route still
-checks the token's role (viewer or operator). The tokens are read through a callable at every
-request, so tokens reloaded by the service (a revoked one, a rotated secret) apply at once.
+checks the token's role (viewer or operator). Without tokens every request is refused unless
+the deployment allows anonymous reads (writes never are). The tokens are read through a
+callable at every request, so tokens reloaded by the service (a revoked one, a rotated secret)
+apply at once.
 """
 
 from __future__ import annotations
@@ -27,12 +29,23 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 GUARDED_PREFIX = "/v1/"
 
 
+NO_TOKENS = (
+    "no operator tokens are configured: set operator_api.tokens_file (or "
+    "operator_api.anonymous_reads: true to read without a token)"
+)
+
+
 class OperatorGuard:
     def __init__(
-        self, app: Asgi, tokens: Callable[[], Tokens], max_body_bytes: int = MAX_BODY_BYTES
+        self,
+        app: Asgi,
+        tokens: Callable[[], Tokens],
+        anonymous_reads: Callable[[], bool] = lambda: False,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         self._app = app
         self._tokens = tokens
+        self._anonymous_reads = anonymous_reads
         self._max = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -49,4 +62,7 @@ class OperatorGuard:
                 if tokens.caller(token.decode("latin-1")) is None:
                     await answer(send, 401, "unknown token", bearer=True)
                     return
+            elif not self._anonymous_reads():
+                await answer(send, 401, NO_TOKENS, bearer=True)
+                return
         await pass_capped(self._app, scope, receive, send, self._max)
