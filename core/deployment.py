@@ -102,6 +102,12 @@ class AgentConfig(_Strict):
         default=None, description="file holding the bearer token; default: agents.token_file"
     )
     ca_file: Path | None = Field(default=None, description="CA bundle to verify its TLS")
+    secret: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$",
+        description="the file in agents.secrets_folder holding its bearer token (what a CPE "
+        "added through the operator API names instead of a path)",
+    )
 
     _check_url = field_validator("url")(classmethod(lambda cls, value: _url(value)))
 
@@ -114,6 +120,16 @@ class CpeConfig(_Strict):
 
 class AgentsConfig(_Strict):
     token_file: Path | None = Field(default=None, description="bearer token for every agent")
+    secrets_folder: Path | None = Field(
+        default=None,
+        description="folder of per-agent token files that agents name by agent.secret",
+    )
+    run_time_urls: list[str] = Field(
+        default_factory=list,
+        description="where agents of CPEs added through the operator API may be: networks "
+        "(10.20.0.0/16) or host names with * wildcards (*.cpe.example.net); empty: such CPEs "
+        "name no agent",
+    )
     proxy: AgentConfig | None = Field(default=None, description="the MPTCP proxy's agent")
     downlink_via_cpe: bool = Field(
         default=False,

@@ -3,7 +3,11 @@ the real parts (xapp serve with Redis, real agents, real HTTP), each shown conta
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
 from pathlib import Path
 
@@ -185,6 +189,16 @@ def test_bad_cpes_are_refused_at_the_door_and_skipped_when_stored(tmp_path: Path
             directions=["downlink"],
             operator_api={"tokens_file": str(tokens_file(tmp_path))},
         )
+        import json
+
+        secrets = tmp_path / "agent-secrets"
+        secrets.mkdir()
+        (secrets / "cpe-7").write_text("cpe-7-own-token\n")
+        (secrets / "listener").write_text("the-listener-token\n")
+        document = json.loads(config.read_text())
+        document["agents"]["secrets_folder"] = str(secrets)
+        document["agents"]["run_time_urls"] = ["127.0.0.0/8", "*.cpe.example.net"]
+        config.write_text(json.dumps(document))
         env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(redis_port)}
         original_namespace = load_xapp_config(config).sdl_namespace
         xapp = start_xapp(tmp_path, config, env)
@@ -200,14 +214,29 @@ def test_bad_cpes_are_refused_at_the_door_and_skipped_when_stored(tmp_path: Path
                     }
                     return alice.post("/v1/cpes", json={"cpe": cpe, "reason": "test"})
 
-                no_token = add("cpe-8", {"url": proxy.url, "token_file": "/nonexistent/token"})
+                no_token = add("cpe-8", {"url": proxy.url, "secret": "nonexistent"})
                 assert no_token.status_code == 422, no_token.text
-                assert "token file /nonexistent/token" in no_token.json()["detail"]
-                no_ca = add("cpe-9", {"url": "https://127.0.0.1:1", "ca_file": "/nonexistent/ca"})
-                assert no_ca.status_code == 422, no_ca.text
-                assert "CA file /nonexistent/ca" in no_ca.json()["detail"]
+                assert "token file" in no_token.json()["detail"]
+                # Credentials never come from a path the request names (#31): not the token,
+                # not a CA file, whatever they hold.
+                for field, path in (("token_file", "/etc/hostname"), ("ca_file", "/etc/hosts")):
+                    named = add("cpe-9", {"url": proxy.url, field: path})
+                    assert named.status_code == 422, named.text
+                    assert f"agent.{field}" in named.json()["detail"]
+                # And agents only where the deployment lets them be.
+                for outside in ("http://10.9.9.9:8080", "http://attacker.example.com"):
+                    refused = add("cpe-9", {"url": outside})
+                    assert refused.status_code == 422, refused.text
+                    assert "agents.run_time_urls" in refused.json()["detail"]
                 ids = [c["cpe_id"] for c in alice.get("/v1/cpes").json()["items"]]
                 assert ids == ["cpe-1"], "a refused CPE was stored"
+                # One inside the allowed set gets only the credential the deployment gives it.
+                with _recording_listener() as (url, seen):
+                    inside = add("cpe-10", {"url": url, "secret": "listener"})
+                    assert inside.status_code == 201, inside.text
+                    wait_until(lambda: bool(seen), 15, "the xApp to call the agent")
+                    assert set(seen) == {"Bearer the-listener-token"}
+                assert alice.delete("/v1/cpes/cpe-10", params={"reason": "x"}).status_code == 200
 
                 everything = alice.post(
                     "/v1/cpes/cpe-1/overrides",
@@ -247,7 +276,6 @@ def test_bad_cpes_are_refused_at_the_door_and_skipped_when_stored(tmp_path: Path
                 assert pinned.json()["id"] in changed.json()["detail"]
 
                 # A reload that changes what only a restart applies says so and changes nothing.
-                import json
                 import signal
 
                 document = json.loads(config.read_text())
@@ -262,10 +290,9 @@ def test_bad_cpes_are_refused_at_the_door_and_skipped_when_stored(tmp_path: Path
                 document["e2"]["nodes"][0]["report_period_ms"] = 1000
                 config.write_text(json.dumps(document))
 
-                # A CPE stored while its token file was readable, which then goes away.
-                token = tmp_path / "later-gone-token"
-                token.write_text("t\n")
-                stored = add("cpe-7", {"url": proxy.url, "token_file": str(token)})
+                # A CPE stored while its secret was readable, which then goes away.
+                token = secrets / "cpe-7"
+                stored = add("cpe-7", {"url": proxy.url, "secret": "cpe-7"})
                 assert stored.status_code == 201, stored.text
             code, _ = xapp.terminate_within(5)
             assert code == 0
@@ -451,3 +478,31 @@ def test_a_flapping_carrier_is_damped(tmp_path: Path) -> None:
     assert changes[0] is False
     assert changes[-1] is True
     assert len(changes) <= 8, f"{len(changes)} changes reported for 67 flaps"
+
+
+@contextlib.contextmanager
+def _recording_listener() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP listener that records each request's Authorization header and answers 503."""
+    server = socket.create_server(("127.0.0.1", 0))
+    seen: list[str] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                sock, _ = server.accept()
+            except OSError:
+                return
+            with sock:
+                sock.settimeout(5)
+                with contextlib.suppress(OSError):
+                    head = sock.recv(65536).decode("latin-1")
+                    for line in head.split("\r\n"):
+                        if line.lower().startswith("authorization:"):
+                            seen.append(line.split(":", 1)[1].strip())
+                    sock.sendall(b"HTTP/1.1 503 Busy\r\ncontent-length: 0\r\n\r\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}", seen
+    finally:
+        server.close()

@@ -25,6 +25,8 @@ This module only assembles: the RIC platform's life is ``xapp.platform``, what t
 
 from __future__ import annotations
 
+import fnmatch
+import ipaddress
 import logging
 import os
 import signal
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 import uvicorn
 from prometheus_client import CollectorRegistry, Gauge
@@ -101,10 +104,16 @@ def make_store(namespace: str) -> tuple[XappStore, bool]:
     return SdlStateStore(namespace=namespace), True
 
 
-def agent_endpoint(agent: AgentConfig, default_token_file: Path | None) -> AgentEndpoint:
+def agent_endpoint(
+    agent: AgentConfig, default_token_file: Path | None, secrets_folder: Path | None = None
+) -> AgentEndpoint:
     """The agent as the xApp reaches it; ServiceError (one line) when it cannot be set up: its
-    token file unreadable, its CA file missing."""
+    token file unreadable, its secret unknown, its CA file missing."""
     token_file = agent.token_file or default_token_file
+    if agent.secret is not None:
+        if secrets_folder is None:
+            raise ServiceError(f"agent {agent.url}: secret given but agents.secrets_folder unset")
+        token_file = secrets_folder / agent.secret
     token = None
     if token_file is not None:
         try:
@@ -122,14 +131,15 @@ def agent_endpoint(agent: AgentConfig, default_token_file: Path | None) -> Agent
 
 def live_settings(deployment: Deployment) -> LiveSettings:
     default_token = deployment.agents.token_file
+    secrets = deployment.agents.secrets_folder
     return LiveSettings(
         cpe_agents={
-            cpe.id: agent_endpoint(cpe.agent, default_token)
+            cpe.id: agent_endpoint(cpe.agent, default_token, secrets)
             for cpe in deployment.cpes
             if cpe.agent is not None
         },
         proxy_agent=(
-            agent_endpoint(deployment.agents.proxy, default_token)
+            agent_endpoint(deployment.agents.proxy, default_token, secrets)
             if deployment.agents.proxy is not None
             else None
         ),
@@ -529,7 +539,12 @@ class XappService:
     # ------------------------------------------------------------------ run-time changes
     def put_cpes(self, cpes: Sequence[CpeConfig], who: str, why: str) -> None:
         """Raises DeploymentError (they do not fit the configuration), CpeRefusedError (an
-        agent that cannot be set up, an override that would no longer fit): nothing stored."""
+        agent that cannot be set up, an override that would no longer fit, an agent outside
+        ``agents.run_time_urls`` or with credentials of its own): nothing stored."""
+        for cpe in cpes:
+            problem = run_time_agent_problem(cpe, self.file_deployment.agents.run_time_urls)
+            if problem is not None:
+                raise CpeRefusedError(f"cpe {cpe.id}: {problem}")
         with self._reload_lock:
             in_force = self.cpe_registry.put(
                 self.file_deployment, cpes, who, why, check=self._check_cpes
@@ -543,7 +558,7 @@ class XappService:
         for cpe in chosen:
             if cpe.agent is not None:
                 try:
-                    agent_endpoint(cpe.agent, default_token)
+                    agent_endpoint(cpe.agent, default_token, deployment.agents.secrets_folder)
                 except ServiceError as error:
                     raise CpeRefusedError(f"cpe {cpe.id}: {error}") from None
         domain = [c for c in deployment.domain_cpes() if c.cpe_id in set(cpe_ids)]
@@ -641,3 +656,39 @@ def http_listening_socket(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     return sock
+
+
+def run_time_agent_problem(cpe: CpeConfig, allowed: Sequence[str]) -> str | None:
+    """Why a CPE added through the operator API may not have the agent it names, or None.
+
+    An operator token must not turn the xApp into a courier of the agents' token (or of any
+    file it can read) to an address of the operator's choosing: such an agent must be where the
+    deployment allows (``agents.run_time_urls``) and takes its credentials from the deployment
+    (``agents.token_file``, or ``agent.secret`` in ``agents.secrets_folder``), never from a
+    path the request names."""
+    agent = cpe.agent
+    if agent is None:
+        return None
+    if agent.token_file is not None or agent.ca_file is not None:
+        field = "token_file" if agent.token_file is not None else "ca_file"
+        return (
+            f"agent.{field}: a CPE added through the API takes its agent's credentials from "
+            "the deployment (agents.token_file, or agent.secret naming a file in "
+            "agents.secrets_folder), not from a path"
+        )
+    host = urlsplit(agent.url).hostname or ""
+    if not any(_host_allowed(host, pattern) for pattern in allowed):
+        return (
+            f"agent.url: {host} is not where the deployment lets agents of run-time CPEs be "
+            f"(agents.run_time_urls: {', '.join(allowed) or 'none'})"
+        )
+    return None
+
+
+def _host_allowed(host: str, pattern: str) -> bool:
+    if "/" in pattern:  # a network
+        try:
+            return ipaddress.ip_address(host) in ipaddress.ip_network(pattern, strict=False)
+        except ValueError:
+            return False
+    return fnmatch.fnmatchcase(host.lower(), pattern.lower())
