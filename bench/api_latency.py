@@ -1,20 +1,34 @@
 """`atsss bench api`: how long the xApp's HTTP API takes to answer, on a kept-alive connection
-and on a new one each time (what the dashboard, `atsss ctl` and a metrics scraper pay)."""
+and on a new one each time (what the dashboard, `atsss ctl` and a metrics scraper pay); how
+it meets bodies it must not read (five parallel 100 MB bodies without a token); and how long a
+page of a long audit log takes (entries written straight into the log's Redis stream)."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import json
+import socket
 import statistics
 import subprocess
 import tempfile
+import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from bench.live_system import LiveSystemError, atsss, free_ports, popen_xapp, wait_until
+from bench.live_system import (
+    LiveSystemError,
+    atsss,
+    free_ports,
+    persistent_redis,
+    popen_xapp,
+    wait_until,
+)
+from xapp.adapters.audit_log import RedisAuditLog
 
 
 @dataclass(frozen=True)
@@ -67,11 +81,36 @@ def _ask(connection: http.client.HTTPConnection, path: str) -> None:
         raise LiveSystemError(f"GET {path}: {answer.status}")
 
 
+@dataclass
+class ApiBenchResult:
+    latencies: list[ApiLatency]
+    unauthenticated_bodies: int = 0
+    unauthenticated_401_ms_max: float = 0.0
+    unauthenticated_rss_growth_mb: float = 0.0
+    audit_entries: int = 0
+    audit_page_p50_ms: float = 0.0
+    audit_page_p99_ms: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+TOKEN = "bench-operator-token-0123456789"
+BODY_BYTES = 100 << 20
+
+
 def run_api_bench(
-    requests: int = 200, paths: tuple[str, ...] = ("/ric/v1/health/alive",)
-) -> list[ApiLatency]:
-    """``atsss xapp serve`` (standalone, no Redis) for the paper-static scenario's CPE."""
-    with tempfile.TemporaryDirectory(prefix="atsss-api-bench-") as folder:
+    requests: int = 200,
+    paths: tuple[str, ...] = ("/ric/v1/health/alive",),
+    audit_entries: int = 300_000,
+) -> ApiBenchResult:
+    """``atsss xapp serve`` (standalone, on a Redis of its own) for the paper-static scenario's
+    CPE, with an operator token."""
+    with (
+        tempfile.TemporaryDirectory(prefix="atsss-api-bench-") as folder,
+        persistent_redis(Path(folder) / "redis") as redis_server,
+    ):
         workdir = Path(folder)
         config = workdir / "config.json"
         done = subprocess.run(
@@ -82,13 +121,25 @@ def run_api_bench(
         )
         if done.returncode != 0:
             raise LiveSystemError(done.stderr.strip())
+        document = json.loads(config.read_text())
+        secret = workdir / "operator-secret"
+        secret.write_text(TOKEN + "\n")
+        tokens = workdir / "tokens.json"
+        tokens.write_text(
+            json.dumps([{"name": "bench", "role": "operator", "token_file": str(secret)}])
+        )
+        document["operator_api"] = {"tokens_file": str(tokens), "audit_max_entries": 1_000_000}
+        config.write_text(json.dumps(document))
+        namespace = document.get("sdl_namespace", "atsss")
         e2_port, http_port = free_ports(2)
+        env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(redis_server.port)}
         with (workdir / "xapp.log").open("a") as log:
-            xapp = popen_xapp(log, config, "standalone", e2_port, http_port, None)
+            xapp = popen_xapp(log, config, "standalone", e2_port, http_port, env)
         base = f"http://127.0.0.1:{http_port}"
         try:
             wait_until(lambda: _alive(base), 60, "the xApp")
-            results = []
+            result = ApiBenchResult([])
+            results = result.latencies
             for path in paths:
                 kept, fresh = measure("127.0.0.1", http_port, path, requests)
                 results.append(
@@ -100,7 +151,10 @@ def run_api_bench(
                         round(_percentile(fresh, 0.99), 2),
                     )
                 )
-            return results
+            _unauthenticated(result, http_port, xapp.pid)
+            if audit_entries:
+                _audit_pages(result, base, namespace, redis_server.port, audit_entries, requests)
+            return result
         finally:
             xapp.terminate()
             try:
@@ -108,6 +162,94 @@ def run_api_bench(
             except subprocess.TimeoutExpired:
                 xapp.kill()
                 xapp.wait()
+
+
+def _unauthenticated(result: ApiBenchResult, port: int, pid: int) -> None:
+    """Five parallel POSTs declaring 100 MB bodies, no token: how soon each 401 comes (from the
+    end of its headers) and what the xApp's memory does."""
+    before = _rss_mb(pid)
+    answers: list[float] = []
+
+    def post() -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            head = (
+                "POST /v1/cpes/import HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {BODY_BYTES}\r\n\r\n"
+            ).encode()
+            sock.sendall(head)
+            started = time.perf_counter()
+            chunk = b" " * (1 << 20)
+            sock.setblocking(False)
+            status = b""
+            sent = 0
+            while b"\r\n" not in status:
+                with contextlib.suppress(BlockingIOError, InterruptedError):
+                    status += sock.recv(4096)
+                    continue
+                if sent < BODY_BYTES:
+                    with contextlib.suppress(BlockingIOError, BrokenPipeError, ConnectionError):
+                        sent += sock.send(chunk)
+                if time.perf_counter() - started > 30:
+                    return
+            if status.startswith(b"HTTP/1.1 401"):
+                answers.append((time.perf_counter() - started) * 1000)
+
+    threads = [threading.Thread(target=post) for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    result.unauthenticated_bodies = len(answers)
+    result.unauthenticated_401_ms_max = round(max(answers), 2) if answers else 0.0
+    result.unauthenticated_rss_growth_mb = round(_rss_mb(pid) - before, 1)
+    if len(answers) < 5:
+        result.notes.append(f"only {len(answers)} of 5 unauthenticated bodies got a 401")
+
+
+def _audit_pages(
+    result: ApiBenchResult, base: str, namespace: str, port: int, entries: int, requests: int
+) -> None:
+    log = RedisAuditLog(namespace, 1_000_000, 365 * 86400, port=port)
+    try:
+        for first in range(0, entries, 10_000):
+            log.append_many(
+                [
+                    {
+                        "at_s": float(n),
+                        "who": "bench",
+                        "action": "override set",
+                        "what": "override",
+                        "cpe_id": f"cpe-{n % 1000}",
+                        "why": "bench",
+                        "before": None,
+                        "after": None,
+                    }
+                    for n in range(first, min(entries, first + 10_000))
+                ]
+            )
+        result.audit_entries = log.size()
+    finally:
+        log.close()
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    timings = []
+    with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
+        for _ in range(max(10, requests // 10)):
+            started = time.perf_counter()
+            page = client.get("/v1/audit", params={"limit": 100})
+            timings.append((time.perf_counter() - started) * 1000)
+            if page.status_code != 200 or len(page.json()) != 100:
+                result.notes.append(f"GET /v1/audit: {page.status_code} {page.text[:200]}")
+                return
+    result.audit_page_p50_ms = round(statistics.median(timings), 2)
+    result.audit_page_p99_ms = round(_percentile(timings, 0.99), 2)
+
+
+def _rss_mb(pid: int) -> float:
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _alive(base: str) -> bool:

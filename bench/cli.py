@@ -403,26 +403,33 @@ def bench_api(
         list[str] | None,
         typer.Option(help="Path to ask (repeatable). Default: /ric/v1/health/alive and /metrics."),
     ] = None,
+    audit_entries: Annotated[
+        int, typer.Option(help="Audit log entries to write before timing its first page (0: skip).")
+    ] = 300_000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
 ) -> None:
-    """Latency of the xApp's HTTP API (a live `xapp serve`, standalone): p50 and p99 on a
-    kept-alive connection and on a new connection per request."""
+    """The xApp's HTTP API, live (`xapp serve`, standalone, on a Redis of its own): p50 and
+    p99 on a kept-alive connection and on a new connection per request; five parallel 100 MB
+    bodies without a token (how soon each 401 comes, RSS growth); the first page of an audit
+    log of --audit-entries entries."""
     import json
 
     from bench.api_latency import run_api_bench
     from bench.live_system import LiveSystemError
 
-    if requests < 1:
-        fail("--requests must be ≥ 1")
+    if requests < 1 or audit_entries < 0:
+        fail("--requests must be ≥ 1 and --audit-entries ≥ 0")
     try:
-        results = run_api_bench(requests, tuple(path or ("/ric/v1/health/alive", "/metrics")))
+        result = run_api_bench(
+            requests, tuple(path or ("/ric/v1/health/alive", "/metrics")), audit_entries
+        )
     except LiveSystemError as error:
         fail(str(error))
     if as_json:
-        out.print_json(json.dumps([r.as_json() for r in results]))
+        out.print_json(json.dumps(result.as_json()))
         return
     table = Table("path", "keep-alive p50 ms", "p99", "new connection p50 ms", "p99")
-    for r in results:
+    for r in result.latencies:
         table.add_row(
             r.path,
             f"{r.keep_alive_p50_ms:.2f}",
@@ -431,6 +438,18 @@ def bench_api(
             f"{r.new_connection_p99_ms:.2f}",
         )
     out.print(table)
+    out.print(
+        f"5 parallel 100 MB bodies without a token: {result.unauthenticated_bodies} answered 401, "
+        f"the slowest {result.unauthenticated_401_ms_max:.1f} ms after its headers; xApp RSS "
+        f"{result.unauthenticated_rss_growth_mb:+.1f} MB"
+    )
+    if result.audit_entries:
+        out.print(
+            f"GET /v1/audit?limit=100 with {result.audit_entries:,} entries: p50 "
+            f"{result.audit_page_p50_ms:.1f} ms, p99 {result.audit_page_p99_ms:.1f} ms"
+        )
+    for note in result.notes:
+        out.print(f"note: {note}")
 
 
 @bench_app.command("e2")

@@ -49,7 +49,6 @@ def test_a_long_log_is_bounded_and_paged_without_keys() -> None:
         stats = redis.Redis(port=port).info("commandstats")
         assert "cmdstat_keys" not in stats
         assert "cmdstat_scan" not in stats
-        # Two pages, five chunks of 1,000 for cpe-7's five, the bounded scan for cpe-none.
         # Two pages, five chunks of 1,000 for cpe-7's five, 1,000 at a time for cpe-none.
         assert stats["cmdstat_xrevrange"]["calls"] <= 2 + 5 + log.size() // 1000 + pages
         log.close()
