@@ -101,6 +101,9 @@ class CpeRegistry:
             for cpe in cpes:
                 self._write(CPES + cpe.id, entries[cpe.id])
                 self._entries[cpe.id] = entries[cpe.id]
+            # Audited once every CPE of the request is stored: a request that failed half way
+            # is not recorded as done.
+            for cpe in cpes:
                 old = before.get(cpe.id)
                 self._audit.record(
                     "cpe changed" if old else "cpe added",
