@@ -103,3 +103,55 @@ def test_a_missing_ca_file_is_refused_where_the_agent_is_configured() -> None:
         AgentEndpoint("https://agent.example:8443", "t", "/nonexistent/ca.pem")
     with pytest.raises(AgentSetupError, match="is not http"):
         AgentEndpoint("ftp://agent.example", "t")
+
+
+def test_a_fleets_sets_reach_the_proxy_a_few_at_a_time() -> None:
+    """Before: a step's 300 downlink sets went to the proxy's agent at once (up to 128 in
+    flight), queued there, and most missed their 2 s deadline ("timed out"), then backed off.
+    Now at most CALLS_PER_AGENT are under way to one agent; the rest wait in the xApp, and each
+    call's deadline starts when it is sent."""
+    import json
+    from concurrent.futures import ThreadPoolExecutor
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from core.domain import Direction, SteeringMode, WeightSet
+    from xapp.adapters.agent_sink import CALLS_PER_AGENT, AgentWeightSink
+
+    lock = threading.Lock()
+    state = {"now": 0, "most": 0}
+
+    class Proxy(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            with lock:
+                state["now"] += 1
+                state["most"] = max(state["most"], state["now"])
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            time.sleep(0.05)  # a proxy busy with a fleet
+            answer = json.dumps({"applied": {**body, "requested_by": "xapp"}}).encode()
+            with lock:
+                state["now"] -= 1
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(answer)))
+            self.end_headers()
+            self.wfile.write(answer)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        proxy = AgentEndpoint(f"http://127.0.0.1:{server.server_address[1]}")
+        sink = AgentWeightSink({}, proxy, timeout_s=2.0)
+        sets = [
+            WeightSet(
+                f"cpe-{n}", Direction.DOWNLINK, {"nr": 1, "wifi": 2}, SteeringMode.LOAD_BALANCING, 1
+            )
+            for n in range(60)
+        ]
+        with ThreadPoolExecutor(60) as pool:
+            list(pool.map(sink.push, sets))  # raises if any push failed
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert 1 < state["most"] <= CALLS_PER_AGENT
