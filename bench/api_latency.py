@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import redis
 
 from bench.live_system import (
     LiveSystemError,
@@ -90,6 +91,7 @@ class ApiBenchResult:
     audit_entries: int = 0
     audit_page_p50_ms: float = 0.0
     audit_page_p99_ms: float = 0.0
+    audit_keys_calls: int = 0  # KEYS or SCAN run by Redis while the pages were read
     notes: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -230,6 +232,8 @@ def _audit_pages(
         result.audit_entries = log.size()
     finally:
         log.close()
+    database = redis.Redis(port=port)
+    database.config_resetstat()  # from here on: what the reads cost Redis
     headers = {"Authorization": f"Bearer {TOKEN}"}
     timings = []
     with httpx.Client(base_url=base, headers=headers, timeout=30) as client:
@@ -240,6 +244,11 @@ def _audit_pages(
             if page.status_code != 200 or len(page.json()) != 100:
                 result.notes.append(f"GET /v1/audit: {page.status_code} {page.text[:200]}")
                 return
+    stats = database.info("commandstats")
+    result.audit_keys_calls = sum(
+        int(stats.get(name, {}).get("calls", 0)) for name in ("cmdstat_keys", "cmdstat_scan")
+    )
+    database.close()
     result.audit_page_p50_ms = round(statistics.median(timings), 2)
     result.audit_page_p99_ms = round(_percentile(timings, 0.99), 2)
 

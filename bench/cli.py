@@ -446,7 +446,8 @@ def bench_api(
     if result.audit_entries:
         out.print(
             f"GET /v1/audit?limit=100 with {result.audit_entries:,} entries: p50 "
-            f"{result.audit_page_p50_ms:.1f} ms, p99 {result.audit_page_p99_ms:.1f} ms"
+            f"{result.audit_page_p50_ms:.1f} ms, p99 {result.audit_page_p99_ms:.1f} ms; KEYS/SCAN "
+            f"run by Redis meanwhile: {result.audit_keys_calls}"
         )
     for note in result.notes:
         out.print(f"note: {note}")
