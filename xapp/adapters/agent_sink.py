@@ -11,7 +11,6 @@ weights and retries.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 
 import httpx
@@ -20,9 +19,6 @@ from core.domain import Direction, SteeringMode, WeightSet
 from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.ports import WeightPushError
-
-# Calls to one agent under way at once (pushes and reads of what it holds); the others wait.
-CALLS_PER_AGENT = 8
 
 
 class AgentWeightSink:
@@ -44,8 +40,6 @@ class AgentWeightSink:
         self._timeout_s = timeout_s
         self._requested_by = requested_by
         self._downlink_via_cpe = downlink_via_cpe
-        self._slots: dict[str, threading.BoundedSemaphore] = {}
-        self._slots_lock = threading.Lock()
 
     def set_agents(
         self, cpe_agents: Mapping[str, AgentEndpoint], proxy_agent: AgentEndpoint | None
@@ -69,14 +63,13 @@ class AgentWeightSink:
             "requested_by": self._requested_by,
         }
         try:
-            with self._slot(agent):
-                response = request_within(
-                    agent,
-                    "PUT",
-                    f"/v1/weights/{weight_set.direction.value}",
-                    self._timeout_s,
-                    json=body,
-                )
+            response = request_within(
+                agent,
+                "PUT",
+                f"/v1/weights/{weight_set.direction.value}",
+                self._timeout_s,
+                json=body,
+            )
         except httpx.ConnectError as error:  # never reached the agent: nothing to find out
             self.book.failed(key, str(error))
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
@@ -126,14 +119,13 @@ class AgentWeightSink:
         if not settling:
             self._not_left_alone(key)
         try:
-            with self._slot(agent):
-                response = request_within(
-                    agent,
-                    "GET",
-                    f"/v1/weights/{direction.value}",
-                    self._timeout_s,
-                    params={"cpe_id": cpe_id},
-                )
+            response = request_within(
+                agent,
+                "GET",
+                f"/v1/weights/{direction.value}",
+                self._timeout_s,
+                params={"cpe_id": cpe_id},
+            )
         except httpx.HTTPError as error:
             problem = f"agent at {agent.base_url}: {error or type(error).__name__}"
             self.book.failed(key, problem)
@@ -161,16 +153,6 @@ class AgentWeightSink:
             raise WeightPushError(problem) from error
         self.book.succeeded(key)
         return held
-
-    def _slot(self, agent: AgentEndpoint) -> threading.BoundedSemaphore:
-        """One of the agent's few call slots: a fleet's downlink sets all go to the proxy's agent,
-        and a thousand at once would queue there until each missed its deadline; queued here,
-        each call's deadline starts when it is sent."""
-        with self._slots_lock:
-            slot = self._slots.get(agent.base_url)
-            if slot is None:
-                slot = self._slots[agent.base_url] = threading.BoundedSemaphore(CALLS_PER_AGENT)
-            return slot
 
     def book_key(self, cpe_id: str, direction: Direction) -> str:
         """Whose failures a call counts: the agent's, or for the proxy's agent, which serves
