@@ -40,7 +40,8 @@ def test_a_long_log_is_bounded_and_paged_without_keys() -> None:
         none = log.page(10, cpe_id="cpe-none")
         assert none.entries == []
         assert none.next_before is not None
-        pages, cursor = 1, none.next_before
+        pages = 1
+        cursor: str | None = none.next_before
         while cursor is not None:  # the reader pages on until the oldest entry kept
             rest = log.page(10, cpe_id="cpe-none", before=cursor)
             assert rest.entries == []
