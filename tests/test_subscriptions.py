@@ -244,7 +244,10 @@ def test_a_node_without_e2_connection_keeps_no_other_node_waiting() -> None:
                 )
             )
             assert done == [up]
-            assert manager.records()[down].status == "pending"
+            # Still being asked for: "pending", or "failed" once three 503s in a row have come
+            # (on a busy machine the backoff's short waits let that happen first); never given up.
+            assert manager.records()[down].status in ("pending", "failed")
+            assert manager.trying(down)
         finally:
             manager.shutdown()
             worker.join(5)
