@@ -23,10 +23,13 @@ import redis
 
 from bench.live_system import (
     LiveSystemError,
+    answers_200,
     atsss,
     free_ports,
+    percentile,
     persistent_redis,
     popen_xapp,
+    rss_mb,
     wait_until,
 )
 from xapp.adapters.audit_log import RedisAuditLog
@@ -42,11 +45,6 @@ class ApiLatency:
 
     def as_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def measure(host: str, port: int, path: str, requests: int) -> tuple[list[float], list[float]]:
@@ -139,7 +137,7 @@ def run_api_bench(
             xapp = popen_xapp(log, config, "standalone", e2_port, http_port, env)
         base = f"http://127.0.0.1:{http_port}"
         try:
-            wait_until(lambda: _alive(base), 60, "the xApp")
+            wait_until(lambda: answers_200(base + "/ric/v1/health/alive"), 60, "the xApp")
             result = ApiBenchResult([])
             results = result.latencies
             for path in paths:
@@ -148,9 +146,9 @@ def run_api_bench(
                     ApiLatency(
                         path,
                         round(statistics.median(kept), 2),
-                        round(_percentile(kept, 0.99), 2),
+                        round(percentile(kept, 0.99) or 0.0, 2),
                         round(statistics.median(fresh), 2),
-                        round(_percentile(fresh, 0.99), 2),
+                        round(percentile(fresh, 0.99) or 0.0, 2),
                     )
                 )
             _unauthenticated(result, http_port, xapp.pid)
@@ -169,7 +167,7 @@ def run_api_bench(
 def _unauthenticated(result: ApiBenchResult, port: int, pid: int) -> None:
     """Five parallel POSTs declaring 100 MB bodies, no token: how soon each 401 comes (from the
     end of its headers) and what the xApp's memory does."""
-    before = _rss_mb(pid)
+    before = rss_mb(pid)
     answers: list[float] = []
 
     def post() -> None:
@@ -203,7 +201,7 @@ def _unauthenticated(result: ApiBenchResult, port: int, pid: int) -> None:
         thread.join()
     result.unauthenticated_bodies = len(answers)
     result.unauthenticated_401_ms_max = round(max(answers), 2) if answers else 0.0
-    result.unauthenticated_rss_growth_mb = round(_rss_mb(pid) - before, 1)
+    result.unauthenticated_rss_growth_mb = round(rss_mb(pid) - before, 1)
     if len(answers) < 5:
         result.notes.append(f"only {len(answers)} of 5 unauthenticated bodies got a 401")
 
@@ -250,19 +248,4 @@ def _audit_pages(
     )
     database.close()
     result.audit_page_p50_ms = round(statistics.median(timings), 2)
-    result.audit_page_p99_ms = round(_percentile(timings, 0.99), 2)
-
-
-def _rss_mb(pid: int) -> float:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def _alive(base: str) -> bool:
-    try:
-        return httpx.get(base + "/ric/v1/health/alive", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+    result.audit_page_p99_ms = round(percentile(timings, 0.99) or 0.0, 2)

@@ -34,10 +34,13 @@ from bench.agent_host import HOSTILE
 from bench.live_system import (
     TOKEN,
     LiveSystemError,
+    answers_200,
     atsss,
     free_ports,
+    percentile,
     persistent_redis,
     popen_xapp,
+    rss_mb,
     wait_until,
 )
 
@@ -215,26 +218,11 @@ def _xapp_config(
     return path
 
 
-def _rss_mb(pid: int) -> float:
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
-
-
 def _cpu_s(pid: int) -> float:
     with contextlib.suppress(OSError, IndexError, ValueError):
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     return 0.0
-
-
-def _percentile(values: list[float], share: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def run_fleet(
@@ -269,7 +257,7 @@ def run_fleet(
             ),
         ):
             proxy_url = f"http://127.0.0.1:{proxy_port}"
-            wait_until(lambda: _up(proxy_url + "/v1/health"), 30, "the proxy agent")
+            wait_until(lambda: answers_200(proxy_url + "/v1/health"), 30, "the proxy agent")
             config = _xapp_config(
                 workdir, scenario, kinds, host_port, proxy_url, period_ms, estimator
             )
@@ -281,7 +269,7 @@ def run_fleet(
             api = f"http://127.0.0.1:{http_port}"
             try:
                 started = time.monotonic()
-                wait_until(lambda: _up(api + "/ric/v1/health/alive"), 60, "the xApp")
+                wait_until(lambda: answers_200(api + "/ric/v1/health/alive"), 60, "the xApp")
                 with _process(
                     atsss(
                         "e2sim",
@@ -328,12 +316,6 @@ def run_fleet(
         if host.stdout is not None:
             host.stdout.close()
     return result
-
-
-def _up(url: str) -> bool:
-    with contextlib.suppress(httpx.HTTPError):
-        return httpx.get(url, timeout=2).status_code == 200
-    return False
 
 
 def _proxy_holds(state_file: Path) -> set[str]:
@@ -385,7 +367,7 @@ def _measure(
                 ).json()
                 if any(n["last_report_age_s"] is not None for n in nodes):
                     first_report = now
-        rss_peak = max(rss_peak, _rss_mb(pid))
+        rss_peak = max(rss_peak, rss_mb(pid))
         time.sleep(min(1.0, period_s))
     result.good_uplink_held = round(len(first_up) / max(1, len(good)), 4)
     result.good_downlink_held = round(len(first_down) / max(1, len(good)), 4)
@@ -396,8 +378,8 @@ def _measure(
     result.within_3_periods = round(
         sum(1 for s in both if s <= 3 * period_s + 1.0) / max(1, len(good)), 4
     )
-    result.first_weights_p50_s = _round(_percentile(both, 0.5))
-    result.first_weights_p99_s = _round(_percentile(both, 0.99))
+    result.first_weights_p50_s = _round(percentile(both, 0.5))
+    result.first_weights_p99_s = _round(percentile(both, 0.99))
     say("overrides on good CPEs")
     latencies = []
     for n, cpe_id in enumerate(good[:overrides]):
@@ -441,10 +423,10 @@ def _measure(
             result.overrides_lost += 1
         else:
             latencies.append(reached)
-        rss_peak = max(rss_peak, _rss_mb(pid))
-    result.override_p50_s = _round(_percentile(latencies, 0.5))
-    result.override_p99_s = _round(_percentile(latencies, 0.99))
-    result.rss_mb = round(_rss_mb(pid), 1)
+        rss_peak = max(rss_peak, rss_mb(pid))
+    result.override_p50_s = _round(percentile(latencies, 0.5))
+    result.override_p99_s = _round(percentile(latencies, 0.99))
+    result.rss_mb = round(rss_mb(pid), 1)
     result.rss_peak_mb = round(max(rss_peak, result.rss_mb), 1)
     result.cpu_cores = round((_cpu_s(pid) - cpu_start) / (time.monotonic() - wall_start), 2)
 

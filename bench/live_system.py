@@ -305,3 +305,26 @@ def _pong(port: int) -> bool:
 
 
 FIRST_PUSH = re.compile(r"first weights for (\S+) ([0-9.]+) s after")
+
+
+def rss_mb(pid: int) -> float:
+    """A process's resident memory (MB), 0 once it is gone."""
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def answers_200(url: str) -> bool:
+    with contextlib.suppress(httpx.HTTPError):
+        return httpx.get(url, timeout=2).status_code == 200
+    return False
+
+
+def percentile(values: list[float], share: float) -> float | None:
+    """The value below which ``share`` of ``values`` lie (nearest rank); None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]

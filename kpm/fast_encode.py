@@ -17,14 +17,9 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from kpm.fast_message import DIST_BIN_X, FORMAT3_IN_ROOT, LABEL_OPTIONALS, NO_LABEL
 from kpm.versions import KpmVersion
 
-_FORMAT3_IN_ROOT = {
-    KpmVersion.V3_00: False,
-    KpmVersion.V2_03: False,
-    KpmVersion.FLEXRIC_V3_00: True,
-    KpmVersion.FLEXRIC_V2_03: True,
-}
 _UINT32 = 2**32 - 1
 
 
@@ -82,7 +77,7 @@ class _Writer:
 def encode_format3(version: KpmVersion, value: dict[str, Any]) -> bytes | None:
     """asn1tools' bytes for ``value`` (an E2SM-KPM-IndicationMessage in asn1tools' form) when
     it has the shape described above, else None."""
-    in_root = _FORMAT3_IN_ROOT.get(version)
+    in_root = FORMAT3_IN_ROOT.get(version)
     if in_root is None:
         return None
     try:
@@ -197,12 +192,6 @@ def _format1(out: _Writer, body: dict[str, Any]) -> None:
         out.uint32(granularity - 1)
 
 
-# MeasurementLabel's presence bitmap (21 optional fields): noLabel alone, or distBinX alone.
-_LABEL_OPTIONALS = 21
-_NO_LABEL = 1 << (_LABEL_OPTIONALS - 1)
-_DIST_BIN_X = 1 << (_LABEL_OPTIONALS - 14)
-
-
 def _info_list(out: _Writer, info: Sequence[dict[str, Any]]) -> None:
     if not 1 <= len(info) <= 65535:
         raise _Unsupported
@@ -227,10 +216,10 @@ def _info_list(out: _Writer, info: Sequence[dict[str, Any]]) -> None:
             fields = label["measLabel"]
             out.put(0, 2)  # LabelInfoItem's and MeasurementLabel's extension bits
             if fields == {"noLabel": "true"}:
-                out.put(_NO_LABEL, _LABEL_OPTIONALS)
+                out.put(NO_LABEL, LABEL_OPTIONALS)
                 out.put(0, 1)
             elif set(fields) == {"distBinX"} and 1 <= fields["distBinX"] <= 65535:
-                out.put(_DIST_BIN_X, _LABEL_OPTIONALS)
+                out.put(DIST_BIN_X, LABEL_OPTIONALS)
                 out.put(0, 1)
                 out.align()
                 out.put(fields["distBinX"] - 1, 16)

@@ -40,7 +40,7 @@ from kpm.versions import KpmVersion
 
 # Where Format 3 sits in the indication message's format CHOICE: an extension addition in the
 # standard (the first after the marker), the third root alternative in FlexRIC's copies.
-_FORMAT3_IN_ROOT = {
+FORMAT3_IN_ROOT = {
     KpmVersion.V3_00: False,
     KpmVersion.V2_03: False,
     KpmVersion.FLEXRIC_V3_00: True,
@@ -50,10 +50,10 @@ _FORMAT3_IN_ROOT = {
 # MeasurementLabel's optional root fields (noLabel … startEndInd, min, max, avg), the same in
 # every layout read here: its presence bitmap is this wide.
 LABEL_OPTIONALS = 21
-_NO_LABEL = 1 << (LABEL_OPTIONALS - 1)  # the first optional field
-_DIST_BIN_X = 1 << (LABEL_OPTIONALS - 14)  # the fourteenth
+NO_LABEL = 1 << (LABEL_OPTIONALS - 1)  # the first optional field
+DIST_BIN_X = 1 << (LABEL_OPTIONALS - 14)  # the fourteenth
 
-FAST_LAYOUTS: tuple[KpmVersion, ...] = tuple(_FORMAT3_IN_ROOT)
+FAST_LAYOUTS: tuple[KpmVersion, ...] = tuple(FORMAT3_IN_ROOT)
 
 # PrintableString's characters (X.680 §41.4): what a measName may hold.
 _PRINTABLE = frozenset(
@@ -183,7 +183,7 @@ def read_message(
 ) -> IndicationReport | None:
     """The report in ``data``, or None when this reader cannot show the bytes are a canonical
     Format 1 or Format 3 message of ``version`` (the generic reader then decides)."""
-    in_root = _FORMAT3_IN_ROOT.get(version)
+    in_root = FORMAT3_IN_ROOT.get(version)
     if in_root is None or not data:
         return None
     try:
@@ -430,10 +430,10 @@ class _Reader:
             if bits.bits(1):  # MeasurementLabel's extension
                 raise _HandOverError
             present = bits.bits(LABEL_OPTIONALS)
-            if present == _NO_LABEL:
+            if present == NO_LABEL:
                 if bits.bits(1):  # ENUMERATED { true, ... }: root value, no index bits
                     raise _HandOverError
-            elif present == _DIST_BIN_X:
+            elif present == DIST_BIN_X:
                 if bits.bits(1):  # INTEGER (1..65535, ...): a value outside the root
                     raise _HandOverError
                 bin_x = bits.whole(65534) + 1

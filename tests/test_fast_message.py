@@ -98,16 +98,21 @@ record_values = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True).filter(lambda x: x == 0 or abs(x) > 1e-300),
     st.none(),
 )
-ueids = st.one_of(
+writer_ueids = st.one_of(
     st.builds(gnb_du_ueid, st.integers(0, 2**32 - 1), st.none()),
     st.builds(
         lambda n, m: gnb_du_ueid(n, ":".join(f"{b:02x}" for b in m)),
         st.integers(0, 2**32 - 1),
         st.binary(min_size=6, max_size=6),
     ),
+)
+ueids = st.one_of(
+    writer_ueids,
     st.builds(lambda n: ("gNB-CU-UP-UEID", {"gNB-CU-CP-UE-E1AP-ID": n}), st.integers(0, 2**32 - 1)),
     st.builds(
-        gnb_ueid, st.integers(0, 2**40 - 1), st.one_of(st.none(), st.binary(min_size=8, max_size=8))
+        gnb_ueid,
+        st.integers(0, 2**40 - 1),
+        st.one_of(st.none(), st.binary(min_size=8, max_size=8)),
     ),
 )
 labels = st.sampled_from(
@@ -302,16 +307,6 @@ def test_a_repeated_name_list_is_compared_not_trusted() -> None:
     assert report is not None
     assert [r.name for r in report.records] == ["AAA", "BBB", "AAA", "BBB", "AAA", "BBC"]
     assert assert_agrees(data, KpmVersion.V3_00, ())
-
-
-writer_ueids = st.one_of(
-    st.builds(gnb_du_ueid, st.integers(0, 2**32 - 1), st.none()),
-    st.builds(
-        lambda n, m: gnb_du_ueid(n, ":".join(f"{b:02x}" for b in m)),
-        st.integers(0, 2**32 - 1),
-        st.binary(min_size=6, max_size=6),
-    ),
-)
 
 
 @st.composite

@@ -21,19 +21,12 @@ from pathlib import Path
 import httpx
 import yaml
 
-from bench.live_system import start_xapp, wait_until, write_xapp_config
+from bench.live_system import rss_mb, start_xapp, wait_until, write_xapp_config
 from models.runtime import SHIPPED
 
 OPERATOR = "operator-token-0123456789"
 ROTATED = "operator-token-rotated-9876"
 VIEWER = "viewer-token-0123456789ab"
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def _post_huge(port: int, token: str | None, declared: int) -> bytes:
@@ -86,7 +79,7 @@ def test_token_first_body_cap_and_tokens_that_follow_their_files(tmp_path: Path)
     xapp = start_xapp(tmp_path, config)
     port = int(xapp.http_url.rsplit(":", 1)[1])
     try:
-        before = _rss_mb(xapp.process.pid)
+        before = rss_mb(xapp.process.pid)
         statuses: list[bytes] = []
         threads = [
             threading.Thread(target=lambda: statuses.append(_post_huge(port, None, 100 << 20)))
@@ -100,7 +93,7 @@ def test_token_first_body_cap_and_tokens_that_follow_their_files(tmp_path: Path)
         assert _post_huge(port, "not-a-known-token-at-all", 100 << 20).startswith(b"HTTP/1.1 401")
         # With a good token the cap answers before the body is read as well.
         assert _post_huge(port, OPERATOR, 100 << 20).startswith(b"HTTP/1.1 413")
-        assert _rss_mb(xapp.process.pid) - before < 50
+        assert rss_mb(xapp.process.pid) - before < 50
 
         def status(token: str) -> int:
             headers = {"Authorization": f"Bearer {token}"}
@@ -118,7 +111,7 @@ def test_token_first_body_cap_and_tokens_that_follow_their_files(tmp_path: Path)
                 timeout=30,
             )
 
-        before = _rss_mb(xapp.process.pid)
+        before = rss_mb(xapp.process.pid)
         refusals = {}
         for name in ("/dev/zero", "../../etc/passwd", "big", "link", "unknown"):
             answer = reload(name)
@@ -126,7 +119,7 @@ def test_token_first_body_cap_and_tokens_that_follow_their_files(tmp_path: Path)
             refusals[name] = answer.json()["detail"].replace(repr(name), "NAME")
         assert len(set(refusals.values())) == 1, refusals
         assert "/" not in next(iter(refusals.values())).replace("'", "")
-        assert _rss_mb(xapp.process.pid) - before < 50
+        assert rss_mb(xapp.process.pid) - before < 50
         assert reload("good").status_code == 200
         assert "no usable" not in reload("good").text
         # The viewer is removed from the tokens file: refused within seconds, no restart.

@@ -12,14 +12,13 @@ next page. The key is in SDL's form, ``{namespace},operator/audit``.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-import redis
+from xapp.adapters.redis_leases import sdl_database
 
 # A read filtered by CPE looks through at most this many entries per page (then says where it
 # stopped): a CPE with few changes in a long log costs a bounded read, never the whole log.
@@ -45,12 +44,7 @@ class RedisAuditLog:
         self._key = "{" + namespace + "},operator/audit"
         self._max_entries = max_entries
         self._max_age_s = max_age_s
-        self._redis = redis.Redis(
-            host=host or os.environ.get("DBAAS_SERVICE_HOST", "127.0.0.1"),
-            port=port or int(os.environ.get("DBAAS_SERVICE_PORT", "6379")),
-            socket_timeout=2.0,
-            socket_connect_timeout=2.0,
-        )
+        self._redis = sdl_database(host, port)
 
     def close(self) -> None:
         self._redis.close()

@@ -31,15 +31,21 @@ return 0
 """
 
 
+def sdl_database(host: str | None = None, port: int | None = None) -> redis.Redis:
+    """A client of the database SDL uses (DBAAS_SERVICE_HOST/PORT unless given), every call
+    bounded to 2 s: for what ricsdl does not offer (compare-and-set, streams)."""
+    return redis.Redis(
+        host=host or os.environ.get("DBAAS_SERVICE_HOST", "127.0.0.1"),
+        port=port or int(os.environ.get("DBAAS_SERVICE_PORT", "6379")),
+        socket_timeout=2.0,
+        socket_connect_timeout=2.0,
+    )
+
+
 class RedisLeaseStore:
     def __init__(self, namespace: str, host: str | None = None, port: int | None = None) -> None:
         self._prefix = "{" + namespace + "},"
-        self._redis = redis.Redis(
-            host=host or os.environ.get("DBAAS_SERVICE_HOST", "127.0.0.1"),
-            port=port or int(os.environ.get("DBAAS_SERVICE_PORT", "6379")),
-            socket_timeout=2.0,
-            socket_connect_timeout=2.0,
-        )
+        self._redis = sdl_database(host, port)
 
     def close(self) -> None:
         self._redis.close()
