@@ -225,24 +225,36 @@ def _cpu_s(pid: int) -> float:
     return 0.0
 
 
-def run_fleet(
+@dataclass(frozen=True)
+class RunningFleet:
+    """The live fleet as ``running_fleet`` started it."""
+
+    xapp: subprocess.Popen[str]
+    api: str  # the xApp's HTTP address
+    operator_token: str
+    kinds: dict[str, str]  # CPE id → its agent's kind ("good" or a hostile kind)
+    good: list[str]
+    proxy_state_file: Path
+    host_port: int  # the agent host's port
+    started_s: float  # monotonic: when the xApp was started
+
+
+@contextlib.contextmanager
+def running_fleet(
     workdir: Path,
     cpes: int = 1000,
     bad_share: float = 0.05,
     period_ms: int = 1000,
-    settle_s: float = 30.0,
-    overrides: int = 20,
-    progress: Any = None,
     estimator: str = "kpi-only",
-) -> FleetResult:
-    """The whole run; ``progress(text)`` hears what it is doing."""
+    progress: Any = None,
+) -> Iterator[RunningFleet]:
+    """The whole live system with ``cpes`` CPEs, until the block ends (then SIGKILL whatever is
+    still running: a caller that measures the stop sends SIGTERM itself)."""
     say = progress or (lambda text: None)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "token").write_text(TOKEN + "\n")
     ids = [f"cpe-{n:04d}" for n in range(cpes)]
     kinds = dict(zip(ids, kinds_for(cpes, bad_share), strict=True))
-    counts = {k: sum(1 for v in kinds.values() if v == k) for k in KIND_ORDER}
-    result = FleetResult(cpes, bad_share, period_ms / 1000, counts, estimator)
     good = [c for c in ids if kinds[c] == "good"]
     scenario = _scenario(workdir, cpes, period_ms / 1000)
     say(f"{cpes} CPEs, {cpes - len(good)} hostile agents; starting the agents")
@@ -285,27 +297,16 @@ def run_fleet(
                     ),
                     workdir / "e2sim.log",
                 ):
-                    _measure(
-                        result,
-                        xapp.pid,
+                    yield RunningFleet(
+                        xapp,
                         api,
+                        OPERATOR_TOKEN,
+                        kinds,
+                        good,
                         workdir / "proxy-state.json",
                         host_port,
-                        good,
                         started,
-                        period_ms / 1000,
-                        settle_s,
-                        overrides,
-                        say,
                     )
-                    say("stopping the xApp")
-                    begun = time.monotonic()
-                    xapp.send_signal(signal.SIGTERM)
-                    try:
-                        result.stop_code = xapp.wait(timeout=30)
-                    except subprocess.TimeoutExpired:
-                        result.notes.append("the xApp did not stop within 30 s")
-                    result.stop_s = round(time.monotonic() - begun, 2)
             finally:
                 if xapp.poll() is None:
                     xapp.kill()
@@ -315,6 +316,44 @@ def run_fleet(
         host.wait(timeout=10)
         if host.stdout is not None:
             host.stdout.close()
+
+
+def run_fleet(
+    workdir: Path,
+    cpes: int = 1000,
+    bad_share: float = 0.05,
+    period_ms: int = 1000,
+    settle_s: float = 30.0,
+    overrides: int = 20,
+    progress: Any = None,
+    estimator: str = "kpi-only",
+) -> FleetResult:
+    """The whole run; ``progress(text)`` hears what it is doing."""
+    say = progress or (lambda text: None)
+    with running_fleet(workdir, cpes, bad_share, period_ms, estimator, say) as fleet:
+        counts = {k: sum(1 for v in fleet.kinds.values() if v == k) for k in KIND_ORDER}
+        result = FleetResult(cpes, bad_share, period_ms / 1000, counts, estimator)
+        _measure(
+            result,
+            fleet.xapp.pid,
+            fleet.api,
+            fleet.proxy_state_file,
+            fleet.host_port,
+            fleet.good,
+            fleet.started_s,
+            period_ms / 1000,
+            settle_s,
+            overrides,
+            say,
+        )
+        say("stopping the xApp")
+        begun = time.monotonic()
+        fleet.xapp.send_signal(signal.SIGTERM)
+        try:
+            result.stop_code = fleet.xapp.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            result.notes.append("the xApp did not stop within 30 s")
+        result.stop_s = round(time.monotonic() - begun, 2)
     return result
 
 

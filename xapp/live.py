@@ -164,6 +164,8 @@ class LiveControl:
         self.first_push_delay_s: dict[str, float] = {}
         # The outcome of the latest decision per CPE and direction that did something.
         self.last_push: dict[tuple[str, Direction], dict[str, object]] = {}
+        # When the weights in force per CPE and direction went out (wall clock).
+        self.applied_at_s: dict[tuple[str, Direction], float] = {}
         self.levers: dict[str, str] = {}
         # Each agent's run (its health's "instance"), to notice restarts; when to look next.
         self._agent_instances: dict[str, str] = {}
@@ -576,6 +578,7 @@ class LiveControl:
     def _remember(self, outcome: StepOutcome, now_s: float) -> None:
         key = (outcome.cpe_id, outcome.direction)
         if outcome.pushed is not None:
+            self.applied_at_s[key] = now_s
             self.last_push[key] = {
                 "time_s": now_s,
                 "result": "applied",

@@ -27,6 +27,7 @@ from xapp.adapters.agent_http import AgentEndpoint, request_within
 from xapp.e2.indications import IndicationProcessor
 from xapp.e2.node_health import NodeHealth
 from xapp.live import LiveControl
+from xapp.operator.fleet import DirectionState, FleetInputs, fleet_rows
 from xapp.operator.state import OperatorState
 from xapp.ports import WeightPushError, XappStore
 
@@ -125,24 +126,74 @@ class XappView:
                 }
             )
         via_cpe = settings.downlink_via_cpe
+        # The latest push per CPE agent and the proxy's, in one pass (a fleet has thousands).
+        latest_by: dict[str | None, dict[str, object]] = {}
+        for (cpe_id, direction), push in list(self._control.last_push.items()):
+            whose = None if direction == Direction.DOWNLINK and not via_cpe else cpe_id
+            known = latest_by.get(whose)
+            if known is None or cast(float, push["time_s"]) > cast(float, known["time_s"]):
+                latest_by[whose] = push
         for agent in found:
             endpoint = agent.pop("endpoint")
             agent["lever"] = self._control.levers.get(str(agent["url"]))
             # failures in a row, the last error, and how long it is left alone for
             agent["calls"] = self._control.book.describe(str(agent["url"]))
-            pushes = [
-                push
-                for (cpe_id, direction), push in self._control.last_push.items()
-                if (agent["role"] == "cpe" and cpe_id == agent["cpe_id"])
-                or (agent["role"] == "proxy" and direction == Direction.DOWNLINK and not via_cpe)
-            ]
-            latest = max(pushes, key=lambda p: cast(float, p["time_s"]), default=None)
+            latest = latest_by.get(agent["cpe_id"] if agent["role"] == "cpe" else None)
             agent["last_push"] = (
                 None if latest is None else {k: latest[k] for k in ("time_s", "result", "reason")}
             )
             if check:
                 agent["health"] = _agent_health(endpoint)
         return found
+
+    # ------------------------------------------------------------------ the fleet
+    def fleet(self) -> list[dict[str, Any]]:
+        """One row per CPE: steered or not, and why; read from memory only (no SDL, no agent)."""
+        control = self._control
+        now = time.time()
+        records = self._records()
+        health = {h.node: h.state for h in self._health()} if self._health is not None else {}
+        node_states: dict[str, str] = {}
+        node_period_s: dict[str, float] = {}
+        for node in self._deployment().e2.nodes:
+            node_states[node.name] = health.get(node.name) or _plain_state(records.get(node.name))
+            node_period_s[node.name] = node.report_period_ms / 1000
+        overrides: dict[str, list[str]] = {}
+        for override in self._operator.overrides():
+            overrides.setdefault(override.cpe_id, []).append(override.kind)
+        heard = control.estimator.last_report_s
+        book, sink = control.book, control.sink
+
+        def direction_state(cpe_id: str, direction: Direction) -> DirectionState:
+            key = (cpe_id, direction)
+            weights = control.state.weights_known(cpe_id, direction)
+            push = control.last_push.get(key)
+            try:
+                agent = book.describe(sink.book_key(cpe_id, direction))
+            except WeightPushError as error:  # no agent configured for it
+                agent = {"state": "missing", "last_error": str(error)}
+            return DirectionState(
+                weights=None if weights is None else weights.weights,
+                weights_since_s=control.applied_at_s.get(key),
+                last_push_result=None if push is None else cast(str, push["result"]),
+                last_push_s=None if push is None else cast(float, push["time_s"]),
+                last_push_reason=None if push is None else cast(str, push["reason"]),
+                agent_state=cast(str, agent["state"]),
+                agent_error=cast("str | None", agent["last_error"]),
+            )
+
+        return fleet_rows(
+            FleetInputs(
+                now_s=now,
+                cpes=list(control.cpes),
+                directions=control.settings.directions,
+                node_states=node_states,
+                node_period_s=node_period_s,
+                report_time=lambda cpe_id, access: heard.get((cpe_id, access)),
+                direction_state=direction_state,
+                overrides=overrides,
+            )
+        )
 
     def weights_at_agent(self, cpe_id: str, direction: Direction) -> dict[str, Any]:
         """What the agent itself holds for the CPE, asked now."""

@@ -65,6 +65,12 @@ class CachedState:
         with self._lock:
             return self._weights.setdefault(key, found)
 
+    def weights_known(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        """The weights in force as far as memory knows, never asking the store (the fleet view
+        reads 20,000 of these a page; a CPE not read yet shows none)."""
+        with self._lock:
+            return self._weights.get((cpe_id, direction))
+
     def save_weights(self, weight_set: WeightSet) -> None:
         self._store.save_weights(weight_set)  # the database first: a failure changes nothing
         with self._lock:

@@ -73,6 +73,8 @@ class EstimatorSelection:
         self.settings = settings or EstimatorSettings()
         self.probe_directions = frozenset(probe_directions)
         self.choice = choice
+        # When each CPE's access last had a report (loop time): the fleet view's freshness.
+        self.last_report_s: dict[tuple[str, str], float] = {}
         self.kpi = KpiEstimator()
         self.model = model if model is not None else ModelEstimator()
         self.probe = ProbeEstimator(
@@ -116,7 +118,9 @@ class EstimatorSelection:
         from that period's reports."""
         by_mode: dict[str, list[KpiSample]] = {}
         modes: dict[tuple[str, Direction], str] = {}
+        heard = self.last_report_s
         for sample in samples:
+            heard[sample.cpe_id, sample.access] = now_s
             key = (sample.cpe_id, sample.direction)
             mode = modes.get(key)
             if mode is None:

@@ -28,6 +28,7 @@ from core.domain import (
     SteeringThresholds,
     WeightSet,
 )
+from xapp.operator import fleet as fleet_view
 from xapp.operator.auth import Caller, Role, Tokens
 from xapp.operator.overrides import OperatorOverride, rule_json
 from xapp.operator.registry import CpeRefusedError
@@ -105,6 +106,8 @@ class ServiceView(Protocol):
     def weights_at_agent(self, cpe_id: str, direction: Direction) -> dict[str, Any]: ...
 
     def models(self) -> list[dict[str, Any]]: ...
+
+    def fleet(self) -> list[dict[str, Any]]: ...
 
 
 class ServiceCommands(Protocol):
@@ -447,6 +450,7 @@ def create_router(
 
     def snapshot(cpe: Cpe, direction: Direction) -> dict[str, Any]:
         held = view.weights_in_force(cpe.cpe_id, direction)
+        own_nodes = {a.e2_node_id for a in cpe.accesses.values()}
         capacity = {}
         for access in cpe.access_names:
             estimate = view.estimate(cpe.cpe_id, access, direction)
@@ -460,8 +464,31 @@ def create_router(
             "capacity": capacity,
             "weights": {} if held is None else dict(held.weights),
             "overrides": [o.as_json() for o in state.overrides(cpe.cpe_id)],
-            "nodes": view.nodes(),
-            "agents": view.agents(),
+            # the CPE's own nodes and agents: a fleet's would be thousands of rows a second
+            "nodes": [n for n in view.nodes() if n["node"] in own_nodes],
+            "agents": [a for a in view.agents() if a["cpe_id"] in (None, cpe.cpe_id)],
+        }
+
+    @router.get("/fleet", dependencies=[viewer], responses=READ)
+    def fleet(
+        offset: Annotated[int, Query(ge=0)] = 0,
+        limit: Annotated[int, Query(ge=1, le=500)] = 50,
+        search: Annotated[str | None, Query(max_length=64)] = None,
+        problem: fleet_view.RowFilter | None = None,
+        sort: fleet_view.SortKey = "attention",
+    ) -> dict[str, Any]:
+        """Every CPE in one table, a page at a time: steered or not and why (reports fresh, the
+        latest push, the agent, the E2 nodes), the weights in force and their age, overrides.
+        ``sort=attention`` puts the CPEs that need it first; ``search`` looks in the CPE id;
+        ``problem`` keeps one kind of row. ``summary`` counts the whole fleet."""
+        rows = view.fleet()
+        chosen = fleet_view.select(rows, search, problem, sort)
+        return {
+            "summary": fleet_view.summary(rows),
+            "problems": {name: text for name, (_, text) in fleet_view.PROBLEMS.items()},
+            "total": len(chosen),
+            "offset": offset,
+            "items": chosen[offset : offset + limit],
         }
 
     @router.get("/nodes", dependencies=[viewer], responses=READ)
