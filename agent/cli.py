@@ -29,9 +29,9 @@ testbed_app = typer.Typer(
 )
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 def _config(path: Path) -> AgentConfig:
@@ -298,5 +298,5 @@ def _scenario_rates(name: str, at_s: float) -> tuple[dict[str, float], dict[str,
                 {a: float(truth.capacity_mbps[tick, 0, i]) for i, a in enumerate(truth.accesses)}
             )
     except ScenarioError as error:
-        _fail(str(error))
+        _fail(str(error), error.exit_code)
     return rates[0], rates[1]

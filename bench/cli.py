@@ -185,7 +185,7 @@ def bench_loop(
                 # every shipped scenario was asked for: one whose trace is not here is skipped
                 err.print(f"[yellow]skipped[/] {name}: {error}")
     except (ScenarioError, ValueError) as error:
-        fail(str(error))
+        fail(str(error), getattr(error, "exit_code", 2))
     reports = []
     for each in loaded:
         if duration is not None:
@@ -194,7 +194,7 @@ def bench_loop(
             with err.status(f"evaluating {each.name} ({len(each.cpes)} CPEs) …") as status:
                 report = evaluate(each, settings, lambda text: status.update(text))
         except (ScenarioError, ValueError) as error:
-            fail(str(error))
+            fail(str(error), getattr(error, "exit_code", 2))
         reports.append(report)
         if not as_json:
             from bench.report import loop_table
@@ -241,11 +241,11 @@ def bench_predictability(
             loaded = load_scenario(name)
         except MeasurementMissingError as error:
             if scenario:
-                fail(str(error))
+                fail(str(error), error.exit_code)
             err.print(f"[yellow]skipped[/] {name}: {error}")
             continue
         except ScenarioError as error:
-            fail(str(error))
+            fail(str(error), error.exit_code)
         try:
             with err.status(f"scoring {loaded.name} …"):
                 results.append(
@@ -257,7 +257,7 @@ def bench_predictability(
                     )
                 )
         except (ScenarioError, ValueError) as error:
-            fail(str(error))
+            fail(str(error), getattr(error, "exit_code", 2))
     if as_json:
         rows = [{**r.__dict__, "half_gap_target": r.half_gap_target} for r in results]
         print(json.dumps(rows, indent=2))
@@ -332,7 +332,7 @@ def bench_testbed(
         loaded = load_scenario(scenario)
         chosen = Direction(direction)
     except ScenarioError as error:
-        fail(str(error))
+        fail(str(error), error.exit_code)
     except ValueError:
         fail(f"--direction is downlink or uplink, got {direction!r}")
     if estimator not in MODES:
@@ -729,7 +729,7 @@ def bench_e2sim(
         loaded = load_scenario(scenario)
         version = parse_builder_layout(kpm_version)
     except (ScenarioError, ValueError) as error:
-        fail(str(error))
+        fail(str(error), getattr(error, "exit_code", 2))
     loaded = loaded.cut(duration)
     world = SimWorld(loaded)
     xapp = subprocess.Popen(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -20,16 +21,21 @@ scenario_app = typer.Typer(help="List and check scenario files.", no_args_is_hel
 
 @scenario_app.command("list")
 def scenario_list() -> None:
-    """The scenarios shipped with the xApp."""
-    table = Table("name", "CPEs", "duration s", "description")
+    """The scenarios shipped with the xApp, and whether each can run here: those driven by
+    measured traces need the dataset (ATSSS_DATASETS, or the checkout's sibling datasets folder;
+    see NOTICE)."""
+    table = Table("name", "runs here", "CPEs", "duration s", "description")
     for name, path in sorted(shipped_scenarios().items()):
         try:
             loaded = load_scenario(str(path))
-        except MeasurementMissingError:
-            table.add_row(name, "", "", "needs its measurement file (set ATSSS_DATASETS)")
+        except MeasurementMissingError as error:
+            trace = re.search(r"trace (\S+) not found", str(error))
+            needs = trace.group(1) if trace else "its measurement file"
+            why = f"needs {needs} (see NOTICE; set ATSSS_DATASETS)"
+            table.add_row(name, "no", "", "", why)
             continue
         first_line = loaded.description.splitlines()[0] if loaded.description else ""
-        table.add_row(name, str(len(loaded.cpes)), f"{loaded.duration_s:g}", first_line)
+        table.add_row(name, "yes", str(len(loaded.cpes)), f"{loaded.duration_s:g}", first_line)
     out.print(table)
 
 
@@ -42,7 +48,7 @@ def scenario_check(
         try:
             loaded = load_scenario(name)
         except ScenarioError as error:
-            fail(str(error))
+            fail(str(error), error.exit_code)
         out.print(
             f"ok: {loaded.source}: {loaded.name}, {len(loaded.cpes)} CPE(s), "
             f"accesses {', '.join(loaded.access_names)}, {loaded.duration_s:g} s"

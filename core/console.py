@@ -15,7 +15,8 @@ out = Console(width=max(110, Console().size.width))
 err = Console(stderr=True)
 
 
-def fail(message: str) -> NoReturn:
-    """A mistake the user can fix: one line on stderr, exit code 2, no traceback."""
+def fail(message: str, code: int = 2) -> NoReturn:
+    """A mistake the user can fix: one line on stderr, no traceback; exit code 2 (a usage or
+    input mistake) unless told (1: something this machine lacks, such as a dataset)."""
     err.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)

@@ -35,16 +35,16 @@ NON_IDEALITIES_HELP = (
 )
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(2)
+    raise typer.Exit(code)
 
 
 def _scenario(name: str, duration_s: float | None) -> Scenario:
     try:
         scenario = load_scenario(name)
     except ScenarioError as error:
-        _fail(str(error))
+        _fail(str(error), error.exit_code)
     if duration_s is not None:
         if duration_s <= 0:
             _fail(f"--duration must be > 0 s, got {duration_s}")
@@ -74,7 +74,7 @@ def _world(
             nonideal=NonIdealities.named(non_idealities),
         )
     except (ScenarioError, ValueError) as error:
-        _fail(str(error))
+        _fail(str(error), getattr(error, "exit_code", 2))
 
 
 def _address(text: str) -> tuple[str, int]:

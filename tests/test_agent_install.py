@@ -7,6 +7,7 @@ does not have. Packages come from the package index (or pip's cache).
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,24 @@ pytestmark = pytest.mark.slow
 def agent_env(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("agent-env")
     return virtualenv_with(work, build_wheel(work), "agent")
+
+
+def test_the_wheel_builds_without_licence_warnings_and_carries_its_licence(
+    agent_env: Path,
+) -> None:
+    """The licence is an SPDX expression (no setuptools deprecation warnings on install), and
+    LICENSE and NOTICE travel in the wheel."""
+    log = (agent_env.parent / "build.log").read_text()
+    warnings = [
+        line for line in log.splitlines() if "warning" in line.lower() and "licen" in line.lower()
+    ]
+    assert warnings == [], warnings
+    (wheel,) = agent_env.parent.glob("atsss_xapp-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+    assert b"License-Expression: Apache-2.0" in metadata
+    assert {n.rpartition("/")[2] for n in names if "/licenses/" in n} == {"LICENSE", "NOTICE"}
 
 
 def test_the_agent_environment_has_none_of_the_xapp_dependencies(agent_env: Path) -> None:

@@ -322,16 +322,25 @@ def test_a_shipped_scenario_without_its_trace_is_named_listed_and_skipped(
 
     monkeypatch.setattr(measured, "SHARED_DATASETS", tmp_path)
     monkeypatch.setenv("ATSSS_DATASETS", str(tmp_path))
-    with pytest.raises(MeasurementMissingError, match="set ATSSS_DATASETS"):
+    with pytest.raises(MeasurementMissingError, match="ATSSS_DATASETS"):
         load_scenario("raca-static")
     runner = CliRunner()
     listed = runner.invoke(app, ["scenario", "list"])
     assert listed.exit_code == 0, listed.output
-    assert "raca-static" in listed.output
-    assert "needs its measurement file" in listed.output
+    flat = " ".join(listed.output.split())
+    assert "raca-static │ no" in flat
+    assert "paper-static │ yes" in flat
+    assert "needs" in flat
+    assert "raca5g-download/" in flat
     run = runner.invoke(app, ["bench", "loop", "--duration", "2", "--policy", "oracle", "--json"])
     assert run.exit_code == 0, run.output
     assert "skipped raca-static" in " ".join(run.output.split())
     assert '"scenario": "paper-static"' in run.output
-    asked = runner.invoke(app, ["bench", "loop", "--scenario", "raca-static", "--duration", "2"])
-    assert asked.exit_code == 2
+    # asked for by name: exit 1 (this machine lacks something) and one line naming the trace,
+    # the dataset and where to get it
+    asked = runner.invoke(app, ["bench", "loop", "--scenario", "raca-driving", "--duration", "2"])
+    assert asked.exit_code == 1
+    (line,) = asked.output.strip().splitlines()
+    assert "raca5g-download/driving/B_2019.12.16_14.23.32.csv not found" in line
+    assert "Raca et al. 5G dataset" in line
+    assert "https://github.com/uccmisl/5Gdataset" in line

@@ -24,10 +24,12 @@ def build_wheel(work: Path) -> Path:
     # A copy, since setuptools builds in the source tree and keeps what it built there.
     source = work / "source"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    # -v: the build backend's own warnings are shown (pip hides them otherwise)
     built = run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(work), str(source)]
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-v", "-w", str(work), str(source)]
     )
     assert built.returncode == 0, built.stderr
+    (work / "build.log").write_text(built.stdout + built.stderr)
     (wheel,) = work.glob("atsss_xapp-*.whl")
     return wheel
 

@@ -114,7 +114,7 @@ def xapp_run(
     try:
         loaded = load_scenario(scenario)
     except ScenarioError as error:
-        fail(str(error))
+        fail(str(error), error.exit_code)
     host, port = _host_port("--listen", listen)
     if not 1 <= period_ms <= 3_600_000:
         fail(f"--period-ms must be in 1..3600000, got {period_ms}")

@@ -29,9 +29,13 @@ from core.scenario.schema import ScenarioSpec
 class ScenarioError(ValueError):
     """A scenario that cannot be used; the message is one line naming file, key and expectation."""
 
+    exit_code = 2  # the command line's: a mistake in what it was given
+
 
 class MeasurementMissingError(ScenarioError):
     """A scenario driven by a measurement file that is not on this machine."""
+
+    exit_code = 1  # nothing wrong with the command: this machine lacks a dataset
 
 
 def shipped_scenarios() -> dict[str, Path]:

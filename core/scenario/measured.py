@@ -16,7 +16,9 @@ downlink_mbps:
 Before the scenario is validated, each such mapping becomes ``points`` (one per measured row,
 step interpolation unless the mapping says otherwise), so the rest of the code sees an
 ordinary series. A relative ``file`` is looked up next to the scenario, then in each folder of
-``ATSSS_DATASETS`` (separated by ``:``), then in the workplace's shared datasets folder.
+``ATSSS_DATASETS`` (separated by ``:``), then in the checkout's sibling ``shared/datasets``
+folder. Datasets are never bundled (the real 5G traces are GPL-3.0): a file not found gets one
+line naming the trace, the dataset it belongs to and where to get it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import csv
 import math
 import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +39,37 @@ UNITS = {"kbit/s": 0.001, "Mbit/s": 1.0, "bit/s": 1e-6, "Gbit/s": 1000.0, "as-is
 MAX_MEASURED_ROWS = 200_000
 # the repository's sibling `shared/datasets` (the workplace's data), for files named relatively
 SHARED_DATASETS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+
+
+@dataclass(frozen=True)
+class KnownDataset:
+    """A public dataset that shipped scenarios read, by the folder its files are named under."""
+
+    name: str
+    licence: str
+    source: str
+
+
+KNOWN_DATASETS = {
+    "raca5g-download": KnownDataset(
+        "the Raca et al. 5G dataset's Download traces (ACM MMSys 2020), as driving/ and static/",
+        "GPL-3.0",
+        "https://github.com/uccmisl/5Gdataset",
+    ),
+}
+
+
+def missing_trace_message(file: str, folders: list[Path]) -> str:
+    """One line: the trace, its dataset and source when known, where it was looked for."""
+    tried = ", ".join(str(folder) for folder in folders)
+    known = KNOWN_DATASETS.get(Path(file).parts[0]) if Path(file).parts else None
+    if known is None:
+        return f"trace {file} not found (looked in {tried}; set ATSSS_DATASETS)"
+    return (
+        f"trace {file} not found: it is part of {known.name}, {known.licence}, from"
+        f" {known.source}; put its folder {Path(file).parts[0]}/ in a folder named by"
+        f" ATSSS_DATASETS (looked in {tried})"
+    )
 
 
 class MeasuredSpec(BaseModel):
@@ -106,10 +140,7 @@ def _points(
 ) -> list[list[float]]:
     path = _find(spec.file, base)
     if path is None:
-        tried = ", ".join(str(folder) for folder in dataset_folders(base))
-        raise missing(
-            f"{where}.file: {spec.file} not found (looked in {tried}; set ATSSS_DATASETS)"
-        )
+        raise missing(f"{where}.file: {missing_trace_message(spec.file, dataset_folders(base))}")
     rows = _read_rows(path, fail, where)
     header = rows[0] if rows else []
     index = {name: i for i, name in enumerate(header)}
