@@ -113,14 +113,17 @@ def test_each_problem_is_found_and_the_worst_cpes_sort_first() -> None:
     assert by_id["cpe-0100"]["problems"] == ["push-failed"]
     assert by_id["cpe-0500"]["problems"] == ["no-reports"]
     assert by_id["cpe-0900"]["problems"] == ["reports-stale"]
-    assert by_id["cpe-0300"]["steered"] and by_id["cpe-0300"]["overrides"] == ["freeze"]
+    assert by_id["cpe-0300"]["steered"]
+    assert by_id["cpe-0300"]["overrides"] == ["freeze"]
 
     ordered = [r["cpe_id"] for r in select(rows)]
     assert ordered[:5] == ["cpe-0007", "cpe-0100", "cpe-0500", "cpe-0900", "cpe-0300"]
     assert ordered[5] == "cpe-0000"  # then the steered ones, by id
     counts = summary(rows)
-    assert counts["steered"] == 996 and counts["overridden"] == 1
-    assert counts["push-failed"] == 2 and counts["agent-failing"] == 1
+    assert counts["steered"] == 996
+    assert counts["overridden"] == 1
+    assert counts["push-failed"] == 2
+    assert counts["agent-failing"] == 1
 
     assert [r["cpe_id"] for r in select(rows, problem="push-failed")] == ["cpe-0007", "cpe-0100"]
     assert [r["cpe_id"] for r in select(rows, problem="overridden")] == ["cpe-0300"]
