@@ -1,12 +1,16 @@
 # The two Quick start commands (see README.md): `make demo` and `make test`.
-# Both set everything up first; `.ci/run` calls `make test`.
+# Each sets up what it needs first (the demo: the virtualenv only); `.ci/run` calls `make test`.
 
-.PHONY: setup demo test lint unit clean models
+.PHONY: setup setup-demo demo test lint unit clean models
 
 setup:
 	@scripts/setup.sh
 
-demo: setup
+# the demo needs only the virtualenv: no Debian packages, no Helm
+setup-demo:
+	@scripts/setup.sh demo
+
+demo: setup-demo
 	.venv/bin/atsss demo --plots build/demo
 
 lint: setup

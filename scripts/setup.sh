@@ -1,18 +1,33 @@
 #!/usr/bin/env bash
-# Sets up everything the demo and the test suite need, on a fresh Debian machine or an existing
-# checkout: system packages (as root, through apt-get), a Python 3.11 virtualenv in .venv, and the
-# project with its development dependencies. Safe to run again; it only does what is missing.
+# Sets up what the demo or the test suite needs, on a fresh Debian machine or an existing
+# checkout, and does nothing that is already done.
+#
+#   scripts/setup.sh demo   a Python 3.11 virtualenv in .venv with the project (`make demo`)
+#   scripts/setup.sh        the same, plus what the tests use (`make test`): Debian packages
+#                           (as root, through apt-get) and Helm, built with `go install`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+mode=${1:-all}
+case "$mode" in
+  demo | all) ;;
+  *)
+    echo "setup: error: unknown mode '$mode' (demo, or nothing for everything)" >&2
+    exit 2
+    ;;
+esac
+
 # Debian packages the tests and benchmarks use (servers and tools started by the test fixtures;
-# chromium loads the xApp's dashboard in a test, driven by Playwright).
+# chromium loads the xApp's dashboard in a test, driven by Playwright). The demo runs on
+# loopback with dry-run agents and no Redis: it needs none of them.
 SYSTEM_PACKAGES=(redis-server iperf3 iproute2 mptcpize chromium)
 
 missing=()
-for pkg in "${SYSTEM_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
+if [ "$mode" = all ]; then
+  for pkg in "${SYSTEM_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing ${missing[*]}"
@@ -50,6 +65,10 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet -e '.[xapp,dev]'
   rm -f .venv/.installed-*
   touch "$stamp"
+fi
+if [ "$mode" = demo ]; then
+  echo "setup: ready for the demo (.venv/bin/atsss)"
+  exit 0
 fi
 # Helm, for the chart's tests, built from its Go module (the registries reach no binary release).
 HELM_VERSION=v3.16.4
