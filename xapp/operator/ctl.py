@@ -93,6 +93,61 @@ def state(
     out.print(table)
 
 
+@ctl_app.command("fleet")
+def fleet(
+    url: Url = None,
+    token_file: TokenFile = None,
+    as_json: Json = False,
+    problem: Annotated[
+        str | None,
+        typer.Option(
+            help="Only the CPEs with this problem (e.g. agent-failing, reports-stale), "
+            "or 'steered', or 'overridden'."
+        ),
+    ] = None,
+    search: Annotated[str | None, typer.Option(help="Part of the CPE id.")] = None,
+    sort: Annotated[
+        str, typer.Option(help="attention (what needs it first), cpe_id or weights_age.")
+    ] = "attention",
+    offset: Annotated[int, typer.Option(min=0)] = 0,
+    limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
+) -> None:
+    """Every CPE: steered or not and why, its weights and their age, overrides; the CPEs that
+    need attention first, with the whole fleet's counts."""
+    params: dict[str, Any] = {"offset": offset, "limit": limit, "sort": sort}
+    if problem:
+        params["problem"] = problem
+    if search:
+        params["search"] = search
+    page = _call("GET", "/v1/fleet", url, token_file, params=params)
+    if as_json:
+        typer.echo(json.dumps(page, indent=2))
+        return
+    table = Table("CPE", "state", "reports s", "nodes", "agents up/down", "uplink", "downlink")
+    for row in page["items"]:
+        ages = [a for a in row["reports_age_s"].values() if a is not None]
+        directions = row["directions"]
+        table.add_row(
+            row["cpe_id"],
+            "steered" if row["steered"] else ", ".join(row["problems"]),
+            f"{max(ages):g}" if ages else "never",
+            f"{row['nodes']['active']}/{row['nodes']['total']}",
+            " / ".join(
+                directions[d]["agent"]["state"] if d in directions else "-"
+                for d in ("uplink", "downlink")
+            ),
+            _weights(directions.get("uplink", {}).get("weights")),
+            _weights(directions.get("downlink", {}).get("weights")),
+        )
+    counts = page["summary"]
+    problems = ", ".join(f"{p} {counts[p]}" for p in page["problems"] if counts.get(p))
+    table.caption = (
+        f"{len(page['items'])} of {page['total']} from {offset}; fleet: {counts['cpes']} CPEs,"
+        f" {counts['steered']} steered" + (f"; {problems}" if problems else "")
+    )
+    out.print(table)
+
+
 @ctl_app.command("cpe")
 def cpe(
     cpe_id: Annotated[str, typer.Argument(help="The CPE's id.")],
