@@ -60,6 +60,22 @@ def test_every_path_the_dockerfile_copies_from_the_checkout_exists() -> None:
             assert (ROOT / source).exists(), f"Dockerfile copies {source}, which does not exist"
 
 
+def test_the_image_build_has_every_file_the_wheel_build_reads() -> None:
+    """pip builds the wheel inside the image from what the Dockerfile copied: the readme and
+    the licence files pyproject names must be among them, or the build fails."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    copied = {
+        source
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("COPY ") and "--from=" not in line
+        for source in line.split()[1:-1]
+    }
+    needed = {project["readme"], *project["license-files"]}
+    assert needed <= copied, needed - copied
+
+
 def test_the_xapp_loads_the_descriptor_and_its_controls_follow_the_shipped_schema() -> None:
     from xapp.config import SCHEMA_PATH, load_xapp_config
 
