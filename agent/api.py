@@ -29,6 +29,10 @@ from core.sequence import SPACE as SEQUENCE_SPACE
 log = logging.getLogger(__name__)
 
 
+# Sets in one batch: 256 of a few hundred bytes each stay well inside the 64 KiB body cap.
+MAX_BATCH_SETS = 256
+
+
 class WeightsBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -36,6 +40,12 @@ class WeightsBody(BaseModel):
     weights: dict[str, StrictInt]
     sequence: StrictInt = Field(ge=0, le=SEQUENCE_SPACE - 1, description="wraps (RFC 1982)")
     requested_by: str = Field(default="xapp", max_length=100)
+
+
+class WeightsBatchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sets: list[WeightsBody] = Field(min_length=1, max_length=MAX_BATCH_SETS)
 
 
 class ProbeBody(BaseModel):
@@ -130,6 +140,43 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         except ApplyFailedError as error:
             raise HTTPException(502, str(error)) from error
         return {"applied": applied.__dict__}
+
+    @app.put("/v1/weights/{direction}/batch")
+    def put_weights_batch(
+        direction: Direction,
+        body: WeightsBatchBody,
+        request: Request,
+        who: Annotated[str, Depends(caller)],
+    ) -> dict[str, Any]:
+        """Many CPEs' sets in one request, applied with one kernel write (the proxy's agent
+        serving a fleet). Each set gets its own result, with the status a single PUT of it
+        would have had: 200 and what was applied, or the refusal's status and detail."""
+        client = request.client.host if request.client else "?"
+        if config.role == "proxy" and any(s.cpe_id is None for s in body.sets):
+            raise HTTPException(422, "sets.cpe_id: a proxy serves several CPEs; name each one")
+        updates = [
+            WeightUpdate(
+                cpe_id=s.cpe_id or config.cpe_id,
+                direction=direction,
+                weights=s.weights,
+                sequence=s.sequence,
+                requested_by=f"{s.requested_by} ({who}, {client})",
+            )
+            for s in body.sets
+        ]
+        results = []
+        for update, outcome in zip(updates, service.apply_many(updates), strict=True):
+            if isinstance(outcome, UpdateRejectedError):
+                results.append(
+                    {"cpe_id": update.cpe_id, "status": outcome.status, "detail": str(outcome)}
+                )
+            elif isinstance(outcome, ApplyFailedError):
+                results.append({"cpe_id": update.cpe_id, "status": 502, "detail": str(outcome)})
+            else:
+                results.append(
+                    {"cpe_id": update.cpe_id, "status": 200, "applied": outcome.__dict__}
+                )
+        return {"results": results}
 
     @app.get("/v1/weights/{direction}")
     def get_weights(

@@ -41,7 +41,9 @@ class AgentConfig(BaseModel):
     procfs_root: Path = Path("/proc")
     sysfs_root: Path = Path("/sys")  # module parameters (the WRR kernel's cwnd_limited)
     probe_server: IPv4Address | None = None  # the proxy's iperf3 server
-    max_rules: int = Field(default=64, ge=1, le=1024)
+    # Rules (CPE × access) this agent writes at most: a CPE needs its accesses' few; a proxy
+    # three per CPE it serves (30,000 for 10,000 CPEs).
+    max_rules: int = Field(default=64, ge=1, le=100_000)
     xapp_url: str | None = None
     # When an access's carrier comes back: give it the xApp's weight again at once (restore),
     # or keep it on standby until the xApp's next set (wait).

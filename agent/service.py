@@ -13,10 +13,10 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from ipaddress import IPv4Address
-from typing import Any
+from typing import Any, cast
 
 from agent.backends.base import Backend, BackendError, PathWeight
 from agent.config import AgentConfig
@@ -69,6 +69,10 @@ class AppliedWeights:
     sequence: int
     requested_by: str
     applied_at_s: float
+
+
+# What became of one set of a batch: applied, or why not.
+Outcome = AppliedWeights | UpdateRejectedError | ApplyFailedError
 
 
 class WeightService:
@@ -151,67 +155,149 @@ class WeightService:
         return paths
 
     def apply(self, update: WeightUpdate) -> AppliedWeights:
-        paths = self.validate(update)
+        (outcome,) = self.apply_many([update])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def apply_many(self, updates: Sequence[WeightUpdate]) -> list[Outcome]:
+        """Several CPEs' sets, each accepted or refused on its own as ``apply`` would, written
+        to the kernel and the state file once for all of them: a proxy serving a thousand CPEs
+        takes them in batches, not one whole-table write per CPE. A kernel write or state file
+        that fails refuses every set it carried, and the previous weights stay in force."""
+        outcomes: list[Outcome | None] = [None] * len(updates)
+        checked: list[tuple[int, WeightUpdate]] = []
+        for index, update in enumerate(updates):
+            try:
+                self.validate(update)
+            except UpdateRejectedError as error:
+                outcomes[index] = error
+                continue
+            checked.append((index, update))
         with self._lock:
-            current = self._applied.get(update.cpe_id)
+            chosen = self._choose(checked, outcomes)
+            if chosen:
+                previous = self._kernel_paths()
+                # A new set from the xApp ends any wait for it after a carrier came back.
+                awaiting, self._awaiting_xapp = self._awaiting_xapp, set()
+                rules = self._within_rule_limit(chosen, outcomes)
+                if not chosen:  # every set refused: nothing new from the xApp after all
+                    self._awaiting_xapp = awaiting
+            if chosen:
+                try:
+                    self._write_checked(rules, previous)
+                except ApplyFailedError as error:
+                    for index, _ in chosen.values():
+                        outcomes[index] = error
+                    chosen = {}
+            before = dict(self._applied)
+            for cpe_id, (_, applied) in chosen.items():
+                self._applied[cpe_id] = applied
+            self._changes += bool(chosen)
+            change = self._changes
+        if chosen:
+            try:
+                self._persist_through(change)
+            except OSError as error:
+                failed = self._undo(chosen, before, error)
+                for index, _ in chosen.values():
+                    outcomes[index] = failed
+                chosen = {}
+        for index, applied in chosen.values():
+            outcomes[index] = applied
+            log.info(
+                "applied %s weights %s for %s (sequence %d) as asked by %s",
+                applied.direction,
+                applied.weights,
+                applied.cpe_id,
+                applied.sequence,
+                applied.requested_by,
+            )
+        return [cast(Outcome, outcome) for outcome in outcomes]
+
+    def _choose(
+        self, checked: list[tuple[int, WeightUpdate]], outcomes: list[Outcome | None]
+    ) -> dict[str, tuple[int, AppliedWeights]]:
+        """The sets that follow the one in force for their CPE (under the lock); of two for
+        one CPE in a batch, the later sequence wins and the other is refused as overtaken."""
+        chosen: dict[str, tuple[int, AppliedWeights]] = {}
+        for index, update in checked:
+            earlier = chosen.get(update.cpe_id)
+            current = earlier[1] if earlier is not None else self._applied.get(update.cpe_id)
             if current is not None and not is_after(update.sequence, current.sequence):
-                raise UpdateRejectedError(
+                outcomes[index] = UpdateRejectedError(
                     f"sequence {update.sequence} is not after {current.sequence}, the one in force"
                     f" (numbers wrap at {SPACE}: the next is {next_after(current.sequence)})",
                     409,
                 )
-            others = [
-                p
-                for cpe_id, a in self._applied.items()
-                if cpe_id != update.cpe_id
-                for p in self._effective(self._paths(a))
-            ]
-            if len(others) + len(paths) > self.config.max_rules:
-                raise UpdateRejectedError(f"more than {self.config.max_rules} rules on this agent")
-            previous = self._kernel_paths()
-            # A new set from the xApp ends any wait for it after a carrier came back.
-            self._awaiting_xapp.clear()
-            self._write_checked(others + self._effective(paths), previous)
-            before = dict(self._applied)
-            applied = AppliedWeights(
-                update.cpe_id,
-                update.direction.value,
-                dict(update.weights),
-                update.sequence,
-                update.requested_by,
-                self._clock(),
+                continue
+            if earlier is not None:
+                outcomes[earlier[0]] = UpdateRejectedError(
+                    f"sequence {earlier[1].sequence} was overtaken by {update.sequence} for"
+                    f" {update.cpe_id} in the same batch",
+                    409,
+                )
+            chosen[update.cpe_id] = (
+                index,
+                AppliedWeights(
+                    update.cpe_id,
+                    update.direction.value,
+                    dict(update.weights),
+                    update.sequence,
+                    update.requested_by,
+                    self._clock(),
+                ),
             )
-            self._applied[update.cpe_id] = applied
-            self._changes += 1
-            change = self._changes
-        try:
-            self._persist_through(change)
-        except OSError as error:
-            # Applied but not remembered would come back older after a restart: undo it, unless
-            # a later set for the CPE has replaced it meanwhile (that one answers for itself).
-            with self._lock:
-                if self._applied.get(update.cpe_id) is applied:
-                    if update.cpe_id in before:
-                        self._applied[update.cpe_id] = before[update.cpe_id]
-                    else:
-                        del self._applied[update.cpe_id]
-                    undone = [
-                        p for a in self._applied.values() for p in self._effective(self._paths(a))
-                    ]
-                    self._write_checked(undone, self._kernel_paths())
-            raise ApplyFailedError(
-                f"cannot save the state file {self.config.state_file}: "
-                f"{error.strerror or error}; the previous weights are back in force"
-            ) from error
-        log.info(
-            "applied %s weights %s for %s (sequence %d) as asked by %s",
-            applied.direction,
-            applied.weights,
-            applied.cpe_id,
-            applied.sequence,
-            applied.requested_by,
+        return chosen
+
+    def _within_rule_limit(
+        self, chosen: dict[str, tuple[int, AppliedWeights]], outcomes: list[Outcome | None]
+    ) -> list[PathWeight]:
+        """Every rule the kernel will hold (under the lock); sets that would take it past
+        ``max_rules`` are refused, in the batch's order, and left out of ``chosen``."""
+        rules = [
+            p
+            for cpe_id, applied in self._applied.items()
+            if cpe_id not in chosen
+            for p in self._effective(self._paths(applied))
+        ]
+        for cpe_id, (index, applied) in list(chosen.items()):
+            paths = self._effective(self._paths(applied))
+            if len(rules) + len(paths) > self.config.max_rules:
+                outcomes[index] = UpdateRejectedError(
+                    f"more than {self.config.max_rules} rules on this agent"
+                )
+                del chosen[cpe_id]
+                kept = self._applied.get(cpe_id)  # its set in force stays in the kernel
+                if kept is not None:
+                    rules += self._effective(self._paths(kept))
+                continue
+            rules += paths
+        return rules
+
+    def _undo(
+        self,
+        chosen: dict[str, tuple[int, AppliedWeights]],
+        before: dict[str, AppliedWeights],
+        error: OSError,
+    ) -> ApplyFailedError:
+        """Applied but not remembered would come back older after a restart: undo what this
+        batch applied, unless a later set for the CPE has replaced it meanwhile (that one
+        answers for itself)."""
+        with self._lock:
+            for cpe_id, (_, applied) in chosen.items():
+                if self._applied.get(cpe_id) is not applied:
+                    continue
+                if cpe_id in before:
+                    self._applied[cpe_id] = before[cpe_id]
+                else:
+                    del self._applied[cpe_id]
+            undone = [p for a in self._applied.values() for p in self._effective(self._paths(a))]
+            self._write_checked(undone, self._kernel_paths())
+        return ApplyFailedError(
+            f"cannot save the state file {self.config.state_file}: "
+            f"{error.strerror or error}; the previous weights are back in force"
         )
-        return applied
 
     def restore(self) -> list[AppliedWeights]:
         """Write the last good state again (agent or host restart).

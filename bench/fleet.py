@@ -115,7 +115,7 @@ def _proxy_config(workdir: Path, ids: list[str], port: int) -> Path:
         "token_file": str(workdir / "token"),
         "state_file": str(workdir / "proxy-state.json"),
         "backend": "dry-run",
-        "max_rules": 1024,
+        "max_rules": max(64, 3 * len(ids)),  # three accesses per CPE it serves
         "watch_carrier": False,
     }
     path = workdir / "proxy.yaml"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -54,10 +55,13 @@ def agent(
     output: list[str] | None = None,
 ) -> Iterator[httpx.Client]:
     """The agent as a process (``atsss``: which command line), and a client of its API;
-    ``output`` gets what the process printed, once it has stopped."""
+    ``output`` gets what the process printed, once it has stopped. What it prints goes to a
+    file, not a pipe: a pipe nobody reads until the end fills at 64 KiB and then holds the
+    agent up at its next log line."""
+    printed_to = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (closed in the finally)
     process = subprocess.Popen(
         [*atsss, "agent", "run", "--config", str(config)],
-        stdout=subprocess.PIPE,
+        stdout=printed_to,
         stderr=subprocess.STDOUT,
         text=True,
     )
@@ -72,16 +76,20 @@ def agent(
             with contextlib.suppress(httpx.HTTPError):
                 if client.get("/v1/health").status_code == 200:
                     break
-            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            if process.poll() is not None:
+                printed_to.seek(0)
+                raise AssertionError(printed_to.read())
             assert time.monotonic() < deadline, "agent did not start"
             time.sleep(0.1)
         yield client
     finally:
         client.close()
         process.terminate()
-        printed, _ = process.communicate(timeout=30)
+        process.wait(timeout=30)
+        printed_to.seek(0)
         if output is not None:
-            output.append(printed or "")
+            output.append(printed_to.read())
+        printed_to.close()
 
 
 def put(

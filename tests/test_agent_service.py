@@ -485,3 +485,94 @@ def test_a_proxy_saves_sets_arriving_together_in_one_write(tmp_path: Path) -> No
     assert len(saved) == count
     restarted = WeightService(config, DryRunBackend())
     assert len(restarted.restore()) == count
+
+
+# ---------------------------------------------------------------- batches (the proxy's agent)
+
+
+def proxy_service(
+    tmp_path: Path, cpes: int, backend: DryRunBackend, max_rules: int = 100_000
+) -> WeightService:
+    config = AgentConfig.model_validate(
+        {
+            "role": "proxy",
+            "accesses": {
+                name: {"interface": f"{name}0", "address": f"10.{i}.255.254"}
+                for i, name in enumerate(("nr", "wifi", "lifi"), 1)
+            },
+            "cpes": {
+                f"cpe-{n}": {
+                    name: f"10.{i}.{n // 250}.{n % 250 + 1}"
+                    for i, name in enumerate(("nr", "wifi", "lifi"), 1)
+                }
+                for n in range(cpes)
+            },
+            "state_file": str(tmp_path / "state.json"),
+            "max_rules": max_rules,
+        }
+    )
+    return WeightService(config, backend)
+
+
+def down(cpe: int, sequence: int, weights: dict[str, int] | None = None) -> WeightUpdate:
+    chosen = weights or {"nr": 30, "wifi": 100, "lifi": 1}
+    return WeightUpdate(f"cpe-{cpe}", Direction.DOWNLINK, chosen, sequence, "test")
+
+
+def test_a_batch_of_a_thousand_cpes_is_one_kernel_write_and_one_state_file_write(
+    tmp_path: Path,
+) -> None:
+    backend = DryRunBackend()
+    weights = proxy_service(tmp_path, 1000, backend)
+    outcomes = weights.apply_many([down(n, 1) for n in range(1000)])
+    assert all(not isinstance(o, Exception) for o in outcomes)
+    assert len(backend.writes) == 1
+    assert len(backend.writes[0]) == 3000
+    saved = json.loads((tmp_path / "state.json").read_text())["applied"]
+    assert len(saved) == 1000
+    # a second batch for a few: one more write, and every CPE's rules still in it
+    weights.apply_many([down(n, 2, {"nr": 1, "wifi": 1, "lifi": 1}) for n in range(3)])
+    assert len(backend.writes) == 2
+    assert len(backend.writes[1]) == 3000
+    assert backend.held[("cpe-0", "wifi")] == 1
+    assert backend.held[("cpe-999", "wifi")] == 100
+
+
+def test_each_set_of_a_batch_is_judged_on_its_own(tmp_path: Path) -> None:
+    backend = DryRunBackend()
+    weights = proxy_service(tmp_path, 10, backend, max_rules=12)
+    weights.apply(down(0, 5))
+    outcomes = weights.apply_many(
+        [
+            down(0, 5),  # not after the one in force
+            down(1, 1, {"satellite": 1}),  # an unknown access
+            down(2, 1),
+            down(2, 2),  # overtakes the set before it, for the same CPE
+            down(3, 1),
+            down(4, 1),  # rules 10 to 12 of max_rules 12: still in
+            down(99, 1),  # not a CPE this proxy serves
+        ]
+    )
+    statuses = [o.status if isinstance(o, UpdateRejectedError) else 200 for o in outcomes]
+    assert statuses == [409, 400, 409, 200, 200, 200, 404]
+    assert "overtaken by 2" in str(outcomes[2])
+    second = weights.apply_many([down(5, 1)])
+    assert isinstance(second[0], UpdateRejectedError)
+    assert "more than 12 rules" in str(second[0])
+    assert {c for c, _ in backend.held} == {"cpe-0", "cpe-2", "cpe-3", "cpe-4"}
+    assert weights.applied("cpe-2") is not None
+    assert weights.applied("cpe-2").sequence == 2  # type: ignore[union-attr]
+
+
+def test_a_failed_kernel_write_refuses_the_whole_batch_and_keeps_what_was_in_force(
+    tmp_path: Path,
+) -> None:
+    backend = DryRunBackend()
+    weights = proxy_service(tmp_path, 4, backend)
+    weights.apply_many([down(n, 1) for n in range(2)])
+    backend.fail_writes = 1
+    outcomes = weights.apply_many([down(0, 2, {"nr": 1, "wifi": 1, "lifi": 1}), down(3, 1)])
+    assert all(isinstance(o, ApplyFailedError) for o in outcomes)
+    assert backend.held[("cpe-0", "nr")] == 30
+    assert ("cpe-3", "nr") not in backend.held
+    assert weights.applied("cpe-0").sequence == 1  # type: ignore[union-attr]

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 
 from agent.backends.wrr import WEIGHTS
 from core.domain import (
@@ -142,6 +146,97 @@ def test_a_hung_agent_does_not_hold_up_the_other_cpes(tmp_path: Path) -> None:
         assert held.weights == pushed.weights
         # One after the other: 8 × (3 s push + 3 s asking what it holds) = 48 s.
         assert took_s < 24
+
+
+def fleet_proxy_config(tmp_path: Path, cpes: int) -> tuple[Path, int]:
+    """A proxy agent (dry-run) serving ``cpes`` CPEs."""
+    config, port = write_config(tmp_path, backend="dry-run", max_rules=3 * cpes)
+    document = yaml.safe_load(config.read_text())
+    document["cpes"] = {
+        f"cpe-{n}": {
+            name: f"10.{i}.{n // 250}.{n % 250 + 1}"
+            for i, name in enumerate(("nr", "wifi", "lifi"), 1)
+        }
+        for n in range(cpes)
+    }
+    config.write_text(yaml.safe_dump(document))
+    return config, port
+
+
+def test_a_thousand_cpes_downlink_sets_reach_the_proxy_in_batches(tmp_path: Path) -> None:
+    """The control loop pushes every CPE's set from its own thread; the proxy's agent gets
+    them in a few requests (before: a thousand, each rewriting its whole rule table), and each
+    push still hears its own outcome: applied, or refused with the reason."""
+    config, port = fleet_proxy_config(tmp_path, 1000)
+    proxy = AgentEndpoint(f"http://127.0.0.1:{port}", TOKEN)
+    sink = AgentWeightSink({}, proxy, timeout_s=10.0)
+    sets = [
+        WeightSet(
+            f"cpe-{n}",
+            Direction.DOWNLINK,
+            {"nr": 1 + n % 50, "wifi": 100, "lifi": 1},
+            SteeringMode.LOAD_BALANCING,
+            7,
+        )
+        for n in range(1000)
+    ]
+    stale = WeightSet("cpe-3", Direction.DOWNLINK, {"nr": 9}, SteeringMode.LOAD_BALANCING, 7)
+
+    def push(one: WeightSet) -> str:
+        try:
+            sink.push(one)
+        except WeightPushError as error:
+            return str(error)
+        return "applied"
+
+    with agent(config, port) as client, ThreadPoolExecutor(128) as pool:
+        outcomes = list(pool.map(push, sets))
+        assert outcomes == ["applied"] * 1000
+        refused = push(stale)  # the same sequence again, with other weights
+        assert "409" in refused
+        assert "sequence 7 is not after 7" in refused
+        held = client.get("/v1/weights/downlink", params={"cpe_id": "cpe-777"}).json()
+        assert held["applied"]["weights"] == {"nr": 28, "wifi": 100, "lifi": 1}
+    (batches,) = sink._batches.values()
+    assert batches.batches < 200, batches.batches  # a thousand sets, a few requests
+    assert batches.largest > 1
+
+
+def test_an_agent_without_the_batch_endpoint_gets_its_sets_one_by_one(tmp_path: Path) -> None:
+    """An agent of an older release answers 404 to the batch: the sink pushes single sets to it
+    from then on."""
+    calls: list[str] = []
+
+    class OldAgent(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:
+            calls.append(self.path)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            status, body = (404, b'{"detail":"Not Found"}')
+            if not self.path.endswith("/batch"):
+                status, body = (200, b'{"applied":{}}')
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), OldAgent)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sink = AgentWeightSink({}, AgentEndpoint(f"http://127.0.0.1:{server.server_port}"))
+        sink.push(weight_set({"nr": 30, "wifi": 100, "lifi": 1}, 1))
+        sink.push(weight_set({"nr": 31, "wifi": 100, "lifi": 1}, 2))
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert calls == [
+        "/v1/weights/downlink/batch",
+        "/v1/weights/downlink",
+        "/v1/weights/downlink",
+    ]
 
 
 class NoSamples:

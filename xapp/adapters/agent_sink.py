@@ -11,14 +11,24 @@ weights and retries.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import httpx
 
 from core.domain import Direction, SteeringMode, WeightSet
+from xapp.adapters.agent_batch import BatchedCalls
 from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.ports import WeightPushError
+
+# Sets per batch to the proxy's agent (its API takes up to 256 a request).
+PROXY_BATCH = 256
+
+
+class _BatchUnsupportedError(Exception):
+    """The agent has no batch endpoint (an older agent): push its sets one by one."""
 
 
 class AgentWeightSink:
@@ -40,12 +50,19 @@ class AgentWeightSink:
         self._timeout_s = timeout_s
         self._requested_by = requested_by
         self._downlink_via_cpe = downlink_via_cpe
+        # The proxy's agent takes the sets under way together in one request (per direction).
+        self._batches: dict[tuple[str, Direction], BatchedCalls] = {}
+        self._no_batch: set[str] = set()  # agents found without the batch endpoint
+        self._batches_lock = threading.Lock()
 
     def set_agents(
         self, cpe_agents: Mapping[str, AgentEndpoint], proxy_agent: AgentEndpoint | None
     ) -> None:
         """A reloaded configuration's agents."""
         self._cpe_agents, self._proxy = dict(cpe_agents), proxy_agent
+        with self._batches_lock:
+            self._batches.clear()
+            self._no_batch.clear()
 
     def endpoint(self, cpe_id: str, direction: Direction) -> AgentEndpoint | None:
         if direction == Direction.UPLINK or self._downlink_via_cpe:
@@ -63,13 +80,7 @@ class AgentWeightSink:
             "requested_by": self._requested_by,
         }
         try:
-            response = request_within(
-                agent,
-                "PUT",
-                f"/v1/weights/{weight_set.direction.value}",
-                self._timeout_s,
-                json=body,
-            )
+            response = self._put(agent, weight_set.direction, body)
         except httpx.ConnectError as error:  # never reached the agent: nothing to find out
             self.book.failed(key, str(error))
             raise WeightPushError(f"agent at {agent.base_url}: {error}") from error
@@ -87,6 +98,67 @@ class AgentWeightSink:
             self._settle(weight_set, refusal(agent, response))
             return
         raise WeightPushError(refusal(agent, response))
+
+    def _put(
+        self, agent: AgentEndpoint, direction: Direction, body: dict[str, Any]
+    ) -> httpx.Response:
+        """One set to its agent: alone, or for the proxy's agent in a batch with the sets
+        under way beside it (the answer is this set's own, as a single PUT would have had)."""
+        if agent is self._proxy and agent.base_url not in self._no_batch:
+            try:
+                return self._batch_for(agent, direction).call(body)  # type: ignore[no-any-return]
+            except _BatchUnsupportedError:
+                with self._batches_lock:
+                    self._no_batch.add(agent.base_url)
+        return request_within(
+            agent, "PUT", f"/v1/weights/{direction.value}", self._timeout_s, json=body
+        )
+
+    def _batch_for(self, agent: AgentEndpoint, direction: Direction) -> BatchedCalls:
+        with self._batches_lock:
+            key = (agent.base_url, direction)
+            batch = self._batches.get(key)
+            if batch is None:
+
+                def send(items: Sequence[dict[str, Any]]) -> list[httpx.Response]:
+                    return self._send_batch(agent, direction, items)
+
+                batch = self._batches[key] = BatchedCalls(send, PROXY_BATCH)
+            return batch
+
+    def _send_batch(
+        self, agent: AgentEndpoint, direction: Direction, items: Sequence[dict[str, Any]]
+    ) -> list[httpx.Response]:
+        """The batch request; each set's result as the response a single PUT would have had.
+        A refusal of the whole request (a wrong token, a body too large) is each set's."""
+        response = request_within(
+            agent,
+            "PUT",
+            f"/v1/weights/{direction.value}/batch",
+            self._timeout_s,
+            json={"sets": list(items)},
+        )
+        if response.status_code in (404, 405):
+            raise _BatchUnsupportedError
+        if response.status_code != 200:
+            return [response] * len(items)
+        try:
+            results = response.json()["results"]
+            if len(results) != len(items):
+                raise ValueError(f"{len(results)} results for {len(items)} sets")
+            return [
+                httpx.Response(
+                    int(r["status"]),
+                    json={"applied": r["applied"]} if "applied" in r else {"detail": r["detail"]},
+                    request=response.request,
+                )
+                for r in results
+            ]
+        except (ValueError, KeyError, TypeError) as error:
+            problem = f"its batch answer does not read: {error}"
+            return [httpx.Response(502, json={"detail": problem}, request=response.request)] * len(
+                items
+            )
 
     def _settle(self, weight_set: WeightSet, problem: str) -> None:
         """After an uncertain outcome, ask the agent what it holds. Our own set means the push
