@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from core.domain import (
@@ -40,6 +40,14 @@ from xapp.ports import (
 )
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Saves:
+    """What a step stores at its end: the weight sets, then what to remember of each push."""
+
+    sets: list[WeightSet] = field(default_factory=list)
+    then: list[Callable[[], None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -175,7 +183,8 @@ class ControlLoop:
         return self._decide_and_push([c for c in self._cpes if c.cpe_id in cpe_ids], now_s)
 
     def _decide_and_push(self, cpes: Sequence[Cpe], now_s: float) -> list[StepOutcome]:
-        outcomes = self._finish_landed()
+        saves = _Saves()
+        outcomes = self._finish_landed(saves)
         planned: list[StepOutcome | _Pending] = []
         for cpe in cpes:
             for direction in self._directions:
@@ -193,19 +202,35 @@ class ControlLoop:
             if id(item) in late:
                 self._in_flight[(item.cpe_id, item.direction)] = (late[id(item)], item)
         outcomes += [
-            p if isinstance(p, StepOutcome) else self._finish(p, failures.get(id(p)))
+            p if isinstance(p, StepOutcome) else self._finish(p, failures.get(id(p)), saves)
             for p in planned
             if not (isinstance(p, _Pending) and id(p) in late)
         ]
+        self._save(saves)
         return outcomes
 
-    def _finish_landed(self) -> list[StepOutcome]:
+    def _save(self, saves: _Saves) -> None:
+        """The step's weight sets into the store together (a fleet's first step pushes
+        thousands: one round trip each to SDL was most of the step); what the loop remembers
+        of each push changes only once its set is stored."""
+        if not saves.sets:
+            return
+        many = getattr(self._store, "save_weights_many", None)
+        if many is not None:
+            many(saves.sets)
+        else:
+            for weight_set in saves.sets:
+                self._store.save_weights(weight_set)
+        for commit in saves.then:
+            commit()
+
+    def _finish_landed(self, saves: _Saves) -> list[StepOutcome]:
         """Pushes of earlier steps that landed (or failed) since."""
         landed = [key for key, (future, _) in self._in_flight.items() if future.done()]
         outcomes = []
         for key in landed:
             future, item = self._in_flight.pop(key)
-            outcomes.append(self._finish(item, future.result()))
+            outcomes.append(self._finish(item, future.result(), saves))
         return outcomes
 
     def _push_all(
@@ -358,7 +383,9 @@ class ControlLoop:
         )
         return _Pending(cpe.cpe_id, direction, weight_set, rule, override_revision, current)
 
-    def _finish(self, item: _Pending, failure: WeightPushError | None) -> StepOutcome:
+    def _finish(
+        self, item: _Pending, failure: WeightPushError | None, saves: _Saves
+    ) -> StepOutcome:
         key = (item.cpe_id, item.direction)
         if failure is not None:
             # Leave the remembered rule and override untouched so the next step tries again,
@@ -373,12 +400,16 @@ class ControlLoop:
                 or held.sequence == current.sequence
                 or is_after(held.sequence, current.sequence)
             ):
-                self._store.save_weights(held)
+                saves.sets.append(held)
             return StepOutcome(item.cpe_id, item.direction, None, f"push failed: {failure}")
-        self._store.save_weights(item.weight_set)
-        self._last_failure.pop(key, None)
-        self._last_rule[key] = item.rule
-        self._last_override[key] = item.override_revision
+        saves.sets.append(item.weight_set)
+
+        def remember() -> None:
+            self._last_failure.pop(key, None)
+            self._last_rule[key] = item.rule
+            self._last_override[key] = item.override_revision
+
+        saves.then.append(remember)
         return StepOutcome(item.cpe_id, item.direction, item.weight_set, item.weight_set.reason)
 
     def _not_heard_from(self, cpe: Cpe, direction: Direction, now_s: float) -> list[str]:

@@ -13,7 +13,7 @@ thousand CPEs that is thousands of round trips per step, and the step outlasts t
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 
 from core.domain import Direction, Override, WeightSet
 from xapp.ports import StateStore
@@ -75,6 +75,18 @@ class CachedState:
         self._store.save_weights(weight_set)  # the database first: a failure changes nothing
         with self._lock:
             self._weights[(weight_set.cpe_id, weight_set.direction)] = weight_set
+
+    def save_weights_many(self, weight_sets: Sequence[WeightSet]) -> None:
+        """Several sets, in as few store round trips as the store allows."""
+        many = getattr(self._store, "save_weights_many", None)
+        if many is not None:
+            many(weight_sets)  # the database first: a failure changes nothing
+        else:
+            for weight_set in weight_sets:
+                self._store.save_weights(weight_set)
+        with self._lock:
+            for weight_set in weight_sets:
+                self._weights[(weight_set.cpe_id, weight_set.direction)] = weight_set
 
     def load_override(self, cpe_id: str, direction: Direction) -> Override | None:
         key = (cpe_id, direction)

@@ -82,6 +82,21 @@ class SdlStateStore:
         key = f"weights/{weight_set.cpe_id}/{weight_set.direction.value}"
         self._set(key, weight_set_to_json(weight_set))
 
+    def save_weights_many(self, weight_sets: Sequence[WeightSet]) -> None:
+        """A step's pushed sets in a few round trips (one MSET per thousand), not one each:
+        a fleet's first round is two thousand of them."""
+        for start in range(0, len(weight_sets), SAVE_CHUNK):
+            chunk = weight_sets[start : start + SAVE_CHUNK]
+            self._sdl.set(
+                self._ns,
+                {
+                    f"weights/{w.cpe_id}/{w.direction.value}": json.dumps(
+                        weight_set_to_json(w), sort_keys=True
+                    ).encode()
+                    for w in chunk
+                },
+            )
+
     # overrides
     def load_override(self, cpe_id: str, direction: Direction) -> Override | None:
         raw = self._get(f"override/{cpe_id}/{direction.value}")
@@ -179,6 +194,9 @@ class SdlStateStore:
     def _set(self, key: str, value: Mapping[str, Any]) -> None:
         self._sdl.set(self._ns, {key: json.dumps(value, sort_keys=True).encode()})
 
+
+# Weight sets per MSET when a step's pushes are saved together.
+SAVE_CHUNK = 1000
 
 # Connections to SDL at most (ricsdl's own pool has 20): a fleet's pushes, agents' answers and
 # API requests write from that many threads at once.
