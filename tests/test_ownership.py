@@ -75,3 +75,19 @@ def test_the_same_with_a_real_redis() -> None:
         store = RedisLeaseStore("lease-test", "127.0.0.1", port)
         check_split_and_takeover(store)
         store.close()
+
+
+def test_a_replica_short_of_lease_has_lost_its_cpes_only_to_another() -> None:
+    """A busy replica renews late: it may not act on CPEs whose lease is short, but it has not
+    lost them (it keeps what it knows of them) unless another replica holds them."""
+    store, clock = MemoryStateStore(), Clock()
+    a = Ownership(store, "a", 1.0, clock)
+    rounds(clock, a, count=2)
+    clock.now += 2.5  # no renewal for 2.5 periods: under a period of lease left
+    assert a.owned() == set()
+    assert a.owned_elsewhere() == frozenset()
+    b = Ownership(store, "b", 1.0, clock)
+    a_held, b_held = rounds(clock, a, b, count=4)
+    assert len(b_held) == 3
+    assert a.owned_elsewhere() == b_held
+    assert not a.owned_elsewhere() & a_held

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -139,6 +139,8 @@ class LiveControl:
         self.on_push = on_push
         self.on_step = on_step
         self.owned = owned
+        # The CPEs another replica holds (with ``owned``): only those count as lost.
+        self.owned_elsewhere: Callable[[], Collection[str]] | None = None
         self._stepping: list[str] | None = None  # the CPEs the loop decides for, when owned
         # (CPE, direction) whose agent said what it holds (since the CPE became ours), and the
         # askings under way; a CPE and direction is decided for only once its agent answered.
@@ -300,8 +302,14 @@ class LiveControl:
         if self.owned is not None:
             mine = self.owned()
             cpes = [c for c in self.cpes if c.cpe_id in mine]
-            # A CPE that was another replica's is asked again when it comes back to us.
-            lost = {key[0] for key in self._enrolled if key[0] not in mine}
+            # A CPE another replica took is asked again when it comes back to us; one only
+            # short of lease (this replica renews late when busy) keeps what we know of it.
+            elsewhere = self.owned_elsewhere() if self.owned_elsewhere is not None else None
+            lost = {
+                key[0]
+                for key in self._enrolled
+                if key[0] not in mine and (elsewhere is None or key[0] in elsewhere)
+            }
             if lost:
                 self._enrolled = {key for key in self._enrolled if key[0] in mine}
                 self.state.forget(lost)

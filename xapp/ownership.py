@@ -62,6 +62,8 @@ class Ownership:
         self._period_s = period_s
         self._clock = clock
         self._held: dict[str, bytes] = {}  # CPE → the lease value we wrote
+        # CPEs another replica held a live lease on at the last round
+        self._elsewhere: frozenset[str] = frozenset()
         self._lock = threading.Lock()
         self._known_members: list[str] = [replica_id]
 
@@ -75,6 +77,13 @@ class Ownership:
             for cpe, raw in held
             if (lease := _decode(raw)) is not None and lease.expires_at_s - now > self._period_s
         }
+
+    def owned_elsewhere(self) -> frozenset[str]:
+        """The CPEs another replica held a live lease on at the last round: those this one
+        has lost (a CPE merely short of lease, with no one else holding it, is not lost: a
+        busy replica renews late, and forgetting all it knew would make it busier still)."""
+        with self._lock:
+            return self._elsewhere
 
     def refresh(self, cpe_ids: Sequence[str]) -> set[str]:
         """One round: announce, renew, take, give up. Returns the CPEs owned now.
@@ -97,8 +106,15 @@ class Ownership:
         raws = self._store.get_many([LEASE + cpe for cpe in cpes])
         ops: list[LeaseOp] = []
         meaning: list[tuple[str, str, str | None]] = []  # (what, CPE, previous owner)
+        elsewhere = set()
         for cpe, raw in zip(cpes, raws, strict=True):
             key, current = LEASE + cpe, _decode(raw)
+            if (
+                current is not None
+                and current.owner != self.replica_id
+                and current.expires_at_s >= now
+            ):
+                elsewhere.add(cpe)
             if cpe not in ids or (cpe in held and cpe not in wanted):
                 held.pop(cpe, None)
                 if raw is not None and current is not None and current.owner == self.replica_id:
@@ -133,6 +149,7 @@ class Ownership:
                 held.pop(cpe, None)
         with self._lock:
             self._held = held
+            self._elsewhere = frozenset(elsewhere - set(held))
         self._log_taken(taken)
         return self.owned()
 

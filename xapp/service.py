@@ -207,6 +207,7 @@ class XappService:
             leases = RedisLeaseStore(deployment.sdl_namespace)
             self.ownership = Ownership(leases, replica, reporting_period_s(deployment))
             self.control.owned = self.ownership.owned
+            self.control.owned_elsewhere = self.ownership.owned_elsewhere
         try:
             self.tokens = load_tokens(deployment.operator_api.tokens_file)
         except TokensError as error:
