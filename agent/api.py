@@ -70,6 +70,12 @@ def read_token(path: Path | None) -> str | None:
 MAX_EVENT_WAIT_S = 30.0
 
 
+def refusal_status(error: UpdateRejectedError | ApplyFailedError) -> int:
+    """The HTTP status of a set not applied: the refusal's own, or 502 when the kernel or the
+    state file would not take it."""
+    return error.status if isinstance(error, UpdateRejectedError) else 502
+
+
 def create_app(service: WeightService, token: str | None) -> FastAPI:
     app = FastAPI(title="atsss agent", version="0.1.0")
     # Tells this run of the agent from the previous one: an xApp seeing it change knows the
@@ -116,6 +122,18 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             "local_actions": [a.__dict__ for a in service.local_actions[-10:]],
         }
 
+    def update_from(
+        body: WeightsBody, direction: Direction, who: str, request: Request
+    ) -> WeightUpdate:
+        client = request.client.host if request.client else "?"
+        return WeightUpdate(
+            cpe_id=body.cpe_id or config.cpe_id,
+            direction=direction,
+            weights=body.weights,
+            sequence=body.sequence,
+            requested_by=f"{body.requested_by} ({who}, {client})",
+        )
+
     @app.put("/v1/weights/{direction}")
     def put_weights(
         direction: Direction,
@@ -123,22 +141,12 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         request: Request,
         who: Annotated[str, Depends(caller)],
     ) -> dict[str, Any]:
-        client = request.client.host if request.client else "?"
         if body.cpe_id is None and config.role == "proxy":
             raise HTTPException(422, "cpe_id: a proxy serves several CPEs; name the one meant")
-        update = WeightUpdate(
-            cpe_id=body.cpe_id or config.cpe_id,
-            direction=direction,
-            weights=body.weights,
-            sequence=body.sequence,
-            requested_by=f"{body.requested_by} ({who}, {client})",
-        )
         try:
-            applied = service.apply(update)
-        except UpdateRejectedError as error:
-            raise HTTPException(error.status, str(error)) from error
-        except ApplyFailedError as error:
-            raise HTTPException(502, str(error)) from error
+            applied = service.apply(update_from(body, direction, who, request))
+        except (UpdateRejectedError, ApplyFailedError) as error:
+            raise HTTPException(refusal_status(error), str(error)) from error
         return {"applied": applied.__dict__}
 
     @app.put("/v1/weights/{direction}/batch")
@@ -151,27 +159,14 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         """Many CPEs' sets in one request, applied with one kernel write (the proxy's agent
         serving a fleet). Each set gets its own result, with the status a single PUT of it
         would have had: 200 and what was applied, or the refusal's status and detail."""
-        client = request.client.host if request.client else "?"
         if config.role == "proxy" and any(s.cpe_id is None for s in body.sets):
             raise HTTPException(422, "sets.cpe_id: a proxy serves several CPEs; name each one")
-        updates = [
-            WeightUpdate(
-                cpe_id=s.cpe_id or config.cpe_id,
-                direction=direction,
-                weights=s.weights,
-                sequence=s.sequence,
-                requested_by=f"{s.requested_by} ({who}, {client})",
-            )
-            for s in body.sets
-        ]
-        results = []
+        updates = [update_from(s, direction, who, request) for s in body.sets]
+        results: list[dict[str, Any]] = []
         for update, outcome in zip(updates, service.apply_many(updates), strict=True):
-            if isinstance(outcome, UpdateRejectedError):
-                results.append(
-                    {"cpe_id": update.cpe_id, "status": outcome.status, "detail": str(outcome)}
-                )
-            elif isinstance(outcome, ApplyFailedError):
-                results.append({"cpe_id": update.cpe_id, "status": 502, "detail": str(outcome)})
+            if isinstance(outcome, Exception):
+                status = refusal_status(outcome)
+                results.append({"cpe_id": update.cpe_id, "status": status, "detail": str(outcome)})
             else:
                 results.append(
                     {"cpe_id": update.cpe_id, "status": 200, "applied": outcome.__dict__}

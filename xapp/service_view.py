@@ -151,13 +151,8 @@ class XappView:
         """One row per CPE: steered or not, and why; read from memory only (no SDL, no agent)."""
         control = self._control
         now = time.time()
-        records = self._records()
-        health = {h.node: h.state for h in self._health()} if self._health is not None else {}
-        node_states: dict[str, str] = {}
-        node_period_s: dict[str, float] = {}
-        for node in self._deployment().e2.nodes:
-            node_states[node.name] = health.get(node.name) or _plain_state(records.get(node.name))
-            node_period_s[node.name] = node.report_period_ms / 1000
+        node_states = {n["node"]: n["state"] for n in self.nodes()}
+        node_period_s = {n.name: n.report_period_ms / 1000 for n in self._deployment().e2.nodes}
         overrides: dict[str, list[str]] = {}
         for override in self._operator.overrides():
             overrides.setdefault(override.cpe_id, []).append(override.kind)
