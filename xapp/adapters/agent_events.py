@@ -1,11 +1,12 @@
 """The CPE agents' own actions (a carrier lost or back), heard as they happen.
 
-One thread per agent holds a long poll open on its ``GET /v1/events`` and hands every new
-action to ``on_event``. The first answer only says where the agent's numbering stands (what
-happened before the xApp listened is not news); an agent that restarted (its ``instance``
-changed) numbers from 1 again, so its actions are taken from the start. An agent that does not
-answer is asked again after a pause that doubles while it keeps failing: the periodic reports
-still carry the loop meanwhile.
+One task per agent, on the agents' event loop (``agent_http.AgentIO``: a fleet's thousand long
+polls cost no thread each), holds a long poll open on its ``GET /v1/events`` and hands every
+new action to ``on_event`` (called on that loop: it must not block). The first answer only
+says where the agent's numbering stands (what happened before the xApp listened is not news);
+an agent that restarted (its ``instance`` changed) numbers from 1 again, so its actions are
+taken from the start. An agent that does not answer is asked again after a pause that doubles
+while it keeps failing: the periodic reports still carry the loop meanwhile.
 
 An agent cannot flood the xApp: each answer is capped in bytes (``MAX_EVENTS_BYTES``), an agent
 is asked at most ``MAX_POLLS_PER_S`` times a second, and of the events in one answer only the
@@ -14,16 +15,17 @@ latest per access is handed on (how many were folded into it is logged once per 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 import httpx
 
-from xapp.adapters.agent_http import AgentEndpoint, request_within
+from xapp.adapters.agent_http import AgentEndpoint, agent_io, exchange
 
 log = logging.getLogger(__name__)
 
@@ -59,42 +61,40 @@ class AgentEventWatcher:
         ``on_restart``: told the URL of an agent whose run changed (it restarted)."""
         self._on_event = on_event
         self._on_restart = on_restart
-        self._stop = threading.Event()
-        self._threads: dict[str, threading.Thread] = {}
+        self._stopped = False
+        self._tasks: dict[str, Future[None]] = {}
         self._agents: dict[str, AgentEndpoint] = {}
         self.set_agents(agents)
 
     def set_agents(self, agents: Mapping[str, AgentEndpoint]) -> None:
-        """Watch these from now on; a thread whose agent left ends at its next answer."""
+        """Watch these from now on; a task whose agent left ends at its next answer."""
         self._agents = dict(agents)
         for url, agent in self._agents.items():
-            running = self._threads.get(url)
-            if running is None or not running.is_alive():
-                thread = threading.Thread(
-                    target=self._watch, args=(agent,), name=f"agent-events {url}", daemon=True
-                )
-                self._threads[url] = thread
-                thread.start()
+            running = self._tasks.get(url)
+            if running is None or running.done():
+                self._tasks[url] = agent_io().submit(self._watch(agent))
 
     def stop(self) -> None:
-        self._stop.set()
+        self._stopped = True
+        for task in self._tasks.values():
+            task.cancel()
 
-    def _watch(self, agent: AgentEndpoint) -> None:
+    async def _watch(self, agent: AgentEndpoint) -> None:
         # A fleet's watchers start spread over a few seconds, not all at one instant.
-        self._stop.wait(random.uniform(0.0, len(self._agents) / STARTS_PER_S))
+        await asyncio.sleep(random.uniform(0.0, len(self._agents) / STARTS_PER_S))
         instance: str | None = None
         after = 0
         failures = 0
-        while not self._stop.is_set() and self._agents.get(agent.base_url) == agent:
+        while not self._stopped and self._agents.get(agent.base_url) == agent:
             wait_s = 0.0 if instance is None else POLL_WAIT_S
             asked_at = time.monotonic()
             try:
-                response = request_within(
+                response = await exchange(
                     agent,
                     "GET",
                     "/v1/events",
                     wait_s + 5.0,
-                    max_bytes=MAX_EVENTS_BYTES,
+                    MAX_EVENTS_BYTES,
                     params={"after": after, "wait_s": wait_s},
                 )
                 response.raise_for_status()
@@ -107,11 +107,11 @@ class AgentEventWatcher:
                 log.debug(
                     "events from %s: %s; asking again in %.0f s", agent.base_url, error, pause
                 )
-                self._stop.wait(pause)
+                await asyncio.sleep(pause)
                 continue
             failures = 0
             # Never faster than MAX_POLLS_PER_S, whatever the agent answers.
-            self._stop.wait(max(0.0, 1 / MAX_POLLS_PER_S - (time.monotonic() - asked_at)))
+            await asyncio.sleep(max(0.0, 1 / MAX_POLLS_PER_S - (time.monotonic() - asked_at)))
             if instance is None:
                 instance, after = seen, latest  # where its numbering stands: nothing is news
                 continue
