@@ -310,6 +310,32 @@ def test_robust_weights_and_scores_equal_the_reference(
         )
 
 
+@st.composite
+def fleets_of_beliefs(draw: st.DrawFn) -> tuple[list[tuple[FloatArray, ...]], float, int]:
+    """Several CPEs' beliefs over the same number of paths, with one quantile."""
+    paths = draw(st.integers(1, 4))
+    rows = draw(st.lists(beliefs().filter(lambda b: len(b[0]) == paths), min_size=1, max_size=5))
+    return [(m, s, r, np.float64(stall)) for m, s, r, _, stall in rows], rows[0][3], paths
+
+
+@settings(max_examples=300, deadline=None)
+@given(fleets_of_beliefs(), max_weights)
+def test_many_cpes_at_once_decide_and_score_as_one_by_one(
+    fleet: tuple[list[tuple[FloatArray, ...]], float, int], max_weight: int
+) -> None:
+    rows, quantile, paths = fleet
+    means, stddevs, risks, stalls = (np.array([row[k] for row in rows]) for k in range(4))
+    chosen = robust.robust_weights_many(means, stddevs, max_weight, quantile, risks, stalls)
+    for n, (m, s, r, stall) in enumerate(rows):
+        one = robust.robust_weights(m, s, max_weight, quantile, r, float(stall))
+        np.testing.assert_array_equal(chosen[n], one, err_msg=f"CPE {n} of {len(rows)}")
+    sets = np.stack([chosen, np.ones_like(chosen), np.zeros_like(chosen)], axis=1)
+    scores = robust.scores_many(sets, means, stddevs, quantile, risks, stalls)
+    for n, (m, s, r, stall) in enumerate(rows):
+        one = robust.scores_mbps(sets[n], m, s, quantile, r, float(stall))
+        np.testing.assert_array_equal(scores[n], one)
+
+
 @settings(max_examples=200, deadline=None)
 @given(beliefs(), st.integers(1, 12), st.integers(0, 2**32 - 1))
 def test_aggregates_at_risk_equal_the_reference(
@@ -403,3 +429,37 @@ def test_proposals_equal_the_reference(request: PolicyInput) -> None:
         assert proposal.current_predicted_mbps == pytest.approx(
             reference_predict(request.current, usable, request, config), rel=1e-9, abs=0
         )
+
+
+def test_a_fleet_larger_than_a_block_decides_as_one_by_one() -> None:
+    """1,000 CPEs (blocks of robust.BLOCK), some certain, some at risk, as one call."""
+    rng = np.random.default_rng(7)
+    cpes = 1000
+    means = rng.choice([0.0, 12.0, 340.0, 1190.0], size=(cpes, 3)) * rng.uniform(
+        0.5, 1.5, (cpes, 3)
+    )
+    stddevs = means * rng.choice([0.0, 0.05, 0.35], size=(cpes, 3))
+    risks = rng.choice([0.0, 0.0, 0.1], size=(cpes, 3))
+    stalls = rng.choice([0.0, 0.45], size=cpes)
+    chosen = robust.robust_weights_many(means, stddevs, 100, 0.3, risks, stalls)
+    for n in range(cpes):
+        one = robust.robust_weights(means[n], stddevs[n], 100, 0.3, risks[n], float(stalls[n]))
+        np.testing.assert_array_equal(chosen[n], one, err_msg=f"CPE {n}")
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(policy_inputs(), min_size=1, max_size=8))
+def test_proposals_for_many_equal_those_one_by_one(requests: list[PolicyInput]) -> None:
+    """A step's requests (any mix of path counts, some without a usable path) proposed
+    together give what each gets alone from the per-CPE reference weighing."""
+    config = PolicyConfig()
+    together = make_policy("optimal", config).propose_many(requests)
+    reference = WeightPolicy("optimal", reference_robust_weights, config, uncertainty_aware=True)
+    for request, proposal in zip(requests, together, strict=True):
+        alone = reference.propose(request)
+        assert (proposal is None) == (alone is None)
+        if proposal is None or alone is None:
+            continue
+        assert dict(proposal.weights) == dict(alone.weights)
+        assert proposal.predicted_mbps == pytest.approx(alone.predicted_mbps, rel=1e-9, abs=0)
+        assert proposal.reason == alone.reason

@@ -29,7 +29,7 @@ from core.sequence import is_after, next_after
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.outage_risk import OutageRisk
-from xapp.policy.weight_policy import PathView, PolicyInput, WeightPolicy
+from xapp.policy.weight_policy import PathView, PolicyInput, Proposal, WeightPolicy
 from xapp.ports import (
     CapacityEstimator,
     CarrierAware,
@@ -83,6 +83,23 @@ class _Carrier:
     since_s: float
     # A report of a whole period after the event has come in: the measurement speaks again.
     heard_after: bool = False
+
+
+@dataclass
+class _Deciding:
+    """A CPE and direction being decided this step, between the question to the policy and
+    its answer (the step asks for all of them at once)."""
+
+    cpe: Cpe
+    direction: Direction
+    current: WeightSet | None
+    override: Override | None
+    override_revision: int | None
+    override_changed: bool
+    rule: SteeringRule
+    mode_changed: bool = False
+    request: PolicyInput | None = None  # None: the override's weights, no question
+    proposal: Proposal | None = None
 
 
 @dataclass(frozen=True)
@@ -185,7 +202,7 @@ class ControlLoop:
     def _decide_and_push(self, cpes: Sequence[Cpe], now_s: float) -> list[StepOutcome]:
         saves = _Saves()
         outcomes = self._finish_landed(saves)
-        planned: list[StepOutcome | _Pending] = []
+        begun: list[StepOutcome | _Deciding] = []
         for cpe in cpes:
             for direction in self._directions:
                 key = (cpe.cpe_id, direction)
@@ -193,9 +210,11 @@ class ControlLoop:
                     continue  # its last push is still under way: nothing new until it lands
                 blocked = self._may_push(*key) if self._may_push is not None else None
                 if blocked is not None:
-                    planned.append(StepOutcome(cpe.cpe_id, direction, None, blocked))
+                    begun.append(StepOutcome(cpe.cpe_id, direction, None, blocked))
                     continue
-                planned.append(self._decide(cpe, direction, now_s))
+                begun.append(self._begin(cpe, direction, now_s))
+        self._propose_all([d for d in begun if isinstance(d, _Deciding)])
+        planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures, late = self._push_all(pending)
         for item in pending:
@@ -312,7 +331,25 @@ class ControlLoop:
             if s.throughput_mbps is not None:
                 conditions.throughput_mbps = s.throughput_mbps
 
+    def _propose_all(self, deciding: Sequence[_Deciding]) -> None:
+        """The policy's proposals for every CPE and direction the step decides, at once."""
+        asking = [d for d in deciding if d.request is not None]
+        proposals = self._policy.propose_many([d.request for d in asking if d.request])
+        for item, proposal in zip(asking, proposals, strict=True):
+            item.proposal = proposal
+
     def _decide(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Pending:
+        """One CPE and direction decided alone."""
+        begun = self._begin(cpe, direction, now_s)
+        if isinstance(begun, StepOutcome):
+            return begun
+        self._propose_all([begun])
+        return self._conclude(begun)
+
+    def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:
+        """What the decision starts from: the weights in force, the override, the rule, and
+        the policy's question (answered for the whole step at once), or the outcome already
+        when there is nothing to ask (frozen, warming up)."""
         key = (cpe.cpe_id, direction)
         current = self._store.load_weights(cpe.cpe_id, direction)
         override = self._store.load_override(cpe.cpe_id, direction)
@@ -327,13 +364,17 @@ class ControlLoop:
             # Frozen: the weights in force stay; when the freeze ends, the changed override
             # revision makes the next decision push whatever is best then.
             return StepOutcome(cpe.cpe_id, direction, None, f"frozen by {override.requested_by}")
-        if override is not None and override.weights is not None:
-            weights = {a: override.weights.get(a, 0) for a in cpe.access_names}
-            predicted_mbps, current_predicted_mbps = 0.0, None
-            appeared: frozenset[str] = frozenset()
-            lost: frozenset[str] = frozenset()
-            reason = f"override by {override.requested_by}"
-        else:
+        begun = _Deciding(
+            cpe,
+            direction,
+            current,
+            override,
+            override_revision,
+            override_changed,
+            rule,
+            mode_changed,
+        )
+        if override is None or override.weights is None:
             silent = self._not_heard_from(cpe, direction, now_s)
             if silent:
                 return StepOutcome(
@@ -342,11 +383,30 @@ class ControlLoop:
                     None,
                     f"waiting for {', '.join(silent)} to report (warm-up); unchanged",
                 )
-            proposal = self._policy.propose(
-                self._policy_input(
-                    cpe, direction, now_s, rule, current, override.excluded if override else ()
-                )
+            begun.request = self._policy_input(
+                cpe, direction, now_s, rule, current, override.excluded if override else ()
             )
+        return begun
+
+    def _conclude(self, begun: _Deciding) -> StepOutcome | _Pending:
+        """The decision from the policy's proposal (or the override's weights): hysteresis,
+        then the set to push, if any."""
+        cpe, direction, current, override = (
+            begun.cpe,
+            begun.direction,
+            begun.current,
+            begun.override,
+        )
+        key = (cpe.cpe_id, direction)
+        rule, override_revision = begun.rule, begun.override_revision
+        if override is not None and override.weights is not None:
+            weights = {a: override.weights.get(a, 0) for a in cpe.access_names}
+            predicted_mbps, current_predicted_mbps = 0.0, None
+            appeared: frozenset[str] = frozenset()
+            lost: frozenset[str] = frozenset()
+            reason = f"override by {override.requested_by}"
+        else:
+            proposal = begun.proposal
             if proposal is None:
                 return StepOutcome(cpe.cpe_id, direction, None, "no usable estimate; unchanged")
             weights = dict(proposal.weights)
@@ -365,8 +425,8 @@ class ControlLoop:
             current_predicted_mbps=current_predicted_mbps,
             appeared=appeared,
             lost=lost,
-            mode_changed=mode_changed,
-            override_changed=override_changed,
+            mode_changed=begun.mode_changed,
+            override_changed=begun.override_changed,
         )
         if not decision.push:
             self._last_rule[key] = rule

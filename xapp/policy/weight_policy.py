@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -19,12 +20,16 @@ import numpy.typing as npt
 from core.domain import CapacityEstimate, Direction, SteeringMode, SteeringRule
 from xapp.policy.baselines import proportional_weights, round_robin_weights
 from xapp.policy.fluid import aggregate_mbps
-from xapp.policy.robust import robust_weights, scores_mbps
+from xapp.policy.robust import robust_weights, robust_weights_many, scores_many
 
 FloatArray = npt.NDArray[np.float64]
 # (point estimates, standard deviations, max weight, quantile, each path's probability of going
 # dark within the period, the share of the period a weighted path going dark stalls) → weights
 WeighingRule = Callable[[FloatArray, FloatArray, int, float, FloatArray, float], npt.ArrayLike]
+# The same for (CPEs × paths) beliefs and a stall fraction per CPE → (CPEs × paths) weights.
+ManyWeighingRule = Callable[
+    [FloatArray, FloatArray, int, float, FloatArray, FloatArray], npt.NDArray[np.int64]
+]
 
 
 @dataclass(frozen=True)
@@ -108,15 +113,39 @@ class WeightPolicy:
     """Steering mode and path selection, then a weighing rule over the selected paths."""
 
     def __init__(
-        self, name: str, weigh: WeighingRule, config: PolicyConfig, *, uncertainty_aware: bool
+        self,
+        name: str,
+        weigh: WeighingRule,
+        config: PolicyConfig,
+        *,
+        uncertainty_aware: bool,
+        weigh_many: ManyWeighingRule | None = None,
     ) -> None:
+        """``weigh_many``: the rule for many CPEs at once (rows of beliefs, a stall fraction
+        per row), giving exactly what ``weigh`` gives row by row."""
         self.name = name
         self._weigh = weigh
+        self._weigh_many = weigh_many
         self.config = config
         self._uncertainty_aware = uncertainty_aware
 
     def propose(self, request: PolicyInput) -> Proposal | None:
         """Weights for the request's paths, or None when no path has a usable estimate."""
+        return self.propose_many([request])[0]
+
+    def propose_many(self, requests: Sequence[PolicyInput]) -> list[Proposal | None]:
+        """``propose`` for many CPEs and directions at once: the choice of paths one by one,
+        the weighing and the predictions in a few array operations for all of them (a fleet's
+        step decided one CPE at a time spent most of its time handing the GIL back and forth
+        between numpy's small calls and the E2 reader)."""
+        plans = [self._plan(request) for request in requests]
+        planned = [plan for plan in plans if plan is not None]
+        self._weigh_all([plan for plan in planned if plan.weighed])
+        self._predict_all(planned)
+        return [plan.proposal() if plan is not None else None for plan in plans]
+
+    def _plan(self, request: PolicyInput) -> _Plan | None:
+        """Which paths carry traffic and why; the weights of those weighed come later."""
         usable = {
             p.access: _estimate(p) for p in request.paths if self._usable(p.estimate, request.now_s)
         }
@@ -129,23 +158,13 @@ class WeightPolicy:
         selected, why = self._select(request, candidates, conservative)
         selected = self._drop_negligible(selected, conservative)
         weights = dict.fromkeys((p.access for p in request.paths), 0)
-        if request.rule.mode in (
+        weighed = request.rule.mode not in (
             SteeringMode.ACTIVE_STANDBY,
             SteeringMode.SMALLEST_DELAY,
             SteeringMode.REDUNDANT,
-        ):
+        )
+        if not weighed:
             weights.update(dict.fromkeys(selected, 1))
-        else:
-            risk = {p.access: p.outage_probability for p in request.paths}
-            chosen = self._weigh(
-                np.array([usable[a].capacity_mbps for a in selected]),
-                np.array([usable[a].stddev_mbps for a in selected]),
-                self.config.max_weight,
-                self.config.quantile,
-                np.array([risk[a] for a in selected]),
-                self._stall_fraction(request),
-            )
-            weights.update(zip(selected, (int(w) for w in np.asarray(chosen)), strict=True))
         standby = sorted(
             p.access
             for p in request.paths
@@ -154,51 +173,72 @@ class WeightPolicy:
         excluded = sorted(request.excluded & {p.access for p in request.paths})
         reason = why + (f"; no usable estimate for {', '.join(standby)}" if standby else "")
         reason += f"; excluded by the operator: {', '.join(excluded)}" if excluded else ""
-        if request.current is None:
-            (predicted_mbps,) = self._predict([weights], usable, request)
-            current_predicted_mbps = None
-        else:
-            predicted_mbps, current_predicted_mbps = self._predict(
-                [weights, request.current], usable, request
-            )
-        return Proposal(
-            weights=weights,
-            predicted_mbps=predicted_mbps,
-            current_predicted_mbps=current_predicted_mbps,
-            usable=frozenset(usable),
-            reason=reason,
+        risk = {p.access: p.outage_probability for p in request.paths}
+        return _Plan(
+            request, usable, selected, weights, weighed, reason, risk, self._stall_fraction(request)
         )
+
+    def _weigh_all(self, plans: Sequence[_Plan]) -> None:
+        """The weighing rule over each plan's selected paths; with a rule for many at once,
+        one call per number of paths."""
+        if self._weigh_many is None:
+            for plan in plans:
+                chosen = self._weigh(
+                    *plan.beliefs(plan.selected),
+                    self.config.max_weight,
+                    self.config.quantile,
+                    np.array([plan.risk[a] for a in plan.selected]),
+                    plan.stall_fraction,
+                )
+                plan.weigh(np.asarray(chosen))
+            return
+        for group in _by_size(plans, lambda plan: len(plan.selected)):
+            beliefs = [plan.beliefs(plan.selected) for plan in group]
+            chosen = self._weigh_many(
+                np.array([means for means, _ in beliefs]),
+                np.array([stddevs for _, stddevs in beliefs]),
+                self.config.max_weight,
+                self.config.quantile,
+                np.array([[plan.risk[a] for a in plan.selected] for plan in group]),
+                np.array([plan.stall_fraction for plan in group]),
+            )
+            for plan, row in zip(group, chosen, strict=True):
+                plan.weigh(row)
+
+    def _predict_all(self, plans: Sequence[_Plan]) -> None:
+        """Predicted aggregate of each plan's weights and of the weights in force (a weighted
+        path without a usable estimate counts as dead), one array call per number of paths."""
+        jobs: list[tuple[_Plan, int, list[str], Mapping[str, int]]] = []
+        for plan in plans:
+            sets: list[Mapping[str, int]] = [plan.weights]
+            if plan.request.current is not None:
+                sets.append(plan.request.current)
+            for index, weights in enumerate(sets):
+                jobs.append((plan, index, sorted(set(weights) | set(plan.usable)), weights))
+        if not self._uncertainty_aware:
+            for plan, index, accesses, weights in jobs:
+                means, _ = plan.beliefs(accesses)
+                row = [float(weights.get(a, 0)) for a in accesses]
+                plan.predicted[index] = aggregate_mbps(row, means.tolist())
+            return
+        for group in _by_size(jobs, lambda job: len(job[2])):
+            beliefs = [plan.beliefs(accesses) for plan, _, accesses, _ in group]
+            scores = scores_many(
+                np.array([[[w.get(a, 0) for a in accesses]] for _, _, accesses, w in group]),
+                np.array([means for means, _ in beliefs]),
+                np.array([stddevs for _, stddevs in beliefs]),
+                self.config.quantile,
+                np.array(
+                    [[plan.risk.get(a, 0.0) for a in accesses] for plan, _, accesses, _ in group]
+                ),
+                np.array([plan.stall_fraction for plan, *_ in group]),
+            )
+            for (plan, index, _, _), score in zip(group, scores[:, 0], strict=True):
+                plan.predicted[index] = float(score)
 
     def _stall_fraction(self, request: PolicyInput) -> float:
         interval = max(request.decision_interval_s, 1e-3)
         return min(1.0, self.config.outage_stall_s / interval)
-
-    def _predict(
-        self,
-        weight_sets: Sequence[Mapping[str, int]],
-        usable: Mapping[str, CapacityEstimate],
-        request: PolicyInput,
-    ) -> list[float]:
-        """Predicted aggregate of each weight set; a weighted path without a usable estimate
-        counts as dead. Sets over the same paths are scored together, from the same draws."""
-        accesses = sorted(set(weight_sets[0]) | set(usable))
-        if any(sorted(set(w) | set(usable)) != accesses for w in weight_sets[1:]):
-            return [self._predict([w], usable, request)[0] for w in weight_sets]
-        w = np.array([[ws.get(a, 0) for a in accesses] for ws in weight_sets], dtype=np.float64)
-        means = np.array([usable[a].capacity_mbps if a in usable else 0.0 for a in accesses])
-        if not self._uncertainty_aware:
-            return [aggregate_mbps(row, means.tolist()) for row in w.tolist()]
-        stddevs = np.array([usable[a].stddev_mbps if a in usable else 0.0 for a in accesses])
-        risk = {p.access: p.outage_probability for p in request.paths}
-        scores = scores_mbps(
-            w,
-            means,
-            stddevs,
-            self.config.quantile,
-            np.array([risk.get(a, 0.0) for a in accesses]),
-            self._stall_fraction(request),
-        )
-        return [float(score) for score in scores]
 
     def _usable(self, estimate: CapacityEstimate | None, now_s: float) -> bool:
         return (
@@ -245,6 +285,52 @@ class WeightPolicy:
         floor_mbps = largest * self.config.min_share_of_largest
         kept = [a for a in selected if capacity[a] > 0 and capacity[a] >= floor_mbps]
         return kept or selected[:1]
+
+
+@dataclass
+class _Plan:
+    """One request on its way to a proposal: the paths chosen, then weighed, then predicted."""
+
+    request: PolicyInput
+    usable: dict[str, CapacityEstimate]
+    selected: list[str]
+    weights: dict[str, int]
+    weighed: bool  # whether the weighing rule sets the selected paths' weights
+    reason: str
+    risk: dict[str, float]
+    stall_fraction: float
+    predicted: list[float] = field(default_factory=lambda: [0.0, 0.0])
+
+    def beliefs(self, accesses: Sequence[str]) -> tuple[FloatArray, FloatArray]:
+        """Means and standard deviations of these accesses (0 for one without an estimate)."""
+        known = [self.usable.get(a) for a in accesses]
+        return (
+            np.array([e.capacity_mbps if e is not None else 0.0 for e in known]),
+            np.array([e.stddev_mbps if e is not None else 0.0 for e in known]),
+        )
+
+    def weigh(self, chosen: npt.NDArray[Any]) -> None:
+        self.weights.update(zip(self.selected, (int(w) for w in chosen), strict=True))
+
+    def proposal(self) -> Proposal:
+        return Proposal(
+            weights=self.weights,
+            predicted_mbps=self.predicted[0],
+            current_predicted_mbps=self.predicted[1] if self.request.current is not None else None,
+            usable=frozenset(self.usable),
+            reason=self.reason,
+        )
+
+
+Item = TypeVar("Item")
+
+
+def _by_size(items: Sequence[Item], size: Callable[[Item], int]) -> list[list[Item]]:
+    """The items grouped by a size (the arrays of one group stack), in first-seen order."""
+    groups: dict[int, list[Item]] = {}
+    for item in items:
+        groups.setdefault(size(item), []).append(item)
+    return list(groups.values())
 
 
 def _estimate(path: PathView) -> CapacityEstimate:
@@ -298,7 +384,9 @@ def make_policy(name: str, config: PolicyConfig | None = None) -> WeightPolicy:
     """The named policy. The baselines read point estimates and keep every path, as published."""
     config = config or PolicyConfig()
     if name == "optimal":
-        return WeightPolicy(name, robust_weights, config, uncertainty_aware=True)
+        return WeightPolicy(
+            name, robust_weights, config, uncertainty_aware=True, weigh_many=robust_weights_many
+        )
     if name == "proportional":
         return WeightPolicy(name, _proportional, _as_published(config), uncertainty_aware=False)
     if name == "rr":
