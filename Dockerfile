@@ -11,14 +11,15 @@ ADD https://packagecloud.io/o-ran-sc/release/packages/debian/stretch/rmr_${RMR_V
 RUN dpkg -i /tmp/rmr.deb && rm /tmp/rmr.deb
 
 # Wheels of the xApp and its runtime dependencies: hiredis (pulled in by ricsdl) has no wheel
-# for this Python and needs a compiler, which stays in this stage.
+# for this Python and needs a compiler, and so does the fast E2 reader's C core; the compiler
+# stays in this stage.
 FROM python:3.11.10-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE NOTICE ./
+COPY pyproject.toml setup.py README.md LICENSE NOTICE ./
 COPY atsss ./atsss
 COPY core ./core
 COPY kpm ./kpm
@@ -44,6 +45,7 @@ RUN ldconfig \
     && pip install --no-index --find-links /wheels "atsss-xapp[xapp]==${VERSION}" \
     && rm -rf /wheels \
     && python -c "from kpm.codec import compile_all; compile_all()" \
+    && python -c "import kpm.fast_message as f; assert f.COMPILED, 'no C core in the wheel'" \
     && useradd --system --uid 10001 --user-group --no-create-home atsss
 # The descriptor is the configuration (its controls); a RIC mounts its own over it.
 COPY xapp-descriptor.json /opt/ric/config/config-file.json

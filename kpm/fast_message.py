@@ -30,8 +30,11 @@ same grammar: the same value), which replaces some forty field reads per UE.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
-from collections.abc import Sequence
+import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from kpm.reports import IndicationReport, MeasurementRecord, ReportProblem
@@ -59,6 +62,34 @@ FAST_LAYOUTS: tuple[KpmVersion, ...] = tuple(FORMAT3_IN_ROOT)
 _PRINTABLE = frozenset(
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789 '()+,-./:=?"
 )
+
+
+# The C core, where `pip install` could build it (a compiler was there); this module's Python
+# reads the same otherwise. ATSSS_PURE_PYTHON=1 leaves the core out (to compare, or to rule it
+# out of a problem).
+_core: Any = None
+if os.environ.get("ATSSS_PURE_PYTHON", "") != "1":
+    try:
+        _core = importlib.import_module("kpm._fast_message")
+    except ImportError:
+        _core = None
+    else:
+        _core.configure(MeasurementRecord, IndicationReport, ReportProblem)
+
+COMPILED = _core is not None  # whether read_message uses the C core by default
+_default_compiled = COMPILED
+
+
+@contextlib.contextmanager
+def python_twin_by_default() -> Iterator[None]:
+    """Within the block ``read_message`` reads with the Python twin unless told otherwise (the
+    benches time the two on the same bytes)."""
+    global _default_compiled
+    before, _default_compiled = _default_compiled, False
+    try:
+        yield
+    finally:
+        _default_compiled = before
 
 
 class _HandOverError(Exception):
@@ -179,13 +210,27 @@ class _Bits:
 
 
 def read_message(
-    data: bytes, version: KpmVersion, subscribed_names: Sequence[str] = ()
+    data: bytes,
+    version: KpmVersion,
+    subscribed_names: Sequence[str] = (),
+    *,
+    compiled: bool | None = None,
 ) -> IndicationReport | None:
     """The report in ``data``, or None when this reader cannot show the bytes are a canonical
-    Format 1 or Format 3 message of ``version`` (the generic reader then decides)."""
+    Format 1 or Format 3 message of ``version`` (the generic reader then decides).
+
+    ``compiled``: read with the C core (``kpm/_fast_message.c``, built by ``pip install``
+    where a compiler is) or with this module's Python; None: the core where it was built."""
     in_root = FORMAT3_IN_ROOT.get(version)
     if in_root is None or not data:
         return None
+    if compiled is None:
+        compiled = _default_compiled
+    if compiled:
+        if _core is None:
+            raise RuntimeError("the compiled reader kpm._fast_message was not built here")
+        report: IndicationReport | None = _core.read_message(data, in_root, tuple(subscribed_names))
+        return report
     try:
         return _Reader(data, subscribed_names).message(in_root)
     except _HandOverError:
