@@ -22,16 +22,14 @@ esac
 # loopback with dry-run agents and no Redis: it needs none of them.
 SYSTEM_PACKAGES=(redis-server iperf3 iproute2 mptcpize chromium)
 
-# A C compiler for the fast E2 reader's core (kpm/_fast_message.c), in both modes: without one
-# the install still works and the reader's pure-Python twin reads, about twice as slowly.
+# A C compiler for the fast E2 reader's core (kpm/_fast_message.c): the tests compare it with
+# its pure-Python twin. The demo does without (the twin reads, about twice as slowly) unless a
+# compiler is there anyway.
 BUILD_PACKAGES=(gcc libc6-dev)
 
 missing=()
-for pkg in "${BUILD_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
-done
 if [ "$mode" = all ]; then
-  for pkg in "${SYSTEM_PACKAGES[@]}"; do
+  for pkg in "${BUILD_PACKAGES[@]}" "${SYSTEM_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
   done
 fi
@@ -62,7 +60,7 @@ if [ -z "$python" ]; then
 fi
 
 # The core also needs the interpreter's headers (Debian's own Python keeps them apart).
-if ! "$python" -c 'import os, sys, sysconfig
+if [ "$mode" = all ] && ! "$python" -c 'import os, sys, sysconfig
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
     echo "setup: installing python3.11-dev (headers for the E2 reader's C core)"
@@ -76,7 +74,7 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 # Installed again when the dependencies or the C core change (the core is built at install).
-stamp=.venv/.installed-$(cat pyproject.toml setup.py kpm/_fast_message.c | sha256sum | cut -c1-16)
+stamp=.venv/.installed-$(sha256sum pyproject.toml setup.py kpm/_fast_message.c | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its dependencies into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
