@@ -26,6 +26,7 @@ from core.domain import (
 from tests.helpers import estimate
 from tests.servers import misbehaving_server
 from tests.test_agent_api import TOKEN, agent, write_config
+from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.agent_sink import AgentWeightSink
 from xapp.adapters.memory_store import MemoryStateStore
@@ -94,6 +95,28 @@ def test_a_lost_answer_does_not_lock_the_xapp_out(tmp_path: Path) -> None:
         assert held.sequence == 1
         assert dict(held.weights) == {"nr": 30, "wifi": 100, "lifi": 1}
         sink.push(weight_set({"nr": 1, "wifi": 1, "lifi": 1}, held.sequence + 1))
+
+
+def test_a_refusal_after_timeouts_still_says_what_the_agent_holds(tmp_path: Path) -> None:
+    """Pushes whose answers were lost to timeouts (counted as the agent's failures), then a 409
+    for the sequence it already applied: the refusal settles what it holds all the same, so
+    the next push follows its sequence (before, the 409 was not settled after two failures and
+    the loop sent the refused sequence again every step)."""
+    config, port = write_config(tmp_path)
+    clock = [0.0]
+    sink = AgentWeightSink(
+        {}, AgentEndpoint(f"http://127.0.0.1:{port}", TOKEN), book=AgentBook(clock=lambda: clock[0])
+    )
+    with agent(config, port):
+        sink.push(weight_set({"nr": 30, "wifi": 100, "lifi": 1}, 1))
+        key = sink.book_key("cpe-1", Direction.DOWNLINK)
+        sink.book.failed(key, "the call's deadline passed (2 s)")
+        sink.book.failed(key, "the call's deadline passed (2 s)")
+        clock[0] += 60  # the backoff has run out: the agent is called again
+        with pytest.raises(WeightPushError, match="holds sequence 1") as refused:
+            sink.push(weight_set({"nr": 2, "wifi": 3, "lifi": 1}, 1))
+        assert refused.value.held is not None
+        assert refused.value.held.sequence == 1
 
 
 @contextlib.contextmanager

@@ -96,6 +96,11 @@ class AgentWeightSink:
             return
         if response.status_code in (401, 403):  # will not change until someone fixes it
             self.book.failed(key, refusal(agent, response))
+        if response.status_code == 409:
+            # A refusal is an answer: the agent is there, and asking what it holds is what lets
+            # the next push follow its sequence (after answers lost to earlier timeouts, not
+            # asking repeated the refused sequence every step for as long as the agent lived).
+            self.book.succeeded(key)
         if response.status_code == 409 or response.status_code >= 500:
             self._settle(weight_set, refusal(agent, response))
             return

@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
@@ -215,53 +216,65 @@ class IndicationProcessor:
         records: Iterable[MeasurementRecord],
         indication: e2ap.Indication,
     ) -> list[KpiSample]:
+        """The records as samples, per CPE, direction and period. A Format 3 message repeats
+        the same names, labels and UE keys for each of its thousand UEs: what each stands for
+        (its catalogue entry, its CPE, its key in the sample) is looked up once per indication
+        (by identity, for the tuples and dicts the readers share between a UE's records)."""
         node = context.config.node
-        per_ue: dict[tuple[str, int], list[tuple[Measurement, MeasurementRecord]]] = defaultdict(
-            list
-        )
-        per_cell: dict[int, list[tuple[Measurement, MeasurementRecord]]] = defaultdict(list)
+        per_ue: dict[tuple[str, int], list[tuple[_Use, float]]] = defaultdict(list)
+        per_cell: dict[int, list[tuple[_Use, float]]] = defaultdict(list)
+        entries: dict[str, Measurement | None] = {}
+        uses: dict[tuple[str, int], _Use] = {}
+        cpe_of_keys: dict[int, str | None] = {}  # id(ue_keys): alive while records is
+        cell_report = context.config.report == "cell"
         for record in records:
-            entry = self._catalogue.get(record.name)
+            name = record.name
+            entry = (
+                entries[name]
+                if name in entries
+                else entries.setdefault(name, self._catalogue.get(name))
+            )
             if entry is None:
                 self.reject(
                     node,
                     "unknown-measurement",
-                    f"unknown measName {record.name!r}",
+                    f"unknown measName {name!r}",
                     data=indication.message,
                 )
                 continue
-            if record.value is None:
+            value = record.value
+            if value is None:
                 continue  # noValue: the node had nothing to report for this period
-            problem = entry.check(record.value)
-            if problem is not None:
-                self.reject(node, "out-of-range", problem, data=indication.message)
+            if not entry.min <= value <= entry.max:  # NaN too: Measurement.check words it
+                self.reject(node, "out-of-range", entry.check(value) or "", data=indication.message)
                 continue
-            if record.ue_keys:
-                cpe_id = self._cpe_for(node, record.ue_keys)
+            use = uses.get((name, id(record.labels)))
+            if use is None:
+                use = uses[(name, id(record.labels))] = _Use.of(entry, record)
+            keys = record.ue_keys
+            if keys:
+                cpe_id = cpe_of_keys.get(id(keys), _UNSEEN)
+                if cpe_id is _UNSEEN:
+                    cpe_id = cpe_of_keys[id(keys)] = self._cpe_for(node, keys)
                 if cpe_id is None:
-                    self.reject(node, "unknown-ue", f"no CPE configured for UE {record.ue_keys[0]}")
+                    self.reject(node, "unknown-ue", f"no CPE configured for UE {keys[0]}")
                     continue
-                per_ue[(cpe_id, record.period_index)].append((entry, record))
-            elif entry.scope == Scope.CELL or context.config.report == "cell":
-                per_cell[record.period_index].append((entry, record))
+                per_ue[(cpe_id, record.period_index)].append((use, value))
+            elif entry.scope == Scope.CELL or cell_report:
+                per_cell[record.period_index].append((use, value))
         periods = {p for _, p in per_ue} | set(per_cell)
         samples: list[KpiSample] = []
+        access = context.config.access
         for period in sorted(periods):
             cell = per_cell.get(period, [])
             cpe_ids = {c for c, p in per_ue if p == period} | (
                 set(self._cpes_by_node.get(node, [])) if cell else set()
             )
+            time_s = start_s + (period + 1) * period_s
             for cpe_id in sorted(cpe_ids):
                 items = per_ue.get((cpe_id, period), []) + cell
                 for direction in (Direction.DOWNLINK, Direction.UPLINK):
-                    sample = self._sample(
-                        cpe_id,
-                        context.config.access,
-                        direction,
-                        start_s + (period + 1) * period_s,
-                        period_s,
-                        items,
-                    )
+                    sample = self._sample(cpe_id, access, direction, time_s, period_s, items)
                     if sample is not None:
                         samples.append(sample)
         return samples
@@ -280,24 +293,20 @@ class IndicationProcessor:
         direction: Direction,
         time_s: float,
         period_s: float,
-        items: Sequence[tuple[Measurement, MeasurementRecord]],
+        items: Sequence[tuple[_Use, float]],
     ) -> KpiSample | None:
-        wanted = (
-            MeasurementDirection.DOWNLINK
-            if direction == Direction.DOWNLINK
-            else MeasurementDirection.UPLINK
-        )
+        downlink = direction == Direction.DOWNLINK
         measurements: dict[str, float] = {}
         throughput: float | None = None
         available: bool | None = None
-        for entry, record in items:
-            if entry.direction not in (wanted, MeasurementDirection.BOTH):
+        for use, reported in items:
+            if not (use.downlink if downlink else use.uplink):
                 continue
-            value = entry.canonical_value(record.value or 0.0)
-            measurements[_measurement_key(record)] = value
-            if entry.role == "throughput":
+            value = reported * use.scale
+            measurements[use.key] = value
+            if use.role == "throughput":
                 throughput = value
-            elif entry.role == "link_state":
+            elif use.role == "link_state":
                 available = value >= 0.5
         if not measurements:
             return None
@@ -310,6 +319,31 @@ class IndicationProcessor:
             throughput_mbps=throughput,
             available=available,
             measurements=measurements,
+        )
+
+
+_UNSEEN: Any = object()
+
+
+@dataclass(frozen=True, slots=True)
+class _Use:
+    """What a measurement (a name with its labels) stands for in a sample."""
+
+    key: str  # its key in the sample's measurements
+    downlink: bool  # it belongs in the downlink sample
+    uplink: bool
+    role: str
+    scale: float  # reported unit → canonical unit
+
+    @staticmethod
+    def of(entry: Measurement, record: MeasurementRecord) -> _Use:
+        both = entry.direction == MeasurementDirection.BOTH
+        return _Use(
+            _measurement_key(record),
+            both or entry.direction == MeasurementDirection.DOWNLINK,
+            both or entry.direction == MeasurementDirection.UPLINK,
+            entry.role,
+            entry.scale_to,
         )
 
 
