@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 # Sets in one batch: 256 of a few hundred bytes each stay well inside the 64 KiB body cap.
 MAX_BATCH_SETS = 256
+# Sets per page of `GET /v1/weights/{direction}/held`: about 120 kB, under the xApp's cap on an
+# agent's answer (256 KiB).
+MAX_HELD_PAGE = 500
 
 
 class WeightsBody(BaseModel):
@@ -188,6 +191,19 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             "effective": service.effective(chosen),
             "carrier_down": service.carrier_down,
         }
+
+    @app.get("/v1/weights/{direction}/held")
+    def get_held_weights(
+        direction: Direction,
+        who: Annotated[str, Depends(caller)],
+        after: Annotated[str, Query(max_length=200)] = "",
+        limit: Annotated[int, Query(ge=1, le=MAX_HELD_PAGE)] = MAX_HELD_PAGE,
+    ) -> dict[str, Any]:
+        """Every CPE's set in force for the direction, a page at a time in the order of the
+        CPE ids: a restarted xApp asks the proxy's agent this once per page, not once per CPE.
+        ``next``: the ``after`` of the next page, or null on the last."""
+        page, more = service.applied_page(direction, after, limit)
+        return {"held": [a.__dict__ for a in page], "next": page[-1].cpe_id if more else None}
 
     @app.get("/v1/events")
     async def events(

@@ -115,6 +115,18 @@ class WeightService:
         with self._lock:
             return self._applied.get(cpe_id)
 
+    def applied_page(
+        self, direction: Direction, after: str, limit: int
+    ) -> tuple[list[AppliedWeights], bool]:
+        """The direction's sets in force of the CPEs after ``after`` in the order of their ids,
+        at most ``limit``, and whether more follow (a restarted xApp learns a fleet's in
+        pages)."""
+        with self._lock:
+            ids = sorted(
+                c for c, a in self._applied.items() if c > after and a.direction == direction.value
+            )
+            return [self._applied[c] for c in ids[:limit]], len(ids) > limit
+
     def validate(self, update: WeightUpdate) -> list[PathWeight]:
         if update.direction not in self.directions:
             raise UpdateRejectedError(

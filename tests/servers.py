@@ -89,7 +89,8 @@ def uvicorn_thread(app: Any, port: int | None = None) -> Iterator[int]:
 def misbehaving_server(kind: str) -> Iterator[int]:
     """A loopback TCP server that misbehaves, on the port it yields. ``silent``: accepts and
     never answers (a hung agent, a DBAAS address that is not Redis); ``trickle``: answers an
-    HTTP 200 whose body comes a byte every 0.3 s."""
+    HTTP 200 whose body comes a byte every 0.3 s; ``not-found``: answers 404 to every request
+    (an agent of an older release, without the endpoint asked)."""
     server = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
@@ -102,6 +103,15 @@ def misbehaving_server(kind: str) -> Iterator[int]:
             except TimeoutError:
                 continue
             held.append(connection)
+            if kind == "not-found":
+                with contextlib.suppress(OSError):
+                    connection.recv(65536)
+                    connection.sendall(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 22\r\nConnection: close\r\n"
+                        b'\r\n{"detail":"Not Found"}'
+                    )
+                connection.close()
+                continue
             if kind == "trickle":
                 connection.recv(65536)
                 connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")

@@ -28,7 +28,7 @@ from tests.servers import misbehaving_server
 from tests.test_agent_api import TOKEN, agent, write_config
 from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_http import AgentEndpoint
-from xapp.adapters.agent_sink import AgentWeightSink
+from xapp.adapters.agent_sink import AgentWeightSink, HeldListingUnsupportedError
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
 from xapp.policy.weight_policy import make_policy
@@ -220,9 +220,27 @@ def test_a_thousand_cpes_downlink_sets_reach_the_proxy_in_batches(tmp_path: Path
         assert "sequence 7 is not after 7" in refused
         held = client.get("/v1/weights/downlink", params={"cpe_id": "cpe-777"}).json()
         assert held["applied"]["weights"] == {"nr": 28, "wifi": 100, "lifi": 1}
+        # What a restarted xApp learns from the proxy in two pages, not a thousand requests.
+        page = client.get("/v1/weights/downlink/held").json()
+        assert len(page["held"]) == 500
+        assert page["next"] == page["held"][-1]["cpe_id"]
+        listed = sink.held_sets(proxy, Direction.DOWNLINK)
+        assert {c: dict(s.weights) for c, s in listed.items()} == {
+            s.cpe_id: dict(s.weights) for s in sets
+        }
+        assert {s.sequence for s in listed.values()} == {7}
+        assert client.get("/v1/weights/uplink/held").json() == {"held": [], "next": None}
     (batches,) = sink._batches.values()
     assert batches.batches < 200, batches.batches  # a thousand sets, a few requests
     assert batches.largest > 1
+
+
+def test_an_agent_without_the_held_listing_says_so() -> None:
+    """An agent of an older release answers 404 to the listing: the caller asks it per CPE."""
+    with misbehaving_server("not-found") as port, pytest.raises(HeldListingUnsupportedError):
+        AgentWeightSink({}, AgentEndpoint(f"http://127.0.0.1:{port}")).held_sets(
+            AgentEndpoint(f"http://127.0.0.1:{port}"), Direction.DOWNLINK
+        )
 
 
 def test_an_agent_without_the_batch_endpoint_gets_its_sets_one_by_one(tmp_path: Path) -> None:

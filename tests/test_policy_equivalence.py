@@ -10,6 +10,7 @@ import itertools
 from collections.abc import Mapping
 from functools import cache
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -311,7 +312,7 @@ def test_robust_weights_and_scores_equal_the_reference(
 
 
 @st.composite
-def fleets_of_beliefs(draw: st.DrawFn) -> tuple[list[tuple[FloatArray, ...]], float, int]:
+def fleets_of_beliefs(draw: st.DrawFn) -> tuple[list[tuple[Any, ...]], float, int]:
     """Several CPEs' beliefs over the same number of paths, with one quantile."""
     paths = draw(st.integers(1, 4))
     rows = draw(st.lists(beliefs().filter(lambda b: len(b[0]) == paths), min_size=1, max_size=5))
@@ -321,9 +322,9 @@ def fleets_of_beliefs(draw: st.DrawFn) -> tuple[list[tuple[FloatArray, ...]], fl
 @settings(max_examples=300, deadline=None)
 @given(fleets_of_beliefs(), max_weights)
 def test_many_cpes_at_once_decide_and_score_as_one_by_one(
-    fleet: tuple[list[tuple[FloatArray, ...]], float, int], max_weight: int
+    fleet: tuple[list[tuple[Any, ...]], float, int], max_weight: int
 ) -> None:
-    rows, quantile, paths = fleet
+    rows, quantile, _ = fleet
     means, stddevs, risks, stalls = (np.array([row[k] for row in rows]) for k in range(4))
     chosen = robust.robust_weights_many(means, stddevs, max_weight, quantile, risks, stalls)
     for n, (m, s, r, stall) in enumerate(rows):
@@ -332,8 +333,8 @@ def test_many_cpes_at_once_decide_and_score_as_one_by_one(
     sets = np.stack([chosen, np.ones_like(chosen), np.zeros_like(chosen)], axis=1)
     scores = robust.scores_many(sets, means, stddevs, quantile, risks, stalls)
     for n, (m, s, r, stall) in enumerate(rows):
-        one = robust.scores_mbps(sets[n], m, s, quantile, r, float(stall))
-        np.testing.assert_array_equal(scores[n], one)
+        alone = robust.scores_mbps(sets[n], m, s, quantile, r, float(stall))
+        np.testing.assert_array_equal(scores[n], alone)
 
 
 @settings(max_examples=200, deadline=None)

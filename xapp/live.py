@@ -40,7 +40,7 @@ from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_events import AccessEvent, AgentEventWatcher
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
-from xapp.adapters.agent_sink import AgentWeightSink
+from xapp.adapters.agent_sink import AgentWeightSink, HeldListingUnsupportedError
 from xapp.adapters.cached_state import CachedState
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop, StepOutcome
@@ -145,7 +145,10 @@ class LiveControl:
         # (CPE, direction) whose agent said what it holds (since the CPE became ours), and the
         # askings under way; a CPE and direction is decided for only once its agent answered.
         self._enrolled: set[tuple[str, Direction]] = set()
-        self._enrolling: dict[tuple[str, Direction], Future[str | None]] = {}
+        # Each CPE direction's question to its agent; the proxy's is one for many CPEs, whose
+        # answer is a dict of outcomes (``_outcome`` reads either).
+        self._enrolling: dict[tuple[str, Direction], Future[Any]] = {}
+        self._no_held_listing: set[str] = set()  # agents without GET /v1/weights/…/held
         self._calls: ThreadPoolExecutor | None = None
         self._health_checks: dict[str, Future[dict[str, Any] | None]] = {}
         self._recheck: set[str] = set()  # agents whose event stream saw a restart
@@ -408,11 +411,14 @@ class LiveControl:
     def _enrol(self, cpes: Sequence[Cpe]) -> None:
         """Ask, side by side, the agents of ``cpes`` not heard from yet what they hold; wait
         for them as long as a step waits for its pushes (a fast agent is in at once, a slow
-        or hung one later, or at a later try: it keeps only its own CPE out meanwhile)."""
+        or hung one later, or at a later try: it keeps only its own CPE out meanwhile). The
+        proxy's agent, which serves every CPE, is asked once for all of them (its held sets
+        in pages), not once per CPE."""
         for key in [k for k, future in self._enrolling.items() if future.done()]:
-            if self._enrolling.pop(key).result() is None:
+            if _outcome(self._enrolling.pop(key), key) is None:
                 self._enrolled.add(key)
-        asked = []
+        asked: list[tuple[str, Direction]] = []
+        shared: dict[tuple[str, Direction], list[tuple[str, Direction]]] = {}
         for cpe in cpes:
             for direction in self.settings.directions:
                 key = (cpe.cpe_id, direction)
@@ -421,17 +427,66 @@ class LiveControl:
                     continue
                 if self.book.left_alone(self.sink.book_key(*key)) is not None:
                     continue  # asked again once its backoff has run out
+                if self._serves_many(endpoint):
+                    shared.setdefault((endpoint.base_url, direction), []).append(key)
+                    continue
                 self._enrolling[key] = self._pool().submit(self._ask_agent, *key)
                 asked.append(key)
+        for keys in shared.values():
+            together = self._pool().submit(self._ask_agent_for_many, keys)
+            for key in keys:
+                self._enrolling[key] = together
+            asked += keys
         if asked:
-            wait([self._enrolling[k] for k in asked], timeout=min(0.5, self.settings.period_s / 2))
+            futures = {id(f): f for f in (self._enrolling[k] for k in asked)}
+            wait(futures.values(), timeout=min(0.5, self.settings.period_s / 2))
             for key in asked:
                 future = self._enrolling[key]
                 if future.done():
                     del self._enrolling[key]
-                    if future.result() is None:
+                    if _outcome(future, key) is None:
                         self._enrolled.add(key)
         self._log_progress(cpes)
+
+    def _serves_many(self, endpoint: AgentEndpoint) -> bool:
+        """The proxy's agent (every CPE's downlink), unless it cannot list what it holds."""
+        proxy = self.settings.proxy_agent
+        return (
+            proxy is not None
+            and endpoint.base_url == proxy.base_url
+            and endpoint.base_url not in self._no_held_listing
+        )
+
+    def _ask_agent_for_many(
+        self, keys: Sequence[tuple[str, Direction]]
+    ) -> dict[tuple[str, Direction], str | None]:
+        """``_ask_agent`` for many CPEs of one agent and direction: its lever once, then every
+        set it holds in a few pages; each key's outcome."""
+        endpoint = self.sink.endpoint(*keys[0])
+        if endpoint is None:
+            return dict.fromkeys(keys)
+        url, direction = endpoint.base_url, keys[0][1]
+        if url not in self.levers:
+            try:
+                lever = _lever(endpoint)
+            except LiveSetupError as error:
+                self.book.failed(url, str(error))
+                return dict.fromkeys(keys, str(error))
+            self.levers[url] = lever
+            self._note_lever(lever)
+        try:
+            held = self.sink.held_sets(endpoint, direction)
+        except HeldListingUnsupportedError:
+            self._no_held_listing.add(url)
+            return dict.fromkeys(keys, f"agent at {url} lists no held sets: asked per CPE")
+        except WeightPushError as error:
+            return dict.fromkeys(keys, str(error))
+        wanted = {cpe_id for cpe_id, _ in keys}
+        try:
+            self.state.save_weights_many([s for c, s in held.items() if c in wanted])
+        except Exception as error:  # SDL did not take them (ricsdl raises its own types)
+            return dict.fromkeys(keys, f"what the agent holds not recorded: {error}")
+        return dict.fromkeys(keys)
 
     def _ask_agent(self, cpe_id: str, direction: Direction) -> str | None:
         """The agent's lever (once per agent) and what it holds for the CPE and direction;
@@ -696,6 +751,14 @@ def _health(agent: AgentEndpoint) -> dict[str, Any] | None:
 
 
 LEVERS = ("weights", "active-backup")
+
+
+def _outcome(future: Future[Any], key: tuple[str, Direction]) -> str | None:
+    """A finished enrolment question's outcome for ``key``: None when its agent answered."""
+    outcome = future.result()
+    if isinstance(outcome, dict):
+        return outcome.get(key, "not among the agent's answers")  # type: ignore[no-any-return]
+    return outcome  # type: ignore[no-any-return]
 
 
 def _lever(agent: AgentEndpoint) -> str:

@@ -29,6 +29,23 @@ PROXY_BATCH = 256
 BATCH_S_PER_SET = 0.005
 
 
+class HeldListingUnsupportedError(Exception):
+    """The agent has no listing of its held sets (an older agent): ask it per CPE."""
+
+
+def _held_set(cpe_id: str, direction: Direction, applied: Any) -> WeightSet:
+    """A set an agent says it holds (``ValueError``, ``KeyError``, ``TypeError`` or
+    ``AttributeError`` when it is not one)."""
+    return WeightSet(
+        cpe_id=cpe_id,
+        direction=direction,
+        weights={str(a): int(w) for a, w in applied["weights"].items()},
+        mode=SteeringMode.LOAD_BALANCING,
+        sequence=int(applied["sequence"]),
+        reason=f"in force at the agent (by {applied.get('requested_by', '?')})",
+    )
+
+
 class _BatchUnsupportedError(Exception):
     """The agent has no batch endpoint (an older agent): push its sets one by one."""
 
@@ -219,21 +236,53 @@ class AgentWeightSink:
                 self.book.failed(key, refusal(agent, response))
             raise WeightPushError(refusal(agent, response))
         try:
-            applied = response.json()["applied"]
-            held = WeightSet(
-                cpe_id=cpe_id,
-                direction=direction,
-                weights={str(a): int(w) for a, w in applied["weights"].items()},
-                mode=SteeringMode.LOAD_BALANCING,
-                sequence=int(applied["sequence"]),
-                reason=f"in force at the agent (by {applied.get('requested_by', '?')})",
-            )
+            held = _held_set(cpe_id, direction, response.json()["applied"])
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             problem = f"agent at {agent.base_url}: its answer is not a weight set: {error}"
             self.book.failed(key, problem)
             raise WeightPushError(problem) from error
         self.book.succeeded(key)
         return held
+
+    def held_sets(self, agent: AgentEndpoint, direction: Direction) -> dict[str, WeightSet]:
+        """Every set the agent holds for the direction, by CPE, read a page at a time
+        (``GET /v1/weights/{direction}/held``): how a restarted xApp learns what the proxy's
+        agent holds for a fleet in a few requests rather than one per CPE. Raises
+        ``HeldListingUnsupportedError`` for an agent without the endpoint (ask it per CPE)."""
+        held: dict[str, WeightSet] = {}
+        after = ""
+        while True:
+            try:
+                response = request_within(
+                    agent,
+                    "GET",
+                    f"/v1/weights/{direction.value}/held",
+                    self._timeout_s,
+                    params={"after": after},
+                )
+            except httpx.HTTPError as error:
+                problem = f"agent at {agent.base_url}: {error or type(error).__name__}"
+                self.book.failed(agent.base_url, problem)
+                raise WeightPushError(problem) from error
+            if response.status_code in (404, 405):
+                raise HeldListingUnsupportedError(agent.base_url)
+            if response.status_code != 200:
+                raise WeightPushError(refusal(agent, response))
+            try:
+                answer = response.json()
+                for applied in answer["held"]:
+                    cpe_id = str(applied["cpe_id"])
+                    held[cpe_id] = _held_set(cpe_id, direction, applied)
+                following = answer["next"]
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                problem = f"agent at {agent.base_url}: its list of held sets does not read: {error}"
+                self.book.failed(agent.base_url, problem)
+                raise WeightPushError(problem) from error
+            if following is None:
+                return held
+            if str(following) <= after:  # a page that does not move on would never end
+                raise WeightPushError(f"agent at {agent.base_url}: its held pages do not advance")
+            after = str(following)
 
     def book_key(self, cpe_id: str, direction: Direction) -> str:
         """Whose failures a call counts: the agent's, or for the proxy's agent, which serves
