@@ -23,6 +23,7 @@ from bench.live_system import (
 )
 from core.domain import AccessIdentity, Cpe, Direction, SteeringMode, WeightSet
 from core.sequence import SPACE, is_after, next_after
+from tests.helpers import estimate
 from tests.servers import redis_server
 from tests.test_operator_api import api, tokens_file
 from xapp.adapters.agent_book import AgentBook
@@ -104,6 +105,63 @@ def test_a_step_does_not_wait_for_a_hung_agent_s_push() -> None:
     wait_until(lambda: "cpe-b" in sink.pushed, 10, "the slow push to land")
     later = loop.step(11.0)
     assert [o.cpe_id for o in later if o.pushed is not None] == ["cpe-b"]
+    loop.close()
+
+
+class SequencedSink:
+    """An agent's rule for sequences (each push after the one in force), the first push to
+    ``slow_cpe`` taking ``slow_s``."""
+
+    def __init__(self, slow_cpe: str, slow_s: float) -> None:
+        self.slow_cpe, self.slow_s = slow_cpe, slow_s
+        self.held: dict[str, int] = {}
+        self.refused: list[str] = []
+
+    def push(self, weight_set: WeightSet) -> None:
+        if weight_set.cpe_id == self.slow_cpe and weight_set.cpe_id not in self.held:
+            time.sleep(self.slow_s)
+        held = self.held.get(weight_set.cpe_id)
+        if held is not None and weight_set.sequence <= held:
+            self.refused.append(f"{weight_set.cpe_id} {weight_set.sequence}")
+            raise WeightPushError(f"409: sequence {weight_set.sequence} is not after {held}")
+        self.held[weight_set.cpe_id] = weight_set.sequence
+
+    def in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        return None
+
+
+def test_a_push_that_lands_late_is_the_one_the_next_decision_follows() -> None:
+    """A push that outlasted its step lands before the next step; that step decides the CPE
+    again from the landed set (before: from the set before it, so it pushed the landed
+    sequence again and got 409, step after step, in a fleet's every slow step)."""
+    from tests.test_control_loop import QueueSource, TableEstimator, paper_table
+
+    sink = SequencedSink("cpe-b", 1.0)
+    estimator = TableEstimator(paper_table(10.0))
+    loop = ControlLoop(
+        cpes=[
+            Cpe(c, {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")})
+            for c in ("cpe-a", "cpe-b")
+        ],
+        directions=[Direction.DOWNLINK],
+        source=QueueSource(),
+        estimator=estimator,
+        policy=make_policy("optimal"),
+        sink=sink,
+        store=MemoryStateStore(),
+        warmup_s=0.0,
+        push_wait_s=0.1,
+    )
+    loop.step(10.0)
+    wait_until(lambda: "cpe-b" in sink.held, 10, "the slow push to land")
+    estimator.table = {
+        "nr": estimate("nr", 1190.0, at_s=11.0),
+        "wifi": estimate("wifi", 342.0, at_s=11.0),
+        "lifi": estimate("lifi", 12.1, at_s=11.0),
+    }
+    loop.step(11.0)
+    assert sink.refused == []
+    assert sink.held == {"cpe-a": 2, "cpe-b": 2}  # cpe-b: the landed push (1), then 2
     loop.close()
 
 

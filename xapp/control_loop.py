@@ -200,8 +200,12 @@ class ControlLoop:
         return self._decide_and_push([c for c in self._cpes if c.cpe_id in cpe_ids], now_s)
 
     def _decide_and_push(self, cpes: Sequence[Cpe], now_s: float) -> list[StepOutcome]:
+        # Pushes of earlier steps that landed are stored before anything is decided: this
+        # step decides those CPEs again, from the landed sets and their sequence numbers.
+        landed = _Saves()
+        outcomes = self._finish_landed(landed)
+        self._save(landed)
         saves = _Saves()
-        outcomes = self._finish_landed(saves)
         begun: list[StepOutcome | _Deciding] = []
         for cpe in cpes:
             for direction in self._directions:

@@ -149,6 +149,7 @@ class LiveControl:
         # answer is a dict of outcomes (``_outcome`` reads either).
         self._enrolling: dict[tuple[str, Direction], Future[Any]] = {}
         self._no_held_listing: set[str] = set()  # agents without GET /v1/weights/…/held
+        self._answers_until = 0.0  # monotonic: the step's waits for agents' answers end
         self._calls: ThreadPoolExecutor | None = None
         self._health_checks: dict[str, Future[dict[str, Any] | None]] = {}
         self._recheck: set[str] = set()  # agents whose event stream saw a restart
@@ -319,6 +320,9 @@ class LiveControl:
             if [c.cpe_id for c in cpes] != self._stepping:
                 self._loop.set_cpes(cpes)
                 self._stepping = [c.cpe_id for c in cpes]
+        # Agents' answers (what they hold, their health) are waited for a quarter period at
+        # most in all, a fast agent's within this step; the pushes get their own half period.
+        self._answers_until = time.monotonic() + min(0.25, self.settings.period_s / 4)
         self._enrol(cpes)
         self._check_agents(now_s, cpes)
         self.state.refresh((c.cpe_id, d) for c in cpes for d in self.settings.directions)
@@ -439,7 +443,7 @@ class LiveControl:
             asked += keys
         if asked:
             futures = {id(f): f for f in (self._enrolling[k] for k in asked)}
-            wait(futures.values(), timeout=min(0.5, self.settings.period_s / 2))
+            wait(futures.values(), timeout=self._answers_wait_s())
             for key in asked:
                 future = self._enrolling[key]
                 if future.done():
@@ -447,6 +451,10 @@ class LiveControl:
                     if _outcome(future, key) is None:
                         self._enrolled.add(key)
         self._log_progress(cpes)
+
+    def _answers_wait_s(self) -> float:
+        """What is left of the step's time for agents' answers (see ``step``)."""
+        return max(0.0, self._answers_until - time.monotonic())
 
     def _serves_many(self, endpoint: AgentEndpoint) -> bool:
         """The proxy's agent (every CPE's downlink), unless it cannot list what it holds."""
@@ -565,7 +573,7 @@ class LiveControl:
         if asked:  # an agent that answers at once is acted on in this step
             wait(
                 [self._health_checks[u] for u in asked],
-                timeout=min(0.5, self.settings.period_s / 2),
+                timeout=self._answers_wait_s(),
             )
             done = {
                 u: self._health_checks.pop(u).result()
