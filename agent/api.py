@@ -123,7 +123,17 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             "instance": instance,
             "carrier_down": service.carrier_down,
             "local_actions": [a.__dict__ for a in service.local_actions[-10:]],
+            **held_by_a_cpe(),
         }
+
+    def held_by_a_cpe() -> dict[str, Any]:
+        """A CPE's agent says in its health what it holds, per direction: a restarted xApp
+        learns its lever and its sets in one call. (The proxy's lists them by page.)"""
+        if config.role != "cpe" or config.cpe_id is None:
+            return {}
+        applied = service.applied(config.cpe_id)
+        held = {applied.direction: applied.__dict__} if applied is not None else {}
+        return {"cpe_id": config.cpe_id, "held": held}
 
     def update_from(
         body: WeightsBody, direction: Direction, who: str, request: Request

@@ -203,6 +203,11 @@ def test_cpe_agent_refuses_an_address_that_is_not_on_this_host(tmp_path: Path) -
         )
         assert refused.status_code == 400
         assert "10.254.0.1 is not an address of this host" in refused.json()["detail"]
+        # Its health says what it holds: a restarted xApp learns lever and set in one call.
+        health = client.get("/v1/health").json()
+        assert health["cpe_id"] == "cpe-1"
+        assert health["held"]["uplink"]["weights"] == {"nr": 3}
+        assert health["held"]["uplink"]["sequence"] == 1
 
 
 def test_bad_configuration_is_one_line(tmp_path: Path) -> None:

@@ -564,3 +564,20 @@ def _recording_listener() -> Iterator[tuple[str, list[str]]]:
         yield f"http://127.0.0.1:{server.getsockname()[1]}", seen
     finally:
         server.close()
+
+
+def test_a_cpe_agent_s_health_answers_what_it_holds() -> None:
+    """A CPE agent's health names its CPE and its sets: enrolment asks it once, not twice; an
+    agent whose health does not say (older, or another CPE's) is asked the usual way."""
+    from xapp.live import _held_in_health
+
+    applied = {"weights": {"nr": 3}, "sequence": 9, "requested_by": "xapp"}
+    health = {"lever": "weights", "cpe_id": "cpe-7", "held": {"uplink": applied}}
+    held = _held_in_health(health, "cpe-7", Direction.UPLINK)
+    assert isinstance(held, WeightSet)
+    assert (held.sequence, dict(held.weights)) == (9, {"nr": 3})
+    assert _held_in_health(health, "cpe-7", Direction.DOWNLINK) is None  # holds none
+    assert _held_in_health(health, "cpe-8", Direction.UPLINK) is False
+    assert _held_in_health({"lever": "weights"}, "cpe-7", Direction.UPLINK) is False
+    broken = {**health, "held": {"uplink": {"weights": "many"}}}
+    assert _held_in_health(broken, "cpe-7", Direction.UPLINK) is False

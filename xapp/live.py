@@ -40,7 +40,7 @@ from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_events import AccessEvent, AgentEventWatcher
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
 from xapp.adapters.agent_prober import AgentProber
-from xapp.adapters.agent_sink import AgentWeightSink, HeldListingUnsupportedError
+from xapp.adapters.agent_sink import AgentWeightSink, HeldListingUnsupportedError, held_set
 from xapp.adapters.cached_state import CachedState
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop, StepOutcome
@@ -498,23 +498,28 @@ class LiveControl:
 
     def _ask_agent(self, cpe_id: str, direction: Direction) -> str | None:
         """The agent's lever (once per agent) and what it holds for the CPE and direction;
-        None when it answered, else why not."""
+        None when it answered, else why not. A CPE's agent says both in its health."""
         endpoint = self.sink.endpoint(cpe_id, direction)
         if endpoint is None:
             return None
         url = endpoint.base_url
+        told: WeightSet | bool | None = False  # False: its health did not say what it holds
         if url not in self.levers:
             try:
-                lever = _lever(endpoint)
+                lever, health = _lever_and_health(endpoint)
             except LiveSetupError as error:
                 self.book.failed(url, str(error))
                 return str(error)
             self.levers[url] = lever
             self._note_lever(lever)
-        try:
-            held = self.sink.in_force(cpe_id, direction)
-        except WeightPushError as error:
-            return str(error)
+            told = _held_in_health(health, cpe_id, direction)
+        if told is False:
+            try:
+                held = self.sink.in_force(cpe_id, direction)
+            except WeightPushError as error:
+                return str(error)
+        else:
+            held = told if isinstance(told, WeightSet) else None
         if held is not None:
             try:
                 self.state.save_weights(held)
@@ -771,6 +776,29 @@ def _outcome(future: Future[Any], key: tuple[str, Direction]) -> str | None:
 
 def _lever(agent: AgentEndpoint) -> str:
     """What the agent's kernel can set: WRR weights, or only a backup flag."""
+    return _lever_and_health(agent)[0]
+
+
+def _held_in_health(
+    health: dict[str, Any], cpe_id: str, direction: Direction
+) -> WeightSet | bool | None:
+    """What a CPE's agent says in its health it holds for the direction: the set, None when it
+    holds none, False when its health does not say (an older agent, or the proxy's)."""
+    held = health.get("held")
+    if not isinstance(held, dict) or health.get("cpe_id") != cpe_id:
+        return False
+    applied = held.get(direction.value)
+    if applied is None:
+        return None
+    try:
+        return held_set(cpe_id, direction, applied)
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False  # not a set: asked the usual way
+
+
+def _lever_and_health(agent: AgentEndpoint) -> tuple[str, dict[str, Any]]:
+    """The agent's lever and its whole health answer (a CPE's agent also says there what it
+    holds, which saves a restarted xApp a second call per CPE)."""
     try:
         response = request_within(agent, "GET", "/v1/health", 2.0)
     except httpx.HTTPError as error:
@@ -780,11 +808,12 @@ def _lever(agent: AgentEndpoint) -> str:
     if response.status_code != 200:
         raise LiveSetupError(refusal(agent, response))
     try:
-        lever = response.json().get("lever", "weights")
+        health = response.json()
+        lever = health.get("lever", "weights")
     except (ValueError, AttributeError):
-        lever = None
+        health, lever = {}, None
     if lever not in LEVERS:
         raise LiveSetupError(
             f"agent at {agent.base_url}: its health is not an agent's (lever {lever!r})"
         )
-    return str(lever)
+    return str(lever), health

@@ -97,7 +97,8 @@ class AgentEventWatcher:
                     MAX_EVENTS_BYTES,
                     params={"after": after, "wait_s": wait_s},
                 )
-                response.raise_for_status()
+                if response.status_code != 200:
+                    raise ValueError(f"answered {response.status_code}")
                 answer = response.json()
                 latest, events = int(answer["latest"]), list(answer["events"])
                 seen = str(answer["instance"])

@@ -33,7 +33,7 @@ class HeldListingUnsupportedError(Exception):
     """The agent has no listing of its held sets (an older agent): ask it per CPE."""
 
 
-def _held_set(cpe_id: str, direction: Direction, applied: Any) -> WeightSet:
+def held_set(cpe_id: str, direction: Direction, applied: Any) -> WeightSet:
     """A set an agent says it holds (``ValueError``, ``KeyError``, ``TypeError`` or
     ``AttributeError`` when it is not one)."""
     return WeightSet(
@@ -176,15 +176,12 @@ class AgentWeightSink:
                 httpx.Response(
                     int(r["status"]),
                     json={"applied": r["applied"]} if "applied" in r else {"detail": r["detail"]},
-                    request=response.request,
                 )
                 for r in results
             ]
         except (ValueError, KeyError, TypeError) as error:
             problem = f"its batch answer does not read: {error}"
-            return [httpx.Response(502, json={"detail": problem}, request=response.request)] * len(
-                items
-            )
+            return [httpx.Response(502, json={"detail": problem})] * len(items)
 
     def _settle(self, weight_set: WeightSet, problem: str) -> None:
         """After an uncertain outcome, ask the agent what it holds. Our own set means the push
@@ -236,7 +233,7 @@ class AgentWeightSink:
                 self.book.failed(key, refusal(agent, response))
             raise WeightPushError(refusal(agent, response))
         try:
-            held = _held_set(cpe_id, direction, response.json()["applied"])
+            held = held_set(cpe_id, direction, response.json()["applied"])
         except (ValueError, KeyError, TypeError, AttributeError) as error:
             problem = f"agent at {agent.base_url}: its answer is not a weight set: {error}"
             self.book.failed(key, problem)
@@ -272,7 +269,7 @@ class AgentWeightSink:
                 answer = response.json()
                 for applied in answer["held"]:
                     cpe_id = str(applied["cpe_id"])
-                    held[cpe_id] = _held_set(cpe_id, direction, applied)
+                    held[cpe_id] = held_set(cpe_id, direction, applied)
                 following = answer["next"]
             except (ValueError, KeyError, TypeError, AttributeError) as error:
                 problem = f"agent at {agent.base_url}: its list of held sets does not read: {error}"

@@ -55,6 +55,9 @@ class IndicationProcessor:
         self._fast_reader = fast_reader
         self._nodes: dict[str, NodeContext] = {}
         self._cpe_by_key: dict[tuple[str, str], str] = {}
+        # A UE's whole key tuple → its CPE, remembered across indications (a node reports the
+        # same UEs every period); emptied when the CPEs change, and when it grows past bounds.
+        self._cpe_by_keys: dict[tuple[str, tuple[str, ...]], str | None] = {}
         self._cpes_by_node: dict[str, list[str]] = defaultdict(list)
         self.set_cpes(cpes)
         self.registry = registry or CollectorRegistry()
@@ -91,6 +94,7 @@ class IndicationProcessor:
                     by_key[(access.e2_node_id, key)] = cpe.cpe_id
         # Swapped whole: a transport thread reading them sees the old or the new set.
         self._cpe_by_key, self._cpes_by_node = by_key, by_node
+        self._cpe_by_keys = {}
 
     def set_node(self, config: E2NodeConfig, version: KpmVersion | None) -> None:
         self._nodes[config.node] = NodeContext(config, version or config.kpm_version)
@@ -248,14 +252,15 @@ class IndicationProcessor:
             if not entry.min <= value <= entry.max:  # NaN too: Measurement.check words it
                 self.reject(node, "out-of-range", entry.check(value) or "", data=indication.message)
                 continue
-            use = uses.get((name, id(record.labels)))
+            labels = record.labels
+            use = uses.get((name, id(labels) if labels else 0))
             if use is None:
-                use = uses[(name, id(record.labels))] = _Use.of(entry, record)
+                use = uses[(name, id(labels) if labels else 0)] = _Use.of(entry, record)
             keys = record.ue_keys
             if keys:
                 cpe_id = cpe_of_keys.get(id(keys), _UNSEEN)
                 if cpe_id is _UNSEEN:
-                    cpe_id = cpe_of_keys[id(keys)] = self._cpe_for(node, keys)
+                    cpe_id = cpe_of_keys[id(keys)] = self._cpe_of_ue(node, keys)
                 if cpe_id is None:
                     self.reject(node, "unknown-ue", f"no CPE configured for UE {keys[0]}")
                     continue
@@ -278,6 +283,15 @@ class IndicationProcessor:
                     if sample is not None:
                         samples.append(sample)
         return samples
+
+    def _cpe_of_ue(self, node: str, keys: tuple[str, ...]) -> str | None:
+        """``_cpe_for``, remembered."""
+        found = self._cpe_by_keys.get((node, keys), _UNSEEN)
+        if found is _UNSEEN:
+            if len(self._cpe_by_keys) > MAX_REMEMBERED_UES:
+                self._cpe_by_keys.clear()  # UEs come and go: start again rather than grow
+            found = self._cpe_by_keys[(node, keys)] = self._cpe_for(node, keys)
+        return found  # type: ignore[no-any-return]
 
     def _cpe_for(self, node: str, keys: Sequence[str]) -> str | None:
         for key in keys:
@@ -323,6 +337,7 @@ class IndicationProcessor:
 
 
 _UNSEEN: Any = object()
+MAX_REMEMBERED_UES = 200_000  # (node, UE keys) pairs: a few tens of MB at most
 
 
 @dataclass(frozen=True, slots=True)
