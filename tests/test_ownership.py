@@ -7,7 +7,7 @@ from __future__ import annotations
 from tests.servers import redis_server
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.adapters.redis_leases import RedisLeaseStore
-from xapp.ownership import Ownership
+from xapp.ownership import Ownership, assigned_replica
 from xapp.ports import LeaseStore
 
 CPES = [f"cpe-{n}" for n in range(6)]
@@ -36,12 +36,36 @@ def rounds(clock: Clock, *owners: Ownership, count: int = 3) -> list[set[str]]:
     return held
 
 
+def meant(members: list[str], cpes: list[str] = CPES) -> tuple[set[str], ...]:
+    """Each replica's share as the assignment has it."""
+    return tuple({c for c in cpes if assigned_replica(c, members) == m} for m in members)
+
+
+def test_the_assignment_is_even_stable_and_the_same_everywhere() -> None:
+    """Rendezvous hashing: with 1,000 CPEs each of 2 or 3 replicas gets its share (within
+    10 %); a CPE added or removed moves no other (before: CPE-list order, so one CPE added
+    moved about half of them); a replica joining takes only from the others its own share."""
+    fleet = [f"cpe-{n:04d}" for n in range(1000)]
+    for members in (["a", "b"], ["a", "b", "c"]):
+        shares = meant(members, fleet)
+        assert sum(len(s) for s in shares) == len(fleet)
+        for share in shares:
+            assert abs(len(share) - len(fleet) / len(members)) < 0.1 * len(fleet) / len(members)
+    before = {c: assigned_replica(c, ["a", "b"]) for c in fleet}
+    grown = {c: assigned_replica(c, ["a", "b"]) for c in [*fleet, "cpe-0500a", "cpe-zz"]}
+    assert all(grown[c] == before[c] for c in fleet)
+    joined = {c: assigned_replica(c, ["a", "b", "c"]) for c in fleet}
+    moved = [c for c in fleet if joined[c] != before[c]]
+    assert all(joined[c] == "c" for c in moved)  # only to the newcomer
+    assert assigned_replica("cpe-0001", ["b", "a"]) == assigned_replica("cpe-0001", ["a", "b"])
+
+
 def check_split_and_takeover(store: LeaseStore) -> None:
     clock = Clock()
     a, b = replicas(store, clock)
     a_held, b_held = rounds(clock, a, b, count=4)
     assert a_held | b_held == set(CPES)
-    assert len(a_held) == len(b_held) == 3, (a_held, b_held)
+    assert (a_held, b_held) == meant(["a", "b"]), (a_held, b_held)
     # a dies: it renews nothing; once its leases run out, b takes them all over
     (b_held,) = rounds(clock, b, count=5)
     assert b_held == set(CPES)
@@ -67,7 +91,7 @@ def test_a_new_replica_gets_its_share_without_overlap() -> None:
     (a_held,) = rounds(clock, a, count=2)
     assert a_held == set(CPES)
     a_held, b_held = rounds(clock, a, b, count=4)
-    assert len(a_held) == len(b_held) == 3
+    assert (a_held, b_held) == meant(["a", "b"])
 
 
 def test_the_same_with_a_real_redis() -> None:
@@ -88,6 +112,7 @@ def test_a_replica_short_of_lease_has_lost_its_cpes_only_to_another() -> None:
     assert a.owned_elsewhere() == frozenset()
     b = Ownership(store, "b", 1.0, clock)
     a_held, b_held = rounds(clock, a, b, count=4)
-    assert len(b_held) == 3
+    assert b_held == meant(["a", "b"])[1]
+    assert b_held
     assert a.owned_elsewhere() == b_held
     assert not a.owned_elsewhere() & a_held

@@ -3,15 +3,17 @@ pushed to by exactly one of them at a time, and a dead replica's CPEs are taken 
 
 Every replica announces itself (a membership entry it renews) and, once a period, for each CPE:
 renews the lease it holds, or takes a lease no one holds or whose holder let it expire. The
-CPEs are shared out evenly: in CPE-id order, the i-th goes to the (i mod n)-th live replica in
-replica-id order; a replica gives up (removes) the leases of CPEs now meant for another live
-replica, which takes them at its next round. Every change of a lease is a compare-and-set, so two
+CPEs are shared out by rendezvous hashing over the live replicas (``assigned_replica``): evenly,
+the same on every replica, and stable (a CPE added or removed moves no other; a replica joining
+or leaving moves only its share); a replica gives up (removes) the leases of CPEs now meant for
+another live replica, which takes them at its next round. Every change of a lease is a compare-and-set, so two
 replicas never hold one CPE; a replica acts on a CPE only while its lease has at least a period
 to run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -36,6 +38,19 @@ class Lease:
         return json.dumps(
             {"owner": self.owner, "expires_at_s": round(self.expires_at_s, 3)}
         ).encode()
+
+
+def assigned_replica(cpe_id: str, members: Sequence[str]) -> str:
+    """The replica meant to control a CPE: rendezvous hashing (each replica scores each CPE,
+    the highest score wins). Every replica computes the same answer from the same members, and
+    a CPE added or removed moves no other CPE; a replica joining or leaving moves only the CPEs
+    it takes or gives (about 1/n of them). A stable hash, not Python's ``hash`` (salted per
+    process: replicas would disagree)."""
+    return max(members, key=lambda member: _score(member, cpe_id))
+
+
+def _score(member: str, cpe_id: str) -> bytes:
+    return hashlib.blake2b(f"{member}\x00{cpe_id}".encode(), digest_size=8).digest()
 
 
 def _decode(raw: bytes | None) -> Lease | None:
@@ -94,11 +109,7 @@ class Ownership:
         now = self._clock()
         members = self._members(now)
         ids = set(cpe_ids)
-        wanted = {
-            cpe
-            for index, cpe in enumerate(sorted(cpe_ids))
-            if members[index % len(members)] == self.replica_id
-        }
+        wanted = {cpe for cpe in cpe_ids if assigned_replica(cpe, members) == self.replica_id}
         mine = Lease(self.replica_id, now + self.lease_s).encode()
         with self._lock:
             held = dict(self._held)
