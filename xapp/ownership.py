@@ -6,9 +6,9 @@ renews the lease it holds, or takes a lease no one holds or whose holder let it 
 CPEs are shared out by rendezvous hashing over the live replicas (``assigned_replica``): evenly,
 the same on every replica, and stable (a CPE added or removed moves no other; a replica joining
 or leaving moves only its share); a replica gives up (removes) the leases of CPEs now meant for
-another live replica, which takes them at its next round. Every change of a lease is a compare-and-set, so two
-replicas never hold one CPE; a replica acts on a CPE only while its lease has at least a period
-to run.
+another live replica, which takes them at its next round. Every change of a lease is a
+compare-and-set, so two replicas never hold one CPE; a replica acts on a CPE only while its
+lease has at least a period to run.
 """
 
 from __future__ import annotations
