@@ -645,6 +645,13 @@ def bench_xapp(
             "its share (as replicas): does the throughput scale?"
         ),
     ] = 1,
+    estimator: Annotated[
+        str,
+        typer.Option(
+            help="The estimators' mode, built as the service builds it: fused (the service's "
+            "default, with the shipped models), kpi-only, model-only or probe-only."
+        ),
+    ] = "fused",
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
 ) -> None:
     """The xApp's processing path without the network: per-UE E2SM-KPM indications from the
@@ -654,7 +661,10 @@ def bench_xapp(
     import dataclasses
 
     from bench.xapp_bench import run_replicas, run_xapp_bench
+    from xapp.estimators.selection import MODES
 
+    if estimator not in MODES:
+        fail(f"--estimator {estimator!r}: not one of {', '.join(MODES)}")
     counts = cpes or [100, 1000, 10000]
     if periods < 1 or period_ms < 1 or any(not 1 <= c <= 10_000 for c in counts):
         fail("--periods and --period-ms must be ≥ 1, --cpes in 1..10000")
@@ -665,7 +675,7 @@ def bench_xapp(
         scaling = []
         for n in (1, replicas):
             err.print(f"{n} replica(s) on {largest} CPEs: encoding, then processing at once…")
-            scaling.append(run_replicas(largest, n, periods, period_ms / 1000))
+            scaling.append(run_replicas(largest, n, periods, period_ms / 1000, estimator))
         if as_json:
             typer.echo(json.dumps([dataclasses.asdict(s) for s in scaling]))
             return
@@ -685,7 +695,7 @@ def bench_xapp(
     rows = []
     for count in counts:
         err.print(f"{count} CPEs: encoding {periods} periods of indications, then processing…")
-        rows.append(run_xapp_bench(count, periods, period_ms / 1000))
+        rows.append(run_xapp_bench(count, periods, period_ms / 1000, estimator=estimator))
     if as_json:
         typer.echo(json.dumps([dataclasses.asdict(r) for r in rows]))
         return
@@ -706,6 +716,7 @@ def bench_xapp(
             f"{r.resident_kib_per_cpe:.1f}",
         )
     out.print(table)
+    out.print(f"estimator: {estimator}; reporting period {period_ms} ms")
 
 
 @bench_app.command("e2sim")

@@ -13,6 +13,7 @@ processed per second of wall time: whether N replicas handle N times the CPEs.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import time
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from core.domain import Cpe, Direction, KpiSample, WeightSet
+from core.domain import Cpe, Direction, KpiSample, ProbeOutcome, ProbeRequest, WeightSet
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from core.scenario.load import load_scenario, parse_scenario
 from core.scenario.model import Scenario
@@ -38,7 +39,7 @@ from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
-from xapp.estimators.kpi import KpiEstimator
+from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.policy.weight_policy import make_policy
 
 VERSION = KpmVersion.V3_00
@@ -59,6 +60,7 @@ class XappBenchRow:
     resident_kib_per_cpe: float
     pushes: int  # weight sets the loop sent, over all periods
     decisions: int
+    estimator: str = "fused"
 
 
 class _Queue:
@@ -118,13 +120,33 @@ def encoded_periods(
     return out
 
 
+class _NoAgents:
+    """The Prober port without agents: the bench has none, so every probe the estimators ask
+    for fails at once, as a probe to an unreachable agent does (saying nothing of the path)."""
+
+    def __init__(self) -> None:
+        self._asked: list[tuple[ProbeRequest, float]] = []
+
+    def start(self, request: ProbeRequest, now_s: float) -> None:
+        self._asked.append((request, now_s))
+
+    def collect(self, now_s: float) -> Sequence[ProbeOutcome]:
+        asked, self._asked = self._asked, []
+        return [
+            ProbeOutcome(r, at, now_s, None, 0.0, error="no agents in the bench") for r, at in asked
+        ]
+
+
 def run_xapp_bench(
     cpes: int,
     periods: int = 3,
     period_s: float = 1.0,
     chunk: int = 1000,
     before_processing: Callable[[], object] = lambda: None,
+    estimator: str = "fused",
 ) -> XappBenchRow:
+    """``estimator``: the mode the service's estimators run in (fused, the default, with the
+    shipped models; kpi-only, model-only or probe-only), built as the service builds them."""
     scenario = scaled_site(cpes)
     payloads = encoded_periods(scenario, periods, period_s, chunk)
     before = _resident_bytes()
@@ -137,14 +159,26 @@ def run_xapp_bench(
         processor.set_node(config, VERSION)
     source = _Queue()
     sink = _CountingSink()
+    store = MemoryStateStore()
+    # Every probe fails here (no agents); the service would log each path's failure once.
+    logging.getLogger("xapp.estimators.probe").setLevel(logging.ERROR)
+    estimators = EstimatorSelection(
+        _NoAgents(),
+        EstimatorSettings(mode=estimator),
+        records=store,
+        labels=store,
+        weights=lambda cpe_id, direction: (
+            held.weights if (held := store.load_weights(cpe_id, direction)) else None
+        ),
+    )
     loop = ControlLoop(
         cpes=domain_cpes,
         directions=[Direction.DOWNLINK, Direction.UPLINK],
         source=source,
-        estimator=KpiEstimator(),
+        estimator=estimators,
         policy=make_policy("optimal"),
         sink=sink,
-        store=MemoryStateStore(),
+        store=store,
         warmup_s=0.0,
     )
     # A step decides for all its CPEs together (their proposals in one batch): each decision's
@@ -209,6 +243,7 @@ def run_xapp_bench(
         resident_kib_per_cpe=resident / 1024 / cpes,
         pushes=sink.pushes,
         decisions=len(decision_s),
+        estimator=estimator,
     )
 
 
@@ -227,7 +262,7 @@ class ReplicaScaling:
 
 
 def run_replicas(
-    cpes: int, replicas: int, periods: int = 2, period_s: float = 1.0
+    cpes: int, replicas: int, periods: int = 2, period_s: float = 1.0, estimator: str = "fused"
 ) -> ReplicaScaling:
     """``replicas`` processes at once, ``cpes / replicas`` CPEs each; encoding is done in each
     process before a common start, so only the processing is timed."""
@@ -236,7 +271,7 @@ def run_replicas(
     ready = context.Barrier(replicas + 1)
     results = context.Queue()
     processes = [
-        context.Process(target=_replica, args=(share, periods, period_s, ready, results))
+        context.Process(target=_replica, args=(share, periods, period_s, ready, results, estimator))
         for _ in range(replicas)
     ]
     for process in processes:
@@ -254,5 +289,9 @@ def run_replicas(
     return ReplicaScaling(replicas, share * replicas, wall, share * replicas * periods / wall, rows)
 
 
-def _replica(cpes: int, periods: int, period_s: float, ready: Any, results: Any) -> None:
-    results.put(run_xapp_bench(cpes, periods, period_s, before_processing=ready.wait))
+def _replica(
+    cpes: int, periods: int, period_s: float, ready: Any, results: Any, estimator: str
+) -> None:
+    results.put(
+        run_xapp_bench(cpes, periods, period_s, before_processing=ready.wait, estimator=estimator)
+    )

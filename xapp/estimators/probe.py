@@ -233,7 +233,8 @@ class ProbeEstimator:
             advisors = self.advisors_for(path[0], path[2])
             if advisors is None:
                 continue
-            if self._headroom_measured(path, advisors, now_s):
+            # once known, always known: not asked again each period for each of a fleet's paths
+            if path not in self._headroom_known and self._headroom_measured(path, advisors, now_s):
                 self._headroom_known.add(path)
             silent_since = self._silence.silent_since(path)
             silent = silent_since is not None and not self._seen_back(
