@@ -447,6 +447,33 @@ hand_over:
     return HAND_OVER;
 }
 
+/* A MeasurementRecord with these fields. Its dataclass __init__ (five object.__setattr__ calls
+ * in Python, a frozen dataclass's) cost more than all the reading: the instance is made as
+ * object.__new__ makes it and its fields set in its __dict__, which is what __init__ leaves. */
+static PyObject *field_names[5];
+
+static PyObject *new_record(PyObject *name, PyObject *value, PyObject *period_index,
+                            PyObject *keys, PyObject *labels) {
+    PyTypeObject *type = (PyTypeObject *)record_type;
+    PyObject *record = type->tp_alloc(type, 0);
+    if (record == NULL) return NULL;
+    PyObject *fields = PyObject_GenericGetDict(record, NULL);
+    if (fields == NULL) {
+        Py_DECREF(record);
+        return NULL;
+    }
+    PyObject *given[5] = {name, value, period_index, keys, labels};
+    for (int i = 0; i < 5; i++) {
+        if (PyDict_SetItem(fields, field_names[i], given[i])) {
+            Py_DECREF(fields);
+            Py_DECREF(record);
+            return NULL;
+        }
+    }
+    Py_DECREF(fields);
+    return record;
+}
+
 /* An E2SM-KPM-IndicationMessage-Format1's granularity (new ref: int or None) and records
  * (appended to ``records``), each with these UE keys. */
 static int format1(Reader *r, PyObject *keys, PyObject **granularity, PyObject *records) {
@@ -533,9 +560,9 @@ static int format1(Reader *r, PyObject *keys, PyObject **granularity, PyObject *
             goto out;
         }
         for (Py_ssize_t m = 0; m < measured; m++) {
-            PyObject *args[5] = {PyTuple_GET_ITEM(names, m), PyList_GET_ITEM(values[index], m),
-                                 period_index, keys, PyTuple_GET_ITEM(labels, m)};
-            PyObject *record = PyObject_Vectorcall(record_type, args, 5, NULL);
+            PyObject *record = new_record(PyTuple_GET_ITEM(names, m),
+                                          PyList_GET_ITEM(values[index], m), period_index, keys,
+                                          PyTuple_GET_ITEM(labels, m));
             if (record == NULL || PyList_Append(records, record)) {
                 Py_XDECREF(record);
                 Py_DECREF(period_index);
@@ -742,6 +769,15 @@ static PyObject *read_message(PyObject *module, PyObject *args) {
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *record, *report_cls, *problem_cls;
     if (!PyArg_ParseTuple(args, "OOO:configure", &record, &report_cls, &problem_cls)) return NULL;
+    if (!PyType_Check(record) || ((PyTypeObject *)record)->tp_dictoffset == 0) {
+        PyErr_SetString(PyExc_TypeError, "the record type must be a class whose instances have a __dict__");
+        return NULL;
+    }
+    static const char *names[5] = {"name", "value", "period_index", "ue_keys", "labels"};
+    for (int i = 0; i < 5; i++) {
+        if (field_names[i] == NULL && (field_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            return NULL;
+    }
     Py_XSETREF(record_type, Py_NewRef(record));
     Py_XSETREF(report_type, Py_NewRef(report_cls));
     Py_XSETREF(problem_type, Py_NewRef(problem_cls));
