@@ -148,6 +148,12 @@ class StandaloneE2Termination:
             with contextlib.suppress(OSError):
                 self._send(connection, e2ap.encode(request))
         self.wait_for(lambda records: all(r.status != "active" for r in records.values()), 2.0)
+        # The subscriptions live on the associations, which end with the stop: a record whose
+        # node did not answer the delete in time (a busy node) is not left behind in the store.
+        with self._lock:
+            unanswered = [r for r in self._records.values() if r.status == "active"]
+        for record in unanswered:
+            self._keep_record(record, deleted=True)
         self._server.shutdown()
         self._server.server_close()
         with self._lock:
