@@ -797,4 +797,15 @@ static struct PyModuleDef module_definition = {
     "The compiled twin of kpm.fast_message's reader.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__fast_message(void) { return PyModule_Create(&module_definition); }
+#ifndef SOURCE_SHA256
+#define SOURCE_SHA256 "unknown" /* built without setup.py */
+#endif
+
+PyMODINIT_FUNC PyInit__fast_message(void) {
+    PyObject *module = PyModule_Create(&module_definition);
+    if (module != NULL && PyModule_AddStringConstant(module, "SOURCE_SHA256", SOURCE_SHA256)) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -8,7 +8,9 @@ generic reader takes alike is tests/test_fast_message.py's, for both.)
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +31,15 @@ def test_the_core_was_built() -> None:
     if os.environ.get("ATSSS_PURE_PYTHON") == "1":
         pytest.skip("ATSSS_PURE_PYTHON=1 leaves the core out on purpose")
     assert fast_message.COMPILED, "kpm._fast_message was not built: is a C compiler installed?"
+    # The extension is optional: a source that no longer compiles leaves the last build in
+    # place, which would be tested instead of the source. The build carries its source's hash.
+    source = Path(fast_message.__file__).with_name("_fast_message.c")
+    if source.exists():
+        wanted = hashlib.sha256(source.read_bytes()).hexdigest()
+        assert wanted == fast_message._core.SOURCE_SHA256, (
+            "kpm._fast_message was built from another source: it did not compile "
+            "(pip install -v -e . says why)"
+        )
 
 
 def twins_agree(data: bytes, layout: KpmVersion, names: tuple[str, ...] = NAMES) -> bool:
