@@ -203,13 +203,7 @@ def robust_weights_many(
     row or one for all."""
     means = np.asarray(means_mbps, dtype=np.float64)
     rows, paths = means.shape
-    stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(rows, paths)
-    risks = (
-        np.zeros((rows, paths))
-        if outage_probability is None
-        else np.asarray(outage_probability, dtype=np.float64).reshape(rows, paths)
-    )
-    stalls = np.broadcast_to(np.asarray(stall_fraction, dtype=np.float64), (rows,))
+    stddevs, risks, stalls = _rows(rows, paths, stddevs_mbps, outage_probability, stall_fraction)
     result = np.zeros((rows, paths), dtype=np.int64)
     if rows == 0 or paths == 0:
         return result
@@ -238,13 +232,7 @@ def scores_many(
     w = np.asarray(weights, dtype=np.float64)
     rows, _, paths = w.shape
     means = np.asarray(means_mbps, dtype=np.float64).reshape(rows, paths)
-    stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(rows, paths)
-    risks = (
-        np.zeros((rows, paths))
-        if outage_probability is None
-        else np.asarray(outage_probability, dtype=np.float64).reshape(rows, paths)
-    )
-    stalls = np.broadcast_to(np.asarray(stall_fraction, dtype=np.float64), (rows,))
+    stddevs, risks, stalls = _rows(rows, paths, stddevs_mbps, outage_probability, stall_fraction)
     scores = np.empty(w.shape[:2])
     for start in range(0, rows, BLOCK):
         block = slice(start, start + BLOCK)
@@ -252,6 +240,24 @@ def scores_many(
         aggregates = _aggregates_at_risk_many(w[block], draws, risks[block], stalls[block])
         scores[block] = _order_statistic(aggregates, quantile)
     return scores
+
+
+def _rows(
+    rows: int,
+    paths: int,
+    stddevs_mbps: FloatArray,
+    outage_probability: FloatArray | None,
+    stall_fraction: FloatArray | float,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """The many-CPE functions' arguments as (CPEs × paths) arrays and a stall per CPE."""
+    stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(rows, paths)
+    risks = (
+        np.zeros((rows, paths))
+        if outage_probability is None
+        else np.asarray(outage_probability, dtype=np.float64).reshape(rows, paths)
+    )
+    stalls = np.broadcast_to(np.asarray(stall_fraction, dtype=np.float64), (rows,))
+    return stddevs, risks, stalls
 
 
 def _belief_draws_many(means: FloatArray, stddevs: FloatArray) -> FloatArray:
