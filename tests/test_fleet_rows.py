@@ -8,6 +8,7 @@ from xapp.operator.fleet import (
     PROBLEMS,
     DirectionState,
     FleetInputs,
+    FleetSnapshots,
     fleet_rows,
     select,
     summary,
@@ -150,3 +151,26 @@ def test_a_node_down_and_an_access_without_a_node() -> None:
     assert row["problems"] == ["node-down"]
     assert row["nodes"] == {"active": 0, "total": 1}
     assert row["reports_age_s"] == {"nr": 0.4}
+
+
+def test_a_page_asked_with_its_snapshot_reads_the_rows_of_the_page_before_it() -> None:
+    # a live fleet: every build sees other attention scores
+    builds = iter(range(1, 1000))
+
+    def build() -> list[dict[str, object]]:
+        n = next(builds)
+        return [{"cpe_id": f"cpe-{i:04d}", "attention": (i * n) % 7} for i in range(1000)]
+
+    snapshots = FleetSnapshots(build, kept=3)
+    first, rows = snapshots.rows()
+    again, same = snapshots.rows(first)
+    assert (again, same) == (first, rows)  # the next page reads the same rows
+    fresh, other = snapshots.rows()
+    # without a number: the fleet as it is now
+    assert fresh != first
+    assert other != rows
+    for _ in range(3):
+        snapshots.rows()
+    gone, newest = snapshots.rows(first)  # no longer kept: a fresh snapshot, under a new number
+    assert gone not in (first, fresh)
+    assert newest != rows

@@ -36,10 +36,11 @@ def fleet_page(api: str, token: str, **params: Any) -> dict[str, Any]:
     return found
 
 
+ROWS_JS = "rows => rows.map(r => [r.dataset.cpe, Number(r.dataset.attention)])"
+
+
 def rows_shown(page: Page) -> list[tuple[str, int]]:
-    found: list[tuple[str, int]] = page.eval_on_selector_all(
-        "#fleet tbody tr", "rows => rows.map(r => [r.dataset.cpe, Number(r.dataset.attention)])"
-    )
+    found: list[tuple[str, int]] = page.eval_on_selector_all("#fleet tbody tr", ROWS_JS)
     return found
 
 
@@ -116,9 +117,23 @@ def test_the_fleet_view_finds_the_cpes_that_need_attention(tmp_path: Path) -> No
             assert shown == sorted(shown, reverse=True)  # what needs attention first
             page.click("#fleet-next")
             wait_for_range(page, "text.startsWith('51–100')", shown="offset=50&")
-            second_page = rows_shown(page)
-            assert not {c for c, _ in second_page} & {c for c, _ in first_page}
-            assert max(a for _, a in second_page) <= min(shown)
+            shown_rows, snapshot = page.eval_on_selector(
+                "#fleet",
+                f"t => [({ROWS_JS})([...t.querySelectorAll('tbody tr')]),"
+                " Number(t.dataset.snapshot)]",
+            )
+            second_page = [(cpe_id, attention) for cpe_id, attention in shown_rows]
+            # the next page continues the rows of the page before it (the same snapshot): in a
+            # fleet whose attention changes every second, no CPE on both pages
+            before = fleet_page(fleet.api, fleet.operator_token, limit=50, snapshot=snapshot)
+            assert before["snapshot"] == snapshot
+            before_rows = [(r["cpe_id"], r["attention"]) for r in before["items"]]
+            assert not {c for c, _ in second_page} & {c for c, _ in before_rows}
+            assert max(a for _, a in second_page) <= min(a for _, a in before_rows)
+            later = fleet_page(
+                fleet.api, fleet.operator_token, offset=50, limit=50, snapshot=snapshot
+            )
+            assert [(r["cpe_id"], r["attention"]) for r in later["items"]] == second_page
 
             page.select_option("#fleet-problem", "agent-failing")
             wait_for_range(page, "text.startsWith('1–')", shown="problem=agent-failing")

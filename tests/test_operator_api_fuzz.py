@@ -112,6 +112,12 @@ def test_ctl_is_a_thin_client_of_the_api(service: Xapp, tmp_path: Path) -> None:
     assert json.loads(state.stdout)["items"][0]["overrides"] == 1
     shown = ctl(service, viewer_token, "cpe", "cpe-1")
     assert "cpe-1 downlink" in shown.stdout
+    first = json.loads(ctl(service, viewer_token, "fleet", "--json", "--limit", "1").stdout)
+    page = ctl(
+        service, viewer_token, "fleet", "--offset", "1", "--snapshot", str(first["snapshot"])
+    )
+    assert page.returncode == 0, page.stderr
+    assert f"(snapshot {first['snapshot']})" in " ".join(page.stdout.split())
     deleted = ctl(service, operator_token, "override", "delete", override_id, "--reason", "done")
     assert deleted.returncode == 0, deleted.stderr
     audit = ctl(service, viewer_token, "audit", "--json")

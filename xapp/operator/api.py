@@ -469,6 +469,8 @@ def create_router(
             "agents": [a for a in view.agents() if a["cpe_id"] in (None, cpe.cpe_id)],
         }
 
+    fleet_snapshots = fleet_view.FleetSnapshots(view.fleet)
+
     @router.get("/fleet", dependencies=[viewer], responses=READ)
     def fleet(
         offset: Annotated[int, Query(ge=0)] = 0,
@@ -476,14 +478,18 @@ def create_router(
         search: Annotated[str | None, Query(max_length=64)] = None,
         problem: fleet_view.RowFilter | None = None,
         sort: fleet_view.SortKey = "attention",
+        snapshot: Annotated[int | None, Query(ge=1)] = None,
     ) -> dict[str, Any]:
         """Every CPE in one table, a page at a time: steered or not and why (reports fresh, the
         latest push, the agent, the E2 nodes), the weights in force and their age, overrides.
         ``sort=attention`` puts the CPEs that need it first; ``search`` looks in the CPE id;
-        ``problem`` keeps one kind of row. ``summary`` counts the whole fleet."""
-        rows = view.fleet()
+        ``problem`` keeps one kind of row. ``summary`` counts the whole fleet. Each answer names
+        its ``snapshot``: the next page asked with it reads the same rows (no CPE on two pages
+        of a fleet that changes meanwhile) while the xApp keeps it; otherwise a fresh one."""
+        taken, rows = fleet_snapshots.rows(snapshot)
         chosen = fleet_view.select(rows, search, problem, sort)
         return {
+            "snapshot": taken,
             "summary": fleet_view.summary(rows),
             "problems": {name: text for name, (_, text) in fleet_view.PROBLEMS.items()},
             "total": len(chosen),

@@ -111,10 +111,16 @@ def fleet(
     ] = "attention",
     offset: Annotated[int, typer.Option(min=0)] = 0,
     limit: Annotated[int, typer.Option(min=1, max=500)] = 50,
+    snapshot: Annotated[
+        int | None,
+        typer.Option(min=1, help="Continue the rows of an earlier page (its caption names it)."),
+    ] = None,
 ) -> None:
     """Every CPE: steered or not and why, its weights and their age, overrides; the CPEs that
     need attention first, with the whole fleet's counts."""
     params: dict[str, Any] = {"offset": offset, "limit": limit, "sort": sort}
+    if snapshot is not None:
+        params["snapshot"] = snapshot
     if problem:
         params["problem"] = problem
     if search:
@@ -143,7 +149,10 @@ def fleet(
     problems = ", ".join(f"{p} {counts[p]}" for p in page["problems"] if counts.get(p))
     table.caption = (
         f"{len(page['items'])} of {page['total']} from {offset}; fleet: {counts['cpes']} CPEs,"
-        f" {counts['steered']} steered" + (f"; {problems}" if problems else "")
+        f" {counts['steered']} steered"
+        + (f"; {problems}" if problems else "")
+        # the next page: --offset … --snapshot N reads the same rows
+        + f" (snapshot {page['snapshot']})"
     )
     out.print(table)
 

@@ -9,6 +9,7 @@ CPEs never waits on SDL or an agent.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -192,3 +193,34 @@ def _oldest_weights(row: dict[str, Any]) -> float:
         return float("inf")
     known = [a for a in ages if a is not None]
     return max(known, default=0.0)
+
+
+class FleetSnapshots:
+    """The fleet's rows as they were when a page was asked for, kept a while under a number.
+
+    In a live fleet a CPE's attention changes from one second to the next: paging through
+    fresh rows would show a CPE on two pages or on none. A page names the snapshot it came from;
+    the next page asked with that number reads the same rows. A request without a number (or
+    with one no longer kept) takes a fresh snapshot. Thread-safe: FastAPI runs the endpoint in
+    its worker threads.
+    """
+
+    def __init__(self, build: Callable[[], list[dict[str, Any]]], kept: int = 4) -> None:
+        self._build = build
+        self._kept = kept
+        self._rows: dict[int, list[dict[str, Any]]] = {}
+        self._newest = 0
+        self._lock = threading.Lock()
+
+    def rows(self, snapshot: int | None = None) -> tuple[int, list[dict[str, Any]]]:
+        """The snapshot's number and rows: the one asked for if still kept, else a fresh one."""
+        with self._lock:
+            if snapshot is not None and snapshot in self._rows:
+                return snapshot, self._rows[snapshot]
+        rows = self._build()  # outside the lock: building 10,000 rows takes a while
+        with self._lock:
+            self._newest += 1
+            self._rows[self._newest] = rows
+            for old in sorted(self._rows)[: -self._kept]:
+                del self._rows[old]
+            return self._newest, rows
