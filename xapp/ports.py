@@ -121,14 +121,35 @@ class SubscriptionStore(Protocol):
     def delete_subscription(self, node: str) -> None: ...
 
 
-class DocumentStore(Protocol):
-    """JSON documents under keys (the operator's overrides and audit log)."""
+class StaleVersionError(RuntimeError):
+    """The documents changed since the version a change was based on (another replica wrote):
+    nothing was written; read them again and decide again."""
 
-    def put_document(self, key: str, document: Mapping[str, Any]) -> None: ...
+
+class DocumentStore(Protocol):
+    """JSON documents under keys (the operator's overrides and CPE registry), shared by every
+    replica: one version number counts the changes, and a change is written whole, and only if
+    the documents are still at the version it was decided on (compare-and-set)."""
 
     def find_documents(self, prefix: str) -> dict[str, dict[str, Any]]: ...
 
-    def delete_document(self, key: str) -> None: ...
+    def documents_version(self) -> int:
+        """How many changes were committed (0: none yet)."""
+        ...
+
+    def read_documents(self, prefix: str) -> tuple[int, dict[str, dict[str, Any]]]:
+        """The documents under ``prefix`` and the version they are at, read consistently."""
+        ...
+
+    def commit_documents(
+        self,
+        expected_version: int,
+        puts: Mapping[str, Mapping[str, Any]],
+        deletes: Sequence[str] = (),
+    ) -> int:
+        """Write ``puts`` and remove ``deletes`` all together, if the version is still
+        ``expected_version`` (else StaleVersionError, nothing written); the new version."""
+        ...
 
 
 class AuditLog(Protocol):

@@ -68,7 +68,7 @@ from xapp.operator.api import create_router, install_dashboard, install_error_fo
 from xapp.operator.auth import Tokens, TokensError, load_tokens
 from xapp.operator.guard import OperatorGuard
 from xapp.operator.registry import CpeRefusedError, CpeRegistry
-from xapp.operator.state import OperatorState, UnknownError
+from xapp.operator.state import OperatorState, StoreUnavailableError, UnknownError
 from xapp.ownership import Ownership
 from xapp.platform import Check, Readiness, RicPlatform, evaluate
 from xapp.policy.exploration import ExplorationConfig
@@ -79,6 +79,9 @@ from xapp.service_view import XappView
 log = logging.getLogger(__name__)
 
 E2Mode = Literal["ric", "standalone"]
+# How often a replica looks for changes another replica made to the operator's state (one read
+# of a version number in SDL), at most: both list an override set through either within a period.
+SHARED_STATE_CHECK_S = 1.0
 
 
 class ServiceError(RuntimeError):
@@ -426,9 +429,30 @@ class XappService:
             self._stopping.wait(max(0.05, period - (time.monotonic() - began)))
 
     def _expire_overrides(self) -> None:
-        while not self._stopping.wait(1.0):
-            for override in self.operator.expire():
+        # a quarter period: another replica's change is in force here within the period
+        check_s = min(SHARED_STATE_CHECK_S, reporting_period_s(self.deployment) / 4)
+        while not self._stopping.wait(check_s):
+            self.follow_shared_state()
+            try:
+                expired = self.operator.expire()
+            except StoreUnavailableError as error:
+                log.warning("overrides not expired: %s", error)
+                continue
+            for override in expired:
                 log.info("override %s on %s expired", override.override_id, override.cpe_id)
+
+    def follow_shared_state(self) -> None:
+        """What another replica changed (overrides, run-time CPEs) in force here too: one read
+        of the version in SDL, and the documents only when it moved."""
+        try:
+            self.operator.refresh()
+            if self.cpe_registry.refresh():
+                with self._reload_lock:
+                    in_force = self.cpe_registry.apply(self.file_deployment, check=self._check_cpes)
+                    if in_force != self.deployment:
+                        self._apply(in_force)
+        except StoreUnavailableError as error:
+            log.warning("changes of other replicas not read: %s", error)
 
     # ------------------------------------------------------------------ health
     def alive(self) -> bool:

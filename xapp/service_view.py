@@ -31,6 +31,9 @@ from xapp.operator.fleet import DirectionState, FleetInputs, fleet_rows
 from xapp.operator.state import OperatorState
 from xapp.ports import WeightPushError, XappStore
 
+# After SDL failed to answer a read, reads serve memory alone this long before asking it again.
+STORE_RETRY_S = 5.0
+
 
 class XappView:
     def __init__(
@@ -50,6 +53,7 @@ class XappView:
         self._deployment = deployment
         self._records = records
         self._health = health
+        self._store_failed_at = -float("inf")
 
     # ------------------------------------------------------------------ CPEs
     def cpes(self) -> Sequence[Cpe]:
@@ -59,9 +63,18 @@ class XappView:
         return self._control.estimator.estimate(cpe_id, access, direction, time.time())
 
     def weights_in_force(self, cpe_id: str, direction: Direction) -> WeightSet | None:
+        """From the loop's memory; from SDL only for a CPE it has not read (another replica's),
+        and not again for a while after SDL failed to answer: a page of 50 CPEs must not wait
+        3 s per CPE and direction on a stalled SDL."""
+        known = self._control.state.weights_known(cpe_id, direction)
+        if known is not None:
+            return known
+        if time.monotonic() - self._store_failed_at < STORE_RETRY_S:
+            return None
         try:
             return self._store.load_weights(cpe_id, direction)
         except Exception:  # SDL down: the loop's own record is not at hand either
+            self._store_failed_at = time.monotonic()
             return None
 
     def last_push(self, cpe_id: str, direction: Direction) -> dict[str, Any] | None:

@@ -15,7 +15,7 @@ from core.domain import (
     SubscriptionRecord,
     WeightSet,
 )
-from xapp.ports import LeaseOp, apply_lease_op
+from xapp.ports import LeaseOp, StaleVersionError, apply_lease_op
 
 
 class MemoryStateStore:
@@ -26,6 +26,7 @@ class MemoryStateStore:
         self._probe_records: list[ProbeRecord] = []
         self._saturated: dict[tuple[str, str, Direction, int], SaturatedPeriod] = {}
         self._documents: dict[str, dict[str, Any]] = {}
+        self._documents_version = 0
         self._raw: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
@@ -67,14 +68,35 @@ class MemoryStateStore:
     def load_saturated_periods(self) -> Sequence[SaturatedPeriod]:
         return list(self._saturated.values())
 
-    def put_document(self, key: str, document: Mapping[str, Any]) -> None:
-        self._documents[key] = json.loads(json.dumps(document))  # stored as SDL would: a copy
-
     def find_documents(self, prefix: str) -> dict[str, dict[str, Any]]:
-        return {k: dict(v) for k, v in self._documents.items() if k.startswith(prefix)}
+        with self._lock:
+            return {k: dict(v) for k, v in self._documents.items() if k.startswith(prefix)}
 
-    def delete_document(self, key: str) -> None:
-        self._documents.pop(key, None)
+    def documents_version(self) -> int:
+        return self._documents_version
+
+    def read_documents(self, prefix: str) -> tuple[int, dict[str, dict[str, Any]]]:
+        with self._lock:
+            found = {k: dict(v) for k, v in self._documents.items() if k.startswith(prefix)}
+            return self._documents_version, found
+
+    def commit_documents(
+        self,
+        expected_version: int,
+        puts: Mapping[str, Mapping[str, Any]],
+        deletes: Sequence[str] = (),
+    ) -> int:
+        with self._lock:
+            if self._documents_version != expected_version:
+                raise StaleVersionError(
+                    f"documents at version {self._documents_version}, not {expected_version}"
+                )
+            for key, document in puts.items():
+                self._documents[key] = json.loads(json.dumps(document))  # a copy, as SDL keeps
+            for key in deletes:
+                self._documents.pop(key, None)
+            self._documents_version += 1
+            return self._documents_version
 
     def get_raw(self, key: str) -> bytes | None:
         return self._raw.get(key)

@@ -29,6 +29,7 @@ from xapp.adapters.probe_records import (
     saturated_from_json,
     saturated_to_json,
 )
+from xapp.adapters.redis_documents import RedisDocuments
 
 NAMESPACE = "atsss"
 
@@ -59,6 +60,7 @@ class SdlStateStore:
             _bound_calls(storage, timeout_s)
         self._sdl = storage
         self._ns = namespace
+        self._shared: RedisDocuments | None = None
 
     def check(self) -> None:
         """One round trip to SDL; SdlUnavailableError naming the address when it fails."""
@@ -72,6 +74,8 @@ class SdlStateStore:
 
     def close(self) -> None:
         self._sdl.close()
+        if self._shared is not None:
+            self._shared.close()
 
     # weights
     def load_weights(self, cpe_id: str, direction: Direction) -> WeightSet | None:
@@ -175,16 +179,30 @@ class SdlStateStore:
         found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, "saturated/*")
         return [saturated_from_json(json.loads(value)) for _, value in sorted(found.items())]
 
-    # documents (the operator's overrides and audit log)
-    def put_document(self, key: str, document: Mapping[str, Any]) -> None:
-        self._set(key, document)
-
+    # documents (the operator's overrides and run-time CPEs): versioned, on SDL's database
     def find_documents(self, prefix: str) -> dict[str, dict[str, Any]]:
-        found: Mapping[str, bytes] = self._sdl.find_and_get(self._ns, prefix + "*")
-        return {key: dict(json.loads(value)) for key, value in found.items()}
+        return self._documents().find_documents(prefix)
 
-    def delete_document(self, key: str) -> None:
-        self._sdl.remove(self._ns, {key})
+    def documents_version(self) -> int:
+        return self._documents().documents_version()
+
+    def read_documents(self, prefix: str) -> tuple[int, dict[str, dict[str, Any]]]:
+        return self._documents().read_documents(prefix)
+
+    def commit_documents(
+        self,
+        expected_version: int,
+        puts: Mapping[str, Mapping[str, Any]],
+        deletes: Sequence[str] = (),
+    ) -> int:
+        return self._documents().commit_documents(expected_version, puts, deletes)
+
+    def _documents(self) -> RedisDocuments:
+        # ricsdl has no compare-and-set that a stock Redis runs, nor scripts: the database
+        # SDL uses is asked directly (created on first use: most commands never need it)
+        if self._shared is None:
+            self._shared = RedisDocuments(self._ns)
+        return self._shared
 
     def _get(self, key: str) -> dict[str, Any] | None:
         found: Mapping[str, bytes] = self._sdl.get(self._ns, {key})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
@@ -55,13 +56,17 @@ def create_app(
         if not isinstance(body, dict):
             raise HTTPException(400, "notification body must be a SubscriptionResponse object")
         try:
-            record = manager.handle_notification(body)
+            # in a worker thread: it writes to SDL, which must never stall the event loop
+            record = await asyncio.to_thread(manager.handle_notification, body)
         except ValueError as error:
             raise HTTPException(400, str(error)) from error
         return {"matched": record is not None}
 
     @app.get("/ric/v1/health/alive")
-    def alive() -> dict[str, str]:
+    async def alive() -> dict[str, str]:
+        # On the event loop itself, never waiting for a worker thread: while SDL stalls,
+        # requests that read it may hold every worker, and a liveness probe that timed out
+        # would have Kubernetes restart a healthy xApp.
         return {"status": "alive"}
 
     @app.get("/ric/v1/health/ready", responses={503: {"description": "not ready"}})

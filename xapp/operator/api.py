@@ -443,7 +443,10 @@ def create_router(
 
         async def snapshots() -> AsyncIterator[str]:
             while not await request.is_disconnected():
-                yield "data: " + json.dumps(snapshot(cpe, direction)) + "\n\n"
+                # in a worker thread: reading the weights may wait on SDL, and the event loop
+                # also answers the liveness probe
+                found = await asyncio.to_thread(snapshot, cpe, direction)
+                yield "data: " + json.dumps(found) + "\n\n"
                 await asyncio.sleep(period_s)
 
         return StreamingResponse(snapshots(), media_type="text/event-stream")

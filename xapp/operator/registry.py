@@ -5,6 +5,10 @@ removal of a CPE the file has. The CPEs in force are the file's with the entries
 must make a valid configuration as a whole (identities unique, nodes known): a change that would
 not is refused, naming why, and nothing is stored. Entries outlive restarts and reloads of the
 file; an entry for a CPE the file since gained replaces the file's.
+
+A change is stored whole (an import of 3,000 CPEs: all or none) before memory takes it, and only
+on the entries it was decided on: every replica reads the entries again when another changed
+them (``refresh``), so all control the same CPEs.
 """
 
 from __future__ import annotations
@@ -15,8 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from core.deployment import CpeConfig, Deployment, DeploymentError, parse_deployment
-from xapp.operator.state import OperatorState, UnknownError, delete_document, write_document
-from xapp.ports import DocumentStore
+from xapp.operator.state import (
+    COMMIT_ROUNDS,
+    OperatorState,
+    StoreUnavailableError,
+    UnknownError,
+    commit,
+    read_version,
+)
+from xapp.ports import DocumentStore, StaleVersionError
 
 CPES = "operator/cpe/"
 
@@ -35,11 +46,30 @@ class CpeRegistry:
         self._lock = threading.Lock()
         # cpe id → {"cpe": the CPE as the configuration writes it} or {"removed": True}
         self._entries: dict[str, dict[str, Any]] = {}
+        self._version = 0  # of the operator's documents, as last read or written here
 
     def load(self) -> None:
-        found = self._documents.find_documents(CPES)
         with self._lock:
-            self._entries = {key.removeprefix(CPES): value for key, value in found.items()}
+            self._load()
+
+    def refresh(self) -> bool:
+        """Read the entries again if another replica changed the operator's documents since;
+        True when the entries changed."""
+        version = read_version(self._documents)
+        with self._lock:
+            if version == self._version:
+                return False
+            before = self._entries
+            self._load()
+            return self._entries != before
+
+    def _load(self) -> None:
+        try:
+            version, found = self._documents.read_documents(CPES)
+        except StaleVersionError as error:
+            raise StoreUnavailableError(f"SDL is too busy to read: {error}") from error
+        self._entries = {key.removeprefix(CPES): value for key, value in found.items()}
+        self._version = version
 
     def entries(self) -> dict[str, dict[str, Any]]:
         with self._lock:
@@ -91,67 +121,77 @@ class CpeRegistry:
         """Add or replace CPEs, all or none; returns the deployment now in force. ``check``
         sees the result before anything is stored and may refuse it (raises)."""
         with self._lock:
-            entries = dict(self._entries)
-            for cpe in cpes:
-                entries[cpe.id] = {"cpe": cpe.model_dump(mode="json", exclude_defaults=True)}
-            result = _applied(base, entries)  # raises DeploymentError when it does not fit
-            if check is not None:
-                check(result, [c.id for c in cpes])
-            before = {c.id: c for c in self.apply_unlocked(base).cpes}
-            for cpe in cpes:
-                self._write(CPES + cpe.id, entries[cpe.id])
-                self._entries[cpe.id] = entries[cpe.id]
-            # Audited once every CPE of the request is stored: a request that failed half way
-            # is not recorded as done.
-            for cpe in cpes:
-                old = before.get(cpe.id)
-                self._audit.record(
-                    "cpe changed" if old else "cpe added",
-                    who,
-                    f"cpe {cpe.id}",
-                    cpe.id,
-                    None if old is None else old.model_dump(mode="json", exclude_defaults=True),
-                    entries[cpe.id]["cpe"],
-                    why,
-                )
-            return result
+            for _ in range(COMMIT_ROUNDS):
+                entries = dict(self._entries)
+                for cpe in cpes:
+                    entries[cpe.id] = {"cpe": cpe.model_dump(mode="json", exclude_defaults=True)}
+                result = _applied(base, entries)  # raises DeploymentError when it does not fit
+                if check is not None:
+                    check(result, [c.id for c in cpes])
+                before = {c.id: c for c in self.apply_unlocked(base).cpes}
+                # every CPE of the request in one change: stored whole, or not at all
+                if not self._commit({CPES + cpe.id: entries[cpe.id] for cpe in cpes}, []):
+                    continue  # another replica changed the entries: decided again on theirs
+                self._entries = entries
+                for cpe in cpes:
+                    old = before.get(cpe.id)
+                    self._audit.record(
+                        "cpe changed" if old else "cpe added",
+                        who,
+                        f"cpe {cpe.id}",
+                        cpe.id,
+                        None if old is None else old.model_dump(mode="json", exclude_defaults=True),
+                        entries[cpe.id]["cpe"],
+                        why,
+                    )
+                return result
+            raise StoreUnavailableError("the CPEs kept changing; try again")
 
     def remove(self, base: Deployment, cpe_id: str, who: str, why: str) -> Deployment:
         with self._lock:
-            current = {c.id: c for c in _applied(base, self._entries).cpes}
-            if cpe_id not in current:
-                raise UnknownError(f"cpe_id: no CPE {cpe_id!r}")
-            entries = dict(self._entries)
-            in_file = any(c.id == cpe_id for c in base.cpes)
-            if in_file:
-                entries[cpe_id] = {"removed": True}
-            else:
-                entries.pop(cpe_id, None)
-            result = _applied(base, entries)
-            if in_file:
-                self._write(CPES + cpe_id, entries[cpe_id])
-            else:
-                self._delete(CPES + cpe_id)
-            self._entries = entries
-            self._audit.record(
-                "cpe removed",
-                who,
-                f"cpe {cpe_id}",
-                cpe_id,
-                current[cpe_id].model_dump(mode="json", exclude_defaults=True),
-                None,
-                why,
-            )
-            return result
+            for _ in range(COMMIT_ROUNDS):
+                current = {c.id: c for c in _applied(base, self._entries).cpes}
+                if cpe_id not in current:
+                    raise UnknownError(f"cpe_id: no CPE {cpe_id!r}")
+                entries = dict(self._entries)
+                in_file = any(c.id == cpe_id for c in base.cpes)
+                if in_file:
+                    entries[cpe_id] = {"removed": True}
+                else:
+                    entries.pop(cpe_id, None)
+                result = _applied(base, entries)
+                stored = (
+                    self._commit({CPES + cpe_id: entries[cpe_id]}, [])
+                    if in_file
+                    else self._commit({}, [CPES + cpe_id])
+                )
+                if not stored:
+                    continue
+                self._entries = entries
+                self._audit.record(
+                    "cpe removed",
+                    who,
+                    f"cpe {cpe_id}",
+                    cpe_id,
+                    current[cpe_id].model_dump(mode="json", exclude_defaults=True),
+                    None,
+                    why,
+                )
+                return result
+            raise StoreUnavailableError("the CPEs kept changing; try again")
 
     def apply_unlocked(self, base: Deployment) -> Deployment:
         return _applied(base, self._entries)
 
-    def _write(self, key: str, document: Mapping[str, Any]) -> None:
-        write_document(self._documents, key, document)
-
-    def _delete(self, key: str) -> None:
-        delete_document(self._documents, key)
+    def _commit(self, puts: Mapping[str, Mapping[str, Any]], deletes: Sequence[str]) -> bool:
+        """Store the change on the entries this replica knows; False (and the entries read
+        again) when another replica changed them first."""
+        try:
+            self._version = commit(self._documents, self._version, puts, deletes)
+        except StaleVersionError:
+            self._load()
+            return False
+        return True
 
 
 def _applied(base: Deployment, entries: Mapping[str, Mapping[str, Any]]) -> Deployment:

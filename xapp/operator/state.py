@@ -3,7 +3,13 @@
 A change is written to SDL first and only then takes effect and is acknowledged, so a change
 acknowledged is one the store has: it survives an xApp restart (and a Redis restart where Redis
 persists, as the RIC's database does). While the store does not answer, changes are refused
-(``StoreUnavailableError``, a 503 for the API) and reads serve what was last known.
+(``StoreUnavailableError``, a 503 for the API: nothing was changed, and the store refuses the
+change if it runs it later) and reads serve what was last known.
+
+Every replica serves the same overrides: each reads them again when the store's version of the
+operator's documents moves (``refresh``, once a second), and a change is checked against the
+overrides at the version it is written on (compare-and-set): of two conflicting overrides set
+through two replicas at once, exactly one is stored, the other is refused as a conflict.
 
 What is in force for each CPE and direction is written for the control loop as the store's
 override (``StateStore.save_override``), which the loop reads at its next decision.
@@ -22,7 +28,7 @@ from typing import Any
 from core.domain import Cpe, Direction
 from xapp.adapters.audit_log import MemoryAuditLog
 from xapp.operator.overrides import InForce, OperatorOverride, compose, override_from_json
-from xapp.ports import AuditLog, DocumentStore, StateStore
+from xapp.ports import AuditLog, DocumentStore, StaleVersionError, StateStore
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +37,11 @@ OVERRIDES = "operator/override/"
 
 class StoreUnavailableError(RuntimeError):
     """SDL did not answer; nothing was changed."""
+
+
+# A change decided on overrides another replica changed meanwhile is decided again on the new
+# ones; more rounds than this means the store is too busy to decide on.
+COMMIT_ROUNDS = 5
 
 
 class ConflictError(ValueError):
@@ -64,23 +75,52 @@ class OperatorState:
         self._clock = clock
         self._lock = threading.RLock()
         self._overrides: dict[str, OperatorOverride] = {}
+        self._version = 0  # of the operator's documents, as last read or written here
         self._revision = 0
         self._in_force: dict[tuple[str, Direction], InForce] = {}
 
     # ------------------------------------------------------------------ loading
     def load(self) -> None:
-        """What an earlier run left in SDL (at start)."""
+        """What an earlier run, or another replica, left in SDL (at start)."""
         with self._lock:
-            found = self._documents.find_documents(OVERRIDES)
-            self._overrides = {}
-            for key, raw in found.items():
-                try:
-                    override = override_from_json(raw)
-                except (KeyError, ValueError, TypeError) as error:
-                    log.error("override %s in SDL is not readable, skipped: %s", key, error)
-                    continue
-                self._overrides[override.override_id] = override
+            self._load()
             self._apply_all()
+
+    def refresh(self) -> bool:
+        """Read the overrides again if another replica changed the operator's documents since;
+        the CPEs whose overrides changed are applied. True when something was read."""
+        version = read_version(self._documents)
+        with self._lock:
+            if version == self._version:
+                return False
+            before = dict(self._overrides)
+            self._load()
+            changed = {
+                o.cpe_id
+                for key in set(before) | set(self._overrides)
+                if before.get(key) != self._overrides.get(key)
+                for o in (before.get(key), self._overrides.get(key))
+                if o is not None
+            }
+            for cpe_id in sorted(changed):
+                self._apply(cpe_id)
+            return True
+
+    def _load(self) -> None:
+        try:
+            version, found = self._documents.read_documents(OVERRIDES)
+        except StaleVersionError as error:
+            raise StoreUnavailableError(f"SDL is too busy to read: {error}") from error
+        overrides = {}
+        for key, raw in found.items():
+            try:
+                override = override_from_json(raw)
+            except (KeyError, ValueError, TypeError) as error:
+                log.error("override %s in SDL is not readable, skipped: %s", key, error)
+                continue
+            overrides[override.override_id] = override
+        self._overrides = overrides
+        self._version = version
 
     # ------------------------------------------------------------------ reads
     def overrides(self, cpe_id: str | None = None) -> list[OperatorOverride]:
@@ -109,44 +149,70 @@ class OperatorState:
         """Check, store, then apply; raises UnknownError, ConflictError, StoreUnavailableError."""
         self._check_target(override)
         with self._lock:
-            now = self._clock()
-            for other in self._overrides.values():
-                if other.active(now) and override.conflicts_with(other):
-                    raise ConflictError(other)
-            chosen = replace(override, override_id=uuid.uuid4().hex[:12], set_at_s=now)
-            self._write(OVERRIDES + chosen.override_id, chosen.as_json())
-            self._overrides[chosen.override_id] = chosen
-            self._record("set", chosen.set_by, chosen, None, chosen.as_json(), chosen.reason)
-            self._apply(chosen.cpe_id)
-            return chosen
+            for _ in range(COMMIT_ROUNDS):
+                now = self._clock()
+                for other in self._overrides.values():
+                    if other.active(now) and override.conflicts_with(other):
+                        raise ConflictError(other)
+                chosen = replace(override, override_id=uuid.uuid4().hex[:12], set_at_s=now)
+                key = OVERRIDES + chosen.override_id
+                if not self._commit({key: chosen.as_json()}, []):
+                    continue  # another replica changed them: decided again on theirs
+                self._overrides[chosen.override_id] = chosen
+                self._record("set", chosen.set_by, chosen, None, chosen.as_json(), chosen.reason)
+                self._apply(chosen.cpe_id)
+                return chosen
+            raise StoreUnavailableError("the overrides kept changing; try again")
 
     def remove(self, override_id: str, who: str, reason: str) -> OperatorOverride:
         with self._lock:
-            override = self._overrides.get(override_id)
-            if override is None:
-                raise UnknownError(f"no override {override_id!r}")
-            self._delete(OVERRIDES + override_id)
-            del self._overrides[override_id]
-            self._record("deleted", who, override, override.as_json(), None, reason)
-            self._apply(override.cpe_id)
-            return override
+            for _ in range(COMMIT_ROUNDS):
+                override = self._overrides.get(override_id)
+                if override is None and self._version != read_version(self._documents):
+                    self._load()  # set through another replica a moment ago?
+                    override = self._overrides.get(override_id)
+                if override is None:
+                    raise UnknownError(f"no override {override_id!r}")
+                if not self._commit({}, [OVERRIDES + override_id]):
+                    continue
+                del self._overrides[override_id]
+                self._record("deleted", who, override, override.as_json(), None, reason)
+                self._apply(override.cpe_id)
+                return override
+            raise StoreUnavailableError("the overrides kept changing; try again")
 
     def expire(self) -> list[OperatorOverride]:
-        """Remove the overrides whose time is up (called every control period)."""
-        now = self._clock()
+        """Remove the overrides whose time is up (called every second, on every replica: the
+        first to store the removal records it)."""
         with self._lock:
-            expired = [o for o in self._overrides.values() if not o.active(now)]
-            for override in expired:
+            for _ in range(COMMIT_ROUNDS):
+                now = self._clock()
+                expired = [o for o in self._overrides.values() if not o.active(now)]
+                if not expired:
+                    return []
+                keys = [OVERRIDES + o.override_id for o in expired]
                 try:
-                    self._delete(OVERRIDES + override.override_id)
+                    if not self._commit({}, keys):
+                        continue
                 except StoreUnavailableError:
-                    continue  # it no longer applies anyway; removed when SDL is back
-                del self._overrides[override.override_id]
-                self._record("expired", "xapp", override, override.as_json(), None, "expired")
-            if expired:
+                    return []  # they no longer apply anyway; removed when SDL is back
+                for override in expired:
+                    del self._overrides[override.override_id]
+                    self._record("expired", "xapp", override, override.as_json(), None, "expired")
                 for cpe_id in {o.cpe_id for o in expired}:
                     self._apply(cpe_id)
-            return expired
+                return expired
+            return []
+
+    def _commit(self, puts: Mapping[str, Mapping[str, Any]], deletes: Sequence[str]) -> bool:
+        """Store the change on the overrides this replica knows; False (and the overrides read
+        again) when another replica changed them first."""
+        try:
+            self._version = commit(self._documents, self._version, puts, deletes)
+        except StaleVersionError:
+            self._load()
+            return False
+        return True
 
     # ------------------------------------------------------------------ internals
     def _check_target(self, override: OperatorOverride, cpes: Sequence[Cpe] | None = None) -> None:
@@ -260,23 +326,26 @@ class OperatorState:
         except Exception as error:
             log.error("audit entry not stored (%s): %s", error, entry)
 
-    def _write(self, key: str, document: Mapping[str, Any]) -> None:
-        write_document(self._documents, key, document)
 
-    def _delete(self, key: str) -> None:
-        delete_document(self._documents, key)
-
-
-def write_document(documents: DocumentStore, key: str, document: Mapping[str, Any]) -> None:
-    """Store a change, or raise StoreUnavailableError: a change is kept before it counts."""
+def read_version(documents: DocumentStore) -> int:
     try:
-        documents.put_document(key, document)
+        return documents.documents_version()
     except Exception as error:  # ricsdl and redis raise their own types
-        raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+        raise StoreUnavailableError(f"SDL did not answer: {error}") from error
 
 
-def delete_document(documents: DocumentStore, key: str) -> None:
+def commit(
+    documents: DocumentStore,
+    expected_version: int,
+    puts: Mapping[str, Mapping[str, Any]],
+    deletes: Sequence[str],
+) -> int:
+    """Store a change whole, or raise: StaleVersionError (another replica changed the
+    documents first), StoreUnavailableError (SDL did not carry it out). A change is kept
+    before it counts."""
     try:
-        documents.delete_document(key)
-    except Exception as error:
+        return documents.commit_documents(expected_version, puts, deletes)
+    except StaleVersionError:
+        raise
+    except Exception as error:  # ricsdl and redis raise their own types
         raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
