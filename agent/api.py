@@ -22,7 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from agent.guard import RequestGuard
 from agent.probes import ProbeError, iperf3_probe
-from agent.service import ApplyFailedError, UpdateRejectedError, WeightService, WeightUpdate
+from agent.service import (
+    MAX_EPOCH,
+    ApplyFailedError,
+    UpdateRejectedError,
+    WeightService,
+    WeightUpdate,
+)
 from core.domain import Direction
 from core.sequence import SPACE as SEQUENCE_SPACE
 
@@ -43,6 +49,13 @@ class WeightsBody(BaseModel):
     weights: dict[str, StrictInt]
     sequence: StrictInt = Field(ge=0, le=SEQUENCE_SPACE - 1, description="wraps (RFC 1982)")
     requested_by: str = Field(default="xapp", max_length=100)
+    epoch: StrictInt = Field(
+        default=0,
+        ge=0,
+        le=MAX_EPOCH,
+        description="the sender's owner epoch: a set from an earlier owner than the one in "
+        "force is refused (409)",
+    )
 
 
 class WeightsBatchBody(BaseModel):
@@ -145,6 +158,7 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
             weights=body.weights,
             sequence=body.sequence,
             requested_by=f"{body.requested_by} ({who}, {client})",
+            epoch=body.epoch,
         )
 
     @app.put("/v1/weights/{direction}")

@@ -47,6 +47,10 @@ class WeightUpdate:
     weights: Mapping[str, int]
     sequence: int
     requested_by: str = "xapp"
+    # The sender's owner epoch (a fencing token): when the xApp replica controlling the CPE
+    # took it over. A set from an earlier owner is refused once a later owner's was applied,
+    # so a replica that stalled past its lease cannot overwrite its successor's weights.
+    epoch: int = 0
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,31 @@ class AppliedWeights:
     sequence: int
     requested_by: str
     applied_at_s: float
+    epoch: int = 0
+
+
+# Owner epochs are milliseconds of the wall clock when a replica took a CPE over: 2^53 (JSON's
+# exact integers) is far beyond any of them.
+MAX_EPOCH = 2**53
+
+
+def _not_following(update: WeightUpdate | AppliedWeights, current: AppliedWeights) -> str | None:
+    """Why ``update`` may not replace ``current`` (None: it may). A later owner (a higher
+    epoch) replaces whatever the earlier one set; an earlier owner's set is refused (fenced);
+    within one owner the sequence must move on."""
+    if update.epoch > current.epoch:
+        return None
+    if update.epoch < current.epoch:
+        return (
+            f"owner epoch {update.epoch} is older than {current.epoch}, the one in force: "
+            "another xApp replica has taken this CPE over"
+        )
+    if is_after(update.sequence, current.sequence):
+        return None
+    return (
+        f"sequence {update.sequence} is not after {current.sequence}, the one in force"
+        f" (numbers wrap at {SPACE}: the next is {next_after(current.sequence)})"
+    )
 
 
 # What became of one set of a batch: applied, or why not.
@@ -218,11 +247,12 @@ class WeightService:
         for index, applied in chosen.values():
             outcomes[index] = applied
             log.info(
-                "applied %s weights %s for %s (sequence %d) as asked by %s",
+                "applied %s weights %s for %s (sequence %d, owner epoch %d) as asked by %s",
                 applied.direction,
                 applied.weights,
                 applied.cpe_id,
                 applied.sequence,
+                applied.epoch,
                 applied.requested_by,
             )
         return [cast(Outcome, outcome) for outcome in outcomes]
@@ -236,12 +266,9 @@ class WeightService:
         for index, update in checked:
             earlier = chosen.get(update.cpe_id)
             current = earlier[1] if earlier is not None else self._applied.get(update.cpe_id)
-            if current is not None and not is_after(update.sequence, current.sequence):
-                outcomes[index] = UpdateRejectedError(
-                    f"sequence {update.sequence} is not after {current.sequence}, the one in force"
-                    f" (numbers wrap at {SPACE}: the next is {next_after(current.sequence)})",
-                    409,
-                )
+            refusal = None if current is None else _not_following(update, current)
+            if refusal is not None:
+                outcomes[index] = UpdateRejectedError(refusal, 409)
                 continue
             if earlier is not None:
                 outcomes[earlier[0]] = UpdateRejectedError(
@@ -258,6 +285,7 @@ class WeightService:
                     update.sequence,
                     update.requested_by,
                     self._clock(),
+                    update.epoch,
                 ),
             )
         return chosen
@@ -339,7 +367,7 @@ class WeightService:
         newest: dict[str, AppliedWeights] = {}  # a file with two entries for a CPE: the later
         for entry in restored:
             kept = newest.get(entry.cpe_id)
-            if kept is None or is_after(entry.sequence, kept.sequence):
+            if kept is None or _not_following(entry, kept) is None:
                 newest[entry.cpe_id] = entry
             if kept is not None:
                 log.error(
@@ -360,8 +388,12 @@ class WeightService:
         if not isinstance(item, dict):
             raise TypeError("not an object")
         expected = {"cpe_id", "direction", "weights", "sequence", "requested_by", "applied_at_s"}
-        if set(item) != expected:
+        # ``epoch``: absent from the files agents wrote before owner epochs (read as 0)
+        if not expected <= set(item) <= expected | {"epoch"}:
             raise ValueError(f"fields {sorted(item)} instead of {sorted(expected)}")
+        epoch = item.get("epoch", 0)
+        if isinstance(epoch, bool) or not isinstance(epoch, int) or not 0 <= epoch <= MAX_EPOCH:
+            raise TypeError(f"epoch {epoch!r} is not an integer in 0..{MAX_EPOCH}")
         cpe_id, weights, sequence = item["cpe_id"], item["weights"], item["sequence"]
         if not isinstance(cpe_id, str) or not isinstance(weights, dict):
             raise TypeError("cpe_id must be a string and weights an object")
@@ -379,6 +411,7 @@ class WeightService:
             sequence,
             str(item["requested_by"]),
             float(at_s),
+            epoch,
         )
 
     def set_carrier(self, access: str, up: bool) -> LocalAction | None:

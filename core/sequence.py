@@ -32,3 +32,10 @@ def latest(first: int, second: int) -> int:
 
 def in_space(number: int) -> bool:
     return 0 <= number < SPACE
+
+
+def epoch_at(when_s: float) -> int:
+    """The owner epoch of whoever controls a CPE since ``when_s`` (wall clock): milliseconds,
+    so each later owner's is higher. Agents refuse a set from an earlier owner than the one in
+    force (a fencing token: xapp/ownership.py)."""
+    return round(when_s * 1000)

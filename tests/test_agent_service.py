@@ -576,3 +576,31 @@ def test_a_failed_kernel_write_refuses_the_whole_batch_and_keeps_what_was_in_for
     assert backend.held[("cpe-0", "nr")] == 30
     assert ("cpe-3", "nr") not in backend.held
     assert weights.applied("cpe-0").sequence == 1  # type: ignore[union-attr]
+
+
+def test_a_later_owner_replaces_any_set_and_an_earlier_owner_is_fenced_off(tmp_path: Path) -> None:
+    """Owner epochs (fencing tokens): a replica that took the CPE over (a higher epoch) replaces
+    what is in force whatever its sequence; the replica it took over from is refused (409)
+    whatever its sequence, even after it stalled and woke up with a step half done."""
+    weights = service(tmp_path)
+    earlier, later = 1_700_000_000_000, 1_700_000_012_000
+    weights.apply(WeightUpdate("cpe-1", UP, {"nr": 1}, 7, "a", epoch=earlier))
+    # the stale owner's late set got in first with the sequence the new owner will use
+    weights.apply(WeightUpdate("cpe-1", UP, {"nr": 2}, 8, "a", epoch=earlier))
+    taken = weights.apply(WeightUpdate("cpe-1", UP, {"wifi": 5}, 8, "b", epoch=later))
+    assert taken.epoch == later
+    for sequence in (9, 10_000):
+        with pytest.raises(UpdateRejectedError, match=r"owner epoch \d+ is older") as error:
+            weights.apply(WeightUpdate("cpe-1", UP, {"nr": 3}, sequence, "a", epoch=earlier))
+        assert error.value.status == 409
+    with pytest.raises(UpdateRejectedError, match="sequence 8 is not after 8"):
+        weights.apply(WeightUpdate("cpe-1", UP, {"nr": 3}, 8, "b", epoch=later))
+    assert weights.applied("cpe-1").weights == {"wifi": 5}  # type: ignore[union-attr]
+    # the epoch outlives a restart; a file written before epochs existed reads as epoch 0
+    again = service(tmp_path)
+    assert [a.epoch for a in again.restore()] == [later]
+    state = json.loads((tmp_path / "state.json").read_text())
+    for entry in state["applied"]:
+        del entry["epoch"]
+    (tmp_path / "state.json").write_text(json.dumps(state))
+    assert [a.epoch for a in service(tmp_path).restore()] == [0]

@@ -116,3 +116,25 @@ def test_a_replica_short_of_lease_has_lost_its_cpes_only_to_another() -> None:
     assert b_held
     assert a.owned_elsewhere() == b_held
     assert not a.owned_elsewhere() & a_held
+
+
+def test_each_new_holder_of_a_cpe_has_a_later_owner_epoch_and_keeps_it_while_it_renews() -> None:
+    """The owner epoch is the fencing token agents order holders by: kept through renewals,
+    higher for whoever takes the CPE next (after an expiry or a hand-over), 0 where not held."""
+    store, clock = MemoryStateStore(), Clock()
+    a = Ownership(store, "a", 1.0, clock)
+    rounds(clock, a, count=1)
+    first = {cpe: a.epoch(cpe) for cpe in CPES}
+    assert all(epoch > 0 for epoch in first.values())
+    rounds(clock, a, count=3)
+    assert {cpe: a.epoch(cpe) for cpe in CPES} == first  # renewed, not taken again
+    clock.now += 5  # a stalls past its leases; b takes every CPE over
+    b = Ownership(store, "b", 1.0, clock)
+    rounds(clock, b, count=1)
+    assert all(b.epoch(cpe) > first[cpe] for cpe in CPES)
+    assert b.epoch("cpe-unknown") == 0
+    taken = {cpe: b.epoch(cpe) for cpe in CPES}
+    # a comes back: the CPEs meant for it are handed back, each under a newer epoch still
+    a_held, _ = rounds(clock, a, b, count=4)
+    assert a_held == meant(["a", "b"])[0]
+    assert all(a.epoch(cpe) > taken[cpe] for cpe in a_held)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import threading
 import time
@@ -19,15 +20,20 @@ import pytest
 import redis
 
 from bench.live_system import (
+    TOKEN,
+    Agent,
     PersistentRedis,
     Xapp,
     agent_process,
     persistent_redis,
+    start_simulator,
     start_xapp,
     wait_until,
     write_xapp_config,
 )
 from tests.test_operator_api import OPERATOR, api, tokens_file
+from tests.test_xapp_serve import FOUR_CPES, controlled
+from xapp.ownership import assigned_replica
 
 pytestmark = pytest.mark.slow
 
@@ -278,3 +284,92 @@ def cpe_ids_all(xapp: Xapp) -> set[str]:
             offset += 500
             if offset >= page["total"]:
                 return found
+
+
+APPLIED = re.compile(r"applied downlink weights .* for (\S+) \(sequence \d+, owner epoch (\d+)\)")
+
+
+def test_a_replica_stopped_past_its_lease_cannot_overwrite_its_successor(tmp_path: Path) -> None:
+    """Replica A is stopped (SIGSTOP) past its leases; B takes A's CPEs over and pushes; A
+    resumes. The proxy agent's log shows, per CPE, owner epochs that never go back: no set of
+    A's lands after B's first, not even one A had under way when it stopped (replayed here
+    as the network would deliver it late)."""
+    scenario = tmp_path / "four.yaml"
+    scenario.write_text(FOUR_CPES)
+    ids = [f"cpe-{n}" for n in range(4)]
+    with (
+        persistent_redis(tmp_path / "redis") as store,
+        agent_process(tmp_path, "proxy", "proxy", ids) as proxy,
+    ):
+        env = {"DBAAS_SERVICE_HOST": "127.0.0.1", "DBAAS_SERVICE_PORT": str(store.port)}
+        config = write_xapp_config(tmp_path, str(scenario), {}, proxy.url, directions=["downlink"])
+        a = start_xapp(tmp_path, config, {**env, "HOSTNAME": "replica-a"}, name="xapp-a")
+        b = start_xapp(tmp_path, config, {**env, "HOSTNAME": "replica-b"}, name="xapp-b")
+        simulators = [start_simulator(tmp_path, str(scenario), x.e2_port, 110) for x in (a, b)]
+        try:
+            share_a = {
+                c for c in ids if assigned_replica(c, ["replica-a", "replica-b"]) == "replica-a"
+            }
+            assert share_a
+            wait_until(lambda: controlled(a.log(), "replica-a") == share_a, 30, "A's share")
+            wait_until(lambda: all(held_epoch(proxy, c) for c in share_a), 30, "A's first pushes")
+            a_epochs = {c: held_epoch(proxy, c) for c in share_a}
+            os.kill(a.process.pid, signal.SIGSTOP)
+            try:
+                wait_until(lambda: controlled(b.log(), "replica-b") == set(ids), 20, "take-over")
+                wait_until(
+                    lambda: all(held_epoch(proxy, c) > a_epochs[c] for c in share_a),
+                    30,
+                    "B's pushes for the CPEs it took over",
+                )
+                # a set A had under way, delivered late: refused, B's stays in force
+                late = next(iter(sorted(share_a)))
+                held = proxy.weights("downlink", late)
+                assert held is not None
+                refused = httpx.put(
+                    f"{proxy.url}/v1/weights/downlink",
+                    json={
+                        "cpe_id": late,
+                        "weights": {"nr": 1, "wifi": 1, "lifi": 1},
+                        "sequence": (held["applied"]["sequence"] + 1) % 2**31,
+                        "requested_by": "xapp",
+                        "epoch": a_epochs[late],
+                    },
+                    headers={"Authorization": f"Bearer {TOKEN}"},
+                    timeout=10,
+                )
+                assert refused.status_code == 409, refused.text
+                assert "another xApp replica has taken this CPE over" in refused.text
+            finally:
+                os.kill(a.process.pid, signal.SIGCONT)
+            # A is back: it takes its share back (under newer epochs still) and pushes
+            mark = len(a.log())
+            wait_until(
+                lambda: any(f"pushed {c} downlink" in a.log()[mark:] for c in share_a),
+                30,
+                "A pushing again",
+            )
+            for xapp in (a, b):
+                code, _ = xapp.terminate_within(5)
+                assert code == 0
+        finally:
+            for simulator in simulators:
+                simulator.kill()
+                simulator.wait()
+            for xapp in (a, b):
+                if xapp.process.poll() is None:
+                    xapp.process.kill()
+                    xapp.process.wait()
+    seen: dict[str, int] = {}
+    lines = 0
+    for match in APPLIED.finditer((tmp_path / "proxy.log").read_text()):
+        cpe_id, epoch = match.group(1), int(match.group(2))
+        assert epoch >= seen.get(cpe_id, 0), f"an earlier owner's set landed for {cpe_id}"
+        seen[cpe_id] = epoch
+        lines += 1
+    assert lines >= 2 * len(share_a)
+
+
+def held_epoch(agent: Agent, cpe_id: str) -> int:
+    held = agent.weights("downlink", cpe_id)
+    return 0 if held is None else int(held["applied"].get("epoch", 0))

@@ -9,6 +9,12 @@ or leaving moves only its share); a replica gives up (removes) the leases of CPE
 another live replica, which takes them at its next round. Every change of a lease is a
 compare-and-set, so two replicas never hold one CPE; a replica acts on a CPE only while its
 lease has at least a period to run.
+
+A lease says since when its holder holds it: that moment (in ms) is the holder's owner epoch,
+sent with every push as a fencing token. An agent that applied a set of a later owner refuses
+an earlier owner's, so a replica that stalled past its lease (SIGSTOP, a long GC, a partition)
+cannot overwrite its successor's weights with a step it was in the middle of. Like the leases'
+expiries, epochs assume the replicas' clocks agree to well within a lease (3 periods).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from core.sequence import epoch_at
 from xapp.ports import LeaseOp, LeaseStore
 
 log = logging.getLogger(__name__)
@@ -33,11 +40,20 @@ MEMBER = "lease/replica/"
 class Lease:
     owner: str
     expires_at_s: float
+    since_s: float = 0.0  # when the holder took it: its owner epoch (kept when renewed)
 
     def encode(self) -> bytes:
         return json.dumps(
-            {"owner": self.owner, "expires_at_s": round(self.expires_at_s, 3)}
+            {
+                "owner": self.owner,
+                "expires_at_s": round(self.expires_at_s, 3),
+                "since_s": round(self.since_s, 3),
+            }
         ).encode()
+
+    @property
+    def epoch(self) -> int:
+        return epoch_at(self.since_s)
 
 
 def assigned_replica(cpe_id: str, members: Sequence[str]) -> str:
@@ -58,7 +74,9 @@ def _decode(raw: bytes | None) -> Lease | None:
         return None
     try:
         found = json.loads(raw)
-        return Lease(str(found["owner"]), float(found["expires_at_s"]))
+        return Lease(
+            str(found["owner"]), float(found["expires_at_s"]), float(found.get("since_s", 0.0))
+        )
     except (ValueError, KeyError, TypeError):
         return Lease("", 0.0)  # unreadable: treated as expired, and replaced
 
@@ -93,6 +111,13 @@ class Ownership:
             if (lease := _decode(raw)) is not None and lease.expires_at_s - now > self._period_s
         }
 
+    def epoch(self, cpe_id: str) -> int:
+        """This replica's owner epoch for the CPE (0: it does not hold it)."""
+        with self._lock:
+            raw = self._held.get(cpe_id)
+        lease = _decode(raw)
+        return 0 if lease is None else lease.epoch
+
     def owned_elsewhere(self) -> frozenset[str]:
         """The CPEs another replica held a live lease on at the last round: those this one
         has lost (a CPE merely short of lease, with no one else holding it, is not lost: a
@@ -110,7 +135,7 @@ class Ownership:
         members = self._members(now)
         ids = set(cpe_ids)
         wanted = {cpe for cpe in cpe_ids if assigned_replica(cpe, members) == self.replica_id}
-        mine = Lease(self.replica_id, now + self.lease_s).encode()
+        taken_now = Lease(self.replica_id, now + self.lease_s, since_s=now).encode()
         with self._lock:
             held = dict(self._held)
         cpes = sorted(ids | set(held))
@@ -133,27 +158,28 @@ class Ownership:
                     meaning.append(("gave", cpe, None))
                 continue
             if current is not None and current.owner == self.replica_id and raw is not None:
-                ops.append(("replace", key, raw, mine))
+                renewed = Lease(self.replica_id, now + self.lease_s, current.since_s).encode()
+                ops.append(("replace", key, raw, renewed))
                 meaning.append(("renewed", cpe, None))
                 continue
             held.pop(cpe, None)
             if cpe not in wanted and not (current is not None and current.expires_at_s < now):
                 continue  # another's, or meant for another who has not taken it yet
             if current is None:
-                ops.append(("absent", key, None, mine))
+                ops.append(("absent", key, None, taken_now))
                 meaning.append(("took", cpe, None))
             elif current.expires_at_s < now and raw is not None:  # its holder is gone
-                ops.append(("replace", key, raw, mine))
+                ops.append(("replace", key, raw, taken_now))
                 meaning.append(("took", cpe, current.owner))
         taken = []
-        for (what, cpe, previous), ok in zip(
-            meaning, self._store.compare_and_set_many(ops), strict=True
+        for (what, cpe, previous), ok, (_, _, _, written) in zip(
+            meaning, self._store.compare_and_set_many(ops), ops, strict=True
         ):
             if what == "gave":
                 if ok:
                     log.info("replica %s hands %s over", self.replica_id, cpe)
-            elif ok:
-                held[cpe] = mine
+            elif ok and written is not None:
+                held[cpe] = written
                 if what == "took":
                     taken.append((cpe, previous))
             else:

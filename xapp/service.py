@@ -211,6 +211,9 @@ class XappService:
             self.ownership = Ownership(leases, replica, reporting_period_s(deployment))
             self.control.owned = self.ownership.owned
             self.control.owned_elsewhere = self.ownership.owned_elsewhere
+            # each push carries since when this replica holds the CPE: agents refuse a set of
+            # an earlier holder that stalled past its lease (fencing)
+            self.control.sink.epoch_of = self.ownership.epoch
         try:
             self.tokens = load_tokens(deployment.operator_api.tokens_file)
         except TokensError as error:

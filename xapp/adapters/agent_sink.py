@@ -12,12 +12,14 @@ weights and retries.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from core.domain import Direction, SteeringMode, WeightSet
+from core.sequence import epoch_at
 from xapp.adapters.agent_batch import BatchedCalls
 from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_http import AgentEndpoint, refusal, request_within
@@ -73,6 +75,11 @@ class AgentWeightSink:
         self._batches: dict[tuple[str, Direction], BatchedCalls] = {}
         self._no_batch: set[str] = set()  # agents found without the batch endpoint
         self._batches_lock = threading.Lock()
+        # The owner epoch each push carries (a fencing token, see xapp/ownership.py): by
+        # default when this sink was made, so a restarted xApp's sets replace an earlier run's;
+        # with replicas, when this replica took the CPE over.
+        started = epoch_at(time.time())
+        self.epoch_of: Callable[[str], int] = lambda cpe_id: started
 
     def set_agents(
         self, cpe_agents: Mapping[str, AgentEndpoint], proxy_agent: AgentEndpoint | None
@@ -97,6 +104,7 @@ class AgentWeightSink:
             "weights": dict(weight_set.weights),
             "sequence": weight_set.sequence,
             "requested_by": self._requested_by,
+            "epoch": self.epoch_of(weight_set.cpe_id),
         }
         try:
             response = self._put(agent, weight_set.direction, body)
