@@ -633,6 +633,84 @@ def bench_fleet(
         raise typer.Exit(1)
 
 
+@bench_app.command("replicas")
+def bench_replicas(
+    cpes: Annotated[int, typer.Option(help="CPEs in the fleet.", min=1, max=20_000)] = 10_000,
+    replicas: Annotated[int, typer.Option(help="`xapp serve` replicas.", min=1, max=8)] = 2,
+    period_ms: Annotated[
+        int, typer.Option(help="Reporting period (leases last 3).", min=100)
+    ] = 1000,
+    checks: Annotated[int, typer.Option(help="Looks at the leases, a period apart.", min=1)] = 10,
+    overrides: Annotated[
+        int, typer.Option(help="Overrides, each through the next replica.", min=0)
+    ] = 20,
+    workdir: Annotated[
+        Path | None, typer.Option(help="Where logs and state go (default: a new temp folder).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+) -> None:
+    """Several `xapp serve` replicas on one real Redis sharing a fleet (the proxy's agent
+    serves every CPE; no E2 reports). Prints how soon every CPE is leased, at each look how many
+    are leased by a live replica and how they are shared, and how long an override sent to
+    either replica takes to reach the agent. Exits 1 when a look found a CPE without a live
+    lease or an override was lost."""
+    import tempfile
+
+    from bench.live_system import LiveSystemError
+    from bench.replicas import run_replicas
+
+    folder = workdir or Path(tempfile.mkdtemp(prefix="atsss-replicas-"))
+    try:
+        result = run_replicas(
+            folder,
+            cpes,
+            replicas,
+            period_ms,
+            checks,
+            overrides,
+            lambda message: err.print(message, highlight=False),
+        )
+    except LiveSystemError as error:
+        fail(f"{error} (logs in {folder})")
+    if as_json:
+        typer.echo(json.dumps(result.as_json(), indent=2))
+    else:
+        table = Table("figure", "value")
+        period = result.period_s
+        rows = [
+            ("CPEs, replicas, period", f"{result.cpes:,}, {result.replicas}, {period:g} s"),
+            ("every CPE leased by its replica after (s)", f"{result.leased_after_s}"),
+            (
+                "looks with every CPE leased by a live replica",
+                f"{result.looks_all_leased} of {result.checks}"
+                f" (worst look: {result.worst_leased:,} of {result.cpes:,})",
+            ),
+            ("CPEs per replica", ", ".join(f"{k} {v:,}" for k, v in result.share.items())),
+            (
+                "override to agent p50 / p99",
+                _in_periods(result.override_p50_s, period)
+                + " / "
+                + _in_periods(result.override_p99_s, period),
+            ),
+            ("overrides that never arrived", str(result.overrides_lost)),
+            ("replicas' RSS (MB)", ", ".join(f"{m:.0f}" for m in result.rss_mb)),
+        ]
+        for name, value in rows:
+            table.add_row(name, value)
+        out.print(table)
+        for note in result.notes:
+            out.print(f"note: {note}")
+        err.print(f"logs in {folder}", highlight=False)
+    if result.looks_all_leased < result.checks or result.overrides_lost:
+        raise typer.Exit(1)
+
+
+def _in_periods(seconds: float | None, period_s: float) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.2f} s ({seconds / period_s:.1f} periods)"
+
+
 @bench_app.command("xapp")
 def bench_xapp(
     cpes: Annotated[list[int] | None, typer.Option(help="CPEs (× 3 accesses); repeatable.")] = None,

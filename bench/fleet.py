@@ -86,12 +86,12 @@ def kinds_for(count: int, bad_share: float) -> list[str]:
     return kinds
 
 
-def _scenario(workdir: Path, count: int, period_s: float) -> Path:
+def _scenario(workdir: Path, count: int, period_s: float, duration_s: int = 3600) -> Path:
     shipped = Path(__file__).resolve().parents[1] / "core" / "scenario" / "shipped"
     document = yaml.safe_load((shipped / "many-cpes.yaml").read_text())
     document["name"] = f"fleet-{count}"
     document["cpes"][0]["count"] = count
-    document["duration_s"] = 3600
+    document["duration_s"] = duration_s
     path = workdir / "fleet.yaml"
     path.write_text(yaml.safe_dump(document))
     return path

@@ -138,3 +138,33 @@ def test_each_new_holder_of_a_cpe_has_a_later_owner_epoch_and_keeps_it_while_it_
     a_held, _ = rounds(clock, a, b, count=4)
     assert a_held == meant(["a", "b"])[0]
     assert all(a.epoch(cpe) > taken[cpe] for cpe in a_held)
+
+
+def test_no_round_after_release_takes_back_what_was_handed_over() -> None:
+    """At shutdown the lease thread may still be in a round: once released, a replica takes
+    nothing again (seen at 10,000 CPEs: it handed 4,968 over, then took 2,385 back)."""
+    store, clock = MemoryStateStore(), Clock()
+    a = Ownership(store, "a", 1.0, clock)
+    rounds(clock, a, count=2)
+    a.release()
+    assert a.refresh(CPES) == set()
+    assert a.owned() == set()
+    assert all(store.get_raw(f"lease/cpe/{cpe}") is None for cpe in CPES)
+
+
+def test_a_cpe_handed_over_is_never_without_a_lease() -> None:
+    """A replica joining gets its share handed straight to it (a lease in its name, a newer
+    epoch): at no moment between the rounds is a CPE without a live lease."""
+    store, clock = MemoryStateStore(), Clock()
+    a = Ownership(store, "a", 1.0, clock)
+    rounds(clock, a, count=2)
+    b = Ownership(store, "b", 1.0, clock)
+    before = {cpe: a.epoch(cpe) for cpe in CPES}
+    for _ in range(4):
+        for owner in (b, a):
+            owner.refresh(CPES)
+            leases = [store.get_raw(f"lease/cpe/{cpe}") for cpe in CPES]
+            assert all(raw is not None for raw in leases), "a CPE without a lease"
+        clock.now += 1.0
+    assert b.owned() == meant(["a", "b"])[1]
+    assert all(b.epoch(cpe) > before[cpe] for cpe in b.owned())

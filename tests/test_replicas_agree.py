@@ -31,6 +31,7 @@ from bench.live_system import (
     wait_until,
     write_xapp_config,
 )
+from bench.replicas import run_replicas
 from tests.test_operator_api import OPERATOR, api, tokens_file
 from tests.test_xapp_serve import FOUR_CPES, controlled
 from xapp.ownership import assigned_replica
@@ -373,3 +374,14 @@ def test_a_replica_stopped_past_its_lease_cannot_overwrite_its_successor(tmp_pat
 def held_epoch(agent: Agent, cpe_id: str) -> int:
     held = agent.weights("downlink", cpe_id)
     return 0 if held is None else int(held["applied"].get("epoch", 0))
+
+
+def test_the_replicas_bench_runs_and_finds_every_cpe_leased(tmp_path: Path) -> None:
+    """`atsss bench replicas`, small: its looks and overrides are what its figures say."""
+    result = run_replicas(tmp_path, cpes=300, replicas=2, checks=3, overrides=4)
+    assert result.checks == 3
+    assert result.looks_all_leased == 3, result
+    assert sum(result.share.values()) == 300
+    assert all(count > 0 for count in result.share.values())
+    assert result.overrides_lost == 0, result.notes
+    assert result.override_p99_s is not None

@@ -10,6 +10,7 @@ the xApp and in simulated time in the evaluator.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -176,10 +177,22 @@ class ControlLoop:
         self._last_failure: dict[tuple[str, Direction], str] = {}
 
     def step(self, now_s: float) -> list[StepOutcome]:
+        self.take_reports(now_s)
+        return self._decide_and_push(self._cpes, now_s)
+
+    def take_reports(self, now_s: float) -> None:
+        """The first half of a step: the period's reports into the estimators."""
         samples = self._source.poll(now_s)
         self._estimator.update(samples, now_s)
         self._remember_conditions(samples, now_s)
-        return self._decide_and_push(self._cpes, now_s)
+
+    def decide(
+        self, cpes: Sequence[Cpe], now_s: float, push_until: float | None = None
+    ) -> list[StepOutcome]:
+        """The second half of a step, for some of the CPEs (a fleet's step in parts, with
+        what cannot wait in between); ``push_until``: when waiting for this part's pushes ends
+        (monotonic), so that a step's parts share one wait."""
+        return self._decide_and_push(cpes, now_s, push_until)
 
     def access_event(self, cpe_id: str, access: str, carrier_up: bool, now_s: float) -> None:
         """A CPE's agent saw an access lose or regain carrier, seconds before a report would
@@ -199,7 +212,9 @@ class ControlLoop:
         """Decide for these CPEs at once, with what is known (after an access event)."""
         return self._decide_and_push([c for c in self._cpes if c.cpe_id in cpe_ids], now_s)
 
-    def _decide_and_push(self, cpes: Sequence[Cpe], now_s: float) -> list[StepOutcome]:
+    def _decide_and_push(
+        self, cpes: Sequence[Cpe], now_s: float, push_until: float | None = None
+    ) -> list[StepOutcome]:
         # Pushes of earlier steps that landed are stored before anything is decided: this
         # step decides those CPEs again, from the landed sets and their sequence numbers.
         landed = _Saves()
@@ -220,7 +235,7 @@ class ControlLoop:
         self._propose_all([d for d in begun if isinstance(d, _Deciding)])
         planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
-        failures, late = self._push_all(pending)
+        failures, late = self._push_all(pending, push_until)
         for item in pending:
             if id(item) in late:
                 self._in_flight[(item.cpe_id, item.direction)] = (late[id(item)], item)
@@ -257,7 +272,7 @@ class ControlLoop:
         return outcomes
 
     def _push_all(
-        self, pending: Sequence[_Pending]
+        self, pending: Sequence[_Pending], push_until: float | None = None
     ) -> tuple[dict[int, WeightPushError], dict[int, Future[WeightPushError | None]]]:
         """Push every decided set, side by side: a slow or hung agent costs its own CPE the
         sink's deadline, not every CPE after it; and with ``push_wait_s`` not even the step:
@@ -280,7 +295,10 @@ class ControlLoop:
         if self._pool is None:
             self._pool = ThreadPoolExecutor(MAX_PARALLEL_PUSHES, thread_name_prefix="push")
         futures = {id(item): self._pool.submit(push, item) for item in pending}
-        wait(futures.values(), timeout=self._push_wait_s)
+        timeout = self._push_wait_s
+        if push_until is not None and timeout is not None:
+            timeout = max(0.0, min(timeout, push_until - time.monotonic()))
+        wait(futures.values(), timeout=timeout)
         late = {}
         for key, future in futures.items():
             if not future.done():

@@ -79,6 +79,9 @@ MAX_RETRY_S = 5.0
 BACKLOG_PERIODS = 3
 # Agents asked at once (what they hold, their health): each waits on its own agent.
 PARALLEL_AGENT_CALLS = 64
+# A step decides this many CPEs at a time, and between two parts what cannot wait (an operator's
+# override, a carrier lost): with thousands of CPEs a step lasts a good part of the period.
+STEP_PART = 500
 
 
 @dataclass(frozen=True)
@@ -272,9 +275,17 @@ class LiveControl:
             hysteresis=Hysteresis(self.settings.min_gain),
             exploration=self.exploration,
             # A step waits this long for its pushes; a slow agent's push lands at a later step.
-            push_wait_s=min(0.5, self.settings.period_s / 2),
+            push_wait_s=self._push_wait_s(),
             may_push=self._may_push,
         )
+
+    def _push_wait_s(self) -> float:
+        return min(0.5, self.settings.period_s / 2)
+
+    def _waiting(self) -> bool:
+        """An override or an agent's event waits to be acted on."""
+        with self._events_lock:
+            return bool(self._soon or self._events)
 
     def _may_push(self, cpe_id: str, direction: Direction) -> str | None:
         """None when the CPE and direction's agent has said what it holds and is not left
@@ -327,7 +338,14 @@ class LiveControl:
         self._check_agents(now_s, cpes)
         self.state.refresh((c.cpe_id, d) for c in cpes for d in self.settings.directions)
         started = time.perf_counter()
-        outcomes = self._loop.step(now_s)
+        self._loop.take_reports(now_s)
+        # The parts' pushes share one wait (the loop's own per part would add up).
+        push_until = time.monotonic() + self._push_wait_s()
+        outcomes: list[StepOutcome] = []
+        for first in range(0, len(cpes), STEP_PART):
+            outcomes += self._loop.decide(cpes[first : first + STEP_PART], now_s, push_until)
+            if first + STEP_PART < len(cpes) and self._waiting():
+                self.react(time.time())
         self.on_step(time.perf_counter() - started, outcomes)
         self.steps += 1
         self._handle(outcomes, now_s)

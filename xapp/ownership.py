@@ -94,7 +94,13 @@ class Ownership:
         self.lease_s = 3 * period_s
         self._period_s = period_s
         self._clock = clock
+        self._round = threading.Lock()  # one round at a time; none after release()
+        self._released = False
         self._held: dict[str, bytes] = {}  # CPE → the lease value we wrote
+        self._leases: dict[str, Lease] = {}  # the same, read (owned() asks every step)
+        # CPE → the replica meant for it, for the members it was worked out for
+        self._assigned: dict[str, str] = {}
+        self._assigned_for: list[str] = []
         # CPEs another replica held a live lease on at the last round
         self._elsewhere: frozenset[str] = frozenset()
         self._lock = threading.Lock()
@@ -102,20 +108,15 @@ class Ownership:
 
     def owned(self) -> set[str]:
         """The CPEs this replica may act on now: a lease with at least a period to run."""
-        now = self._clock()
+        least = self._clock() + self._period_s
         with self._lock:  # the lease thread changes them while the loop asks
-            held = list(self._held.items())
-        return {
-            cpe
-            for cpe, raw in held
-            if (lease := _decode(raw)) is not None and lease.expires_at_s - now > self._period_s
-        }
+            leases = self._leases
+        return {cpe for cpe, lease in leases.items() if lease.expires_at_s > least}
 
     def epoch(self, cpe_id: str) -> int:
         """This replica's owner epoch for the CPE (0: it does not hold it)."""
         with self._lock:
-            raw = self._held.get(cpe_id)
-        lease = _decode(raw)
+            lease = self._leases.get(cpe_id)
         return 0 if lease is None else lease.epoch
 
     def owned_elsewhere(self) -> frozenset[str]:
@@ -131,20 +132,29 @@ class Ownership:
         Two round trips to the database whatever the number of CPEs: every lease read at once,
         then every change sent at once (each a compare-and-set of its own), so that a round
         over thousands of CPEs ends well within a lease."""
+        with self._round:
+            if self._released:
+                return set()
+            return self._refresh(cpe_ids)
+
+    def _refresh(self, cpe_ids: Sequence[str]) -> set[str]:
         now = self._clock()
         members = self._members(now)
         ids = set(cpe_ids)
-        wanted = {cpe for cpe in cpe_ids if assigned_replica(cpe, members) == self.replica_id}
+        wanted = {cpe for cpe in cpe_ids if self._assigned_to(cpe, members) == self.replica_id}
         taken_now = Lease(self.replica_id, now + self.lease_s, since_s=now).encode()
         with self._lock:
             held = dict(self._held)
+            known = dict(self._leases)
         cpes = sorted(ids | set(held))
         raws = self._store.get_many([LEASE + cpe for cpe in cpes])
         ops: list[LeaseOp] = []
         meaning: list[tuple[str, str, str | None]] = []  # (what, CPE, previous owner)
         elsewhere = set()
         for cpe, raw in zip(cpes, raws, strict=True):
-            key, current = LEASE + cpe, _decode(raw)
+            key = LEASE + cpe
+            # our own lease as we wrote it needs no reading (half the fleet, every round)
+            current = known[cpe] if raw is not None and raw == held.get(cpe) else _decode(raw)
             if (
                 current is not None
                 and current.owner != self.replica_id
@@ -154,13 +164,20 @@ class Ownership:
             if cpe not in ids or (cpe in held and cpe not in wanted):
                 held.pop(cpe, None)
                 if raw is not None and current is not None and current.owner == self.replica_id:
-                    ops.append(("remove", key, raw, None))
+                    # Handed straight to the replica meant for it (which renews it as its own
+                    # at its next round, under a newer epoch): the CPE is never without a lease.
+                    ops.append(
+                        ("remove", key, raw, None)
+                        if cpe not in ids
+                        else ("replace", key, raw, self._handed(cpe, members, now))
+                    )
                     meaning.append(("gave", cpe, None))
                 continue
             if current is not None and current.owner == self.replica_id and raw is not None:
                 renewed = Lease(self.replica_id, now + self.lease_s, current.since_s).encode()
                 ops.append(("replace", key, raw, renewed))
-                meaning.append(("renewed", cpe, None))
+                # not known here yet: handed over to this replica by its previous holder
+                meaning.append(("renewed" if cpe in held else "took", cpe, None))
                 continue
             held.pop(cpe, None)
             if cpe not in wanted and not (current is not None and current.expires_at_s < now):
@@ -171,24 +188,55 @@ class Ownership:
             elif current.expires_at_s < now and raw is not None:  # its holder is gone
                 ops.append(("replace", key, raw, taken_now))
                 meaning.append(("took", cpe, current.owner))
-        taken = []
+        taken, given = [], []
         for (what, cpe, previous), ok, (_, _, _, written) in zip(
             meaning, self._store.compare_and_set_many(ops), ops, strict=True
         ):
             if what == "gave":
                 if ok:
-                    log.info("replica %s hands %s over", self.replica_id, cpe)
+                    given.append(cpe)
             elif ok and written is not None:
                 held[cpe] = written
                 if what == "took":
                     taken.append((cpe, previous))
             else:
                 held.pop(cpe, None)
+        leases = {cpe: _decode(raw) for cpe, raw in held.items()}
         with self._lock:
             self._held = held
+            self._leases = {cpe: lease for cpe, lease in leases.items() if lease is not None}
             self._elsewhere = frozenset(elsewhere - set(held))
+        self._log_given(given)
         self._log_taken(taken)
         return self.owned()
+
+    def _handed(self, cpe_id: str, members: list[str], now: float) -> bytes:
+        """The lease of a CPE handed to the replica meant for it: a full lease, from now."""
+        heir = assigned_replica(cpe_id, members)
+        return Lease(heir, now + self.lease_s, since_s=now).encode()
+
+    def _assigned_to(self, cpe_id: str, members: list[str]) -> str:
+        """``assigned_replica``, remembered while the members stay the same (a round over
+        10,000 CPEs would otherwise hash each of them once per member, every period)."""
+        if members != self._assigned_for:
+            self._assigned, self._assigned_for = {}, list(members)
+        found = self._assigned.get(cpe_id)
+        if found is None:
+            found = self._assigned[cpe_id] = assigned_replica(cpe_id, members)
+        return found
+
+    def _log_given(self, given: list[str]) -> None:
+        if len(given) > 20:  # a replica joining takes half of this one's: one line
+            log.info(
+                "replica %s hands %d CPEs over (%s ... %s)",
+                self.replica_id,
+                len(given),
+                given[0],
+                given[-1],
+            )
+            return
+        for cpe in given:
+            log.info("replica %s hands %s over", self.replica_id, cpe)
 
     def _log_taken(self, taken: list[tuple[str, str | None]]) -> None:
         if len(taken) > 20:  # a start or a take-over of many: one line
@@ -211,12 +259,20 @@ class Ownership:
             )
 
     def release(self) -> None:
-        """At shutdown: hand every CPE over at once (one round trip each way), and leave."""
+        """At shutdown: hand every CPE over at once (one round trip each way), and leave. A
+        round under way ends first, and none follows: it would take back what was handed."""
+        with self._round:
+            self._released = True
         with self._lock:
-            held, self._held = list(self._held), {}
+            held, self._held, self._leases = list(self._held), {}, {}
         raws = self._store.get_many([LEASE + cpe for cpe in held])
+        now = self._clock()
+        others = [m for m in self._known_members if m != self.replica_id]
         ops: list[LeaseOp] = [
-            ("remove", LEASE + cpe, raw, None)
+            # to the replica meant for it now, as in a round; the last one leaves them free
+            ("replace", LEASE + cpe, raw, self._handed(cpe, others, now))
+            if others
+            else ("remove", LEASE + cpe, raw, None)
             for cpe, raw in zip(held, raws, strict=True)
             if raw is not None
             and (lease := _decode(raw)) is not None

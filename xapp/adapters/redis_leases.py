@@ -42,10 +42,31 @@ def sdl_database(host: str | None = None, port: int | None = None) -> redis.Redi
     )
 
 
+# Many compare-and-sets in one script: per op its kind, the value expected and the new one.
+CAS_MANY = """
+local done = {}
+for i = 1, #KEYS do
+  local kind, old, new = ARGV[3 * i - 2], ARGV[3 * i - 1], ARGV[3 * i]
+  local ok = 0
+  if kind == 'a' then
+    if redis.call('SET', KEYS[i], new, 'NX') then ok = 1 end
+  elseif redis.call('GET', KEYS[i]) == old then
+    if kind == 'r' then redis.call('SET', KEYS[i], new) else redis.call('DEL', KEYS[i]) end
+    ok = 1
+  end
+  done[i] = ok
+end
+return done
+"""
+CAS_KINDS = {"absent": "a", "replace": "r", "remove": "d"}
+CAS_CHUNK = 2000
+
+
 class RedisLeaseStore:
     def __init__(self, namespace: str, host: str | None = None, port: int | None = None) -> None:
         self._prefix = "{" + namespace + "},"
         self._redis = sdl_database(host, port)
+        self._cas_many = self._redis.register_script(CAS_MANY)
 
     def close(self) -> None:
         self._redis.close()
@@ -70,21 +91,19 @@ class RedisLeaseStore:
         return [None if v is None else bytes(v) for v in values]
 
     def compare_and_set_many(self, ops: Sequence[LeaseOp]) -> list[bool]:
-        """One pipeline (one round trip), each op its own atomic command."""
-        if not ops:
-            return []
-        pipe = self._redis.pipeline(transaction=False)
-        for kind, key, old, new in ops:
-            full = self._prefix + key
-            if kind == "absent":
-                pipe.set(full, new or b"", nx=True)
-            elif kind == "replace":
-                pipe.eval(REPLACE_IF, 1, full, old or b"", new or b"")
-            elif kind == "remove":
-                pipe.eval(REMOVE_IF, 1, full, old or b"")
-            else:
-                raise ValueError(f"not a lease op: {kind!r}")
-        return [bool(answer) for answer in pipe.execute()]
+        """A few thousand ops per script call (one round trip each), each op atomic; the
+        script holds Redis a millisecond or so per thousand."""
+        found: list[bool] = []
+        for start in range(0, len(ops), CAS_CHUNK):
+            chunk = ops[start : start + CAS_CHUNK]
+            keys, args = [], []
+            for kind, key, old, new in chunk:
+                if kind not in CAS_KINDS:
+                    raise ValueError(f"not a lease op: {kind!r}")
+                keys.append(self._prefix + key)
+                args += [CAS_KINDS[kind], old or b"", new or b""]
+            found += [bool(answer) for answer in self._cas_many(keys=keys, args=args)]
+        return found
 
     def raw_keys(self, prefix: str) -> list[str]:
         found = self._redis.scan_iter(match=self._prefix + prefix + "*", count=1000)
