@@ -34,6 +34,7 @@ from bench.live_system import (
 from bench.replicas import run_replicas
 from tests.test_operator_api import OPERATOR, api, tokens_file
 from tests.test_xapp_serve import FOUR_CPES, controlled
+from xapp.operator.api import STATE_AGE_HEADER
 from xapp.ownership import assigned_replica
 
 pytestmark = pytest.mark.slow
@@ -179,6 +180,9 @@ def test_sdl_stalls_hold_neither_the_http_server_nor_a_refused_change(tmp_path: 
                 )
                 assert stream.status_code == 200
                 streams.append(stream)
+            with api(a) as alice:
+                fresh = alice.get("/v1/overrides").headers[STATE_AGE_HEADER]
+            assert float(fresh) < 1.0, "a quarter period old at most while SDL answers"
             redis_pid = store.processes[-1].pid
             os.kill(redis_pid, signal.SIGSTOP)
             try:
@@ -190,6 +194,12 @@ def test_sdl_stalls_hold_neither_the_http_server_nor_a_refused_change(tmp_path: 
                         timeout=30,
                     )
                 assert refused.status_code == 503, refused.text
+                # reads go on from memory, saying how old what they serve is
+                with api(a) as alice:
+                    listed = alice.get("/v1/overrides")
+                assert listed.status_code == 200
+                assert listed.json() == []
+                assert float(listed.headers[STATE_AGE_HEADER]) >= 1.0
                 # ... and the liveness probe answers all along, event streams open
                 slowest = 0.0
                 for _ in range(20):

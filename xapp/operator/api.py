@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from core.deployment import CpeConfig, DeploymentError
@@ -193,10 +193,19 @@ class OverrideBody(BaseModel):
         return self
 
 
+# Seconds since the answering replica last found its overrides and CPEs in step with SDL.
+STATE_AGE_HEADER = "X-Operator-State-Age"
+
+
 def create_router(
     view: ServiceView, commands: ServiceCommands, state: OperatorState, tokens: Tokens
 ) -> APIRouter:
-    router = APIRouter(prefix="/v1", tags=["operator"])
+    def state_age(response: Response) -> None:
+        # Reads are served from memory, also while SDL is slow or down: each answer says how
+        # long ago this replica last found its operator state in step with SDL.
+        response.headers[STATE_AGE_HEADER] = f"{state.state_age_s():.1f}"
+
+    router = APIRouter(prefix="/v1", tags=["operator"], dependencies=[Depends(state_age)])
 
     def caller_with(role: Role) -> Any:
         def dependency(request: Request) -> Caller:

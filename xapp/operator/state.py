@@ -76,6 +76,7 @@ class OperatorState:
         self._lock = threading.RLock()
         self._overrides: dict[str, OperatorOverride] = {}
         self._version = 0  # of the operator's documents, as last read or written here
+        self._in_step_at = time.monotonic()  # when SDL last confirmed that version
         self._revision = 0
         self._in_force: dict[tuple[str, Direction], InForce] = {}
 
@@ -92,6 +93,7 @@ class OperatorState:
         version = read_version(self._documents)
         with self._lock:
             if version == self._version:
+                self._in_step_at = time.monotonic()
                 return False
             before = dict(self._overrides)
             self._load()
@@ -121,8 +123,14 @@ class OperatorState:
             overrides[override.override_id] = override
         self._overrides = overrides
         self._version = version
+        self._in_step_at = time.monotonic()
 
     # ------------------------------------------------------------------ reads
+    def state_age_s(self) -> float:
+        """How long ago SDL last confirmed the overrides held here (they are served from memory
+        whether or not it answers since)."""
+        return time.monotonic() - self._in_step_at
+
     def overrides(self, cpe_id: str | None = None) -> list[OperatorOverride]:
         with self._lock:
             return sorted(
@@ -212,6 +220,7 @@ class OperatorState:
         except StaleVersionError:
             self._load()
             return False
+        self._in_step_at = time.monotonic()
         return True
 
     # ------------------------------------------------------------------ internals
