@@ -42,6 +42,7 @@ from agent.testbed import ACCESSES, Testbed
 from bench.live_system import FIRST_PUSH
 from core.domain import Direction
 from core.scenario.model import Scenario
+from core.sequence import epoch_at
 from e2sim.world import SimWorld
 
 PROBE_PORT, MPTCP_PORT, AGENT_PORT = 5201, 5202, 8700
@@ -467,7 +468,13 @@ def _tail(log: Path) -> str:
 def _put_weights(url: str, direction: Direction, weights: dict[str, int], sequence: int) -> None:
     response = httpx.put(
         f"{url}/v1/weights/{direction.value}",
-        json={"weights": weights, "sequence": sequence, "requested_by": "bench"},
+        # the bench takes the CPE over from the xApp it ran before (a later owner epoch)
+        json={
+            "weights": weights,
+            "sequence": sequence,
+            "requested_by": "bench",
+            "epoch": epoch_at(time.time()),
+        },
         timeout=10,
     )
     if response.status_code != 200:
