@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from core.standards import nr as nr_standard
@@ -62,23 +61,33 @@ class KpiEstimator:
             measured = measured_wifi_efficiency(sample)
             if measured is not None:
                 self._wifi_efficiency[path] = measured
-            estimate = estimate_from_sample(sample, self._wifi_efficiency.get(path))
-            if estimate is None:
+            reading = _reading(sample, self._wifi_efficiency.get(path))
+            if reading is None:
                 continue
+            capacity, stddev, available, lower_bound = reading
             previous = self._latest.get(path)
-            if estimate.available and not estimate.lower_bound:
+            if available and not lower_bound:
                 if previous is not None and previous.available and not previous.lower_bound:
                     change = min(
-                        abs(estimate.capacity_mbps - previous.capacity_mbps),
-                        MAX_CHANGE_RATIO * estimate.capacity_mbps,
+                        abs(capacity - previous.capacity_mbps), MAX_CHANGE_RATIO * capacity
                     )
                     variance = self._change_variance.get(path, change**2)
                     self._change_variance[path] = (
                         1 - VOLATILITY_WEIGHT
                     ) * variance + VOLATILITY_WEIGHT * change**2
                 spread = math.sqrt(self._change_variance.get(path, 0.0))
-                estimate = replace(estimate, stddev_mbps=math.hypot(estimate.stddev_mbps, spread))
-            self._latest[path] = estimate
+                stddev = math.hypot(stddev, spread)
+            self._latest[path] = CapacityEstimate(
+                cpe_id=sample.cpe_id,
+                access=sample.access,
+                direction=sample.direction,
+                capacity_mbps=capacity,
+                stddev_mbps=stddev,
+                source="kpi",
+                measured_at_s=sample.time_s,
+                available=available,
+                lower_bound=lower_bound,
+            )
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -91,10 +100,33 @@ def estimate_from_sample(
 ) -> CapacityEstimate | None:
     """``wifi_efficiency``: the station's MAC efficiency as last measured (KpiEstimator keeps
     it); without it, this period's where measurable, the nominal one otherwise."""
+    reading = _reading(sample, wifi_efficiency)
+    if reading is None:
+        return None
+    capacity, stddev, available, lower_bound = reading
+    return CapacityEstimate(
+        cpe_id=sample.cpe_id,
+        access=sample.access,
+        direction=sample.direction,
+        capacity_mbps=capacity,
+        stddev_mbps=stddev,
+        source="kpi",
+        measured_at_s=sample.time_s,
+        available=available,
+        lower_bound=lower_bound,
+    )
+
+
+def _reading(
+    sample: KpiSample, wifi_efficiency: float | None = None
+) -> tuple[float, float, bool, bool] | None:
+    """What the sample says of its path: (capacity, σ, available, only a lower bound), or
+    None. Plain numbers: the saturation labeller asks it of every sample too, and building a
+    CapacityEstimate each time cost as much as the reading."""
     m = sample.measurements
     throughput = sample.throughput_mbps
     if sample.available is False:
-        return _estimate(sample, 0.0, 0.0, available=False)
+        return 0.0, 0.0, False, False
     headroom: float | None = None
     if sample.access == "nr" and sample.direction == Direction.DOWNLINK:
         headroom = _nr(m, throughput)
@@ -107,16 +139,10 @@ def estimate_from_sample(
         headroom = m.get(key)
     if headroom is not None:
         capacity = max(headroom, throughput or 0.0)
-        return _estimate(sample, capacity, RELATIVE_ERROR * capacity, available=True)
+        return capacity, RELATIVE_ERROR * capacity, True, False
     if throughput is None:
         return None
-    return _estimate(
-        sample,
-        throughput,
-        LOWER_BOUND_ERROR * max(throughput, 1.0),
-        available=True,
-        lower_bound=True,
-    )
+    return throughput, LOWER_BOUND_ERROR * max(throughput, 1.0), True, True
 
 
 def utilisation(sample: KpiSample) -> float | None:
@@ -125,12 +151,13 @@ def utilisation(sample: KpiSample) -> float | None:
     Well below 1, the path was held back (by its weight, or by the application), so anything
     learnt from its throughput is a lower bound of its capacity.
     """
-    estimate = estimate_from_sample(sample)
-    if estimate is None or estimate.lower_bound or sample.throughput_mbps is None:
+    reading = _reading(sample)
+    if reading is None or reading[3] or sample.throughput_mbps is None:
         return None
-    if estimate.capacity_mbps <= 0:
+    capacity = reading[0]
+    if capacity <= 0:
         return None
-    return min(1.0, sample.throughput_mbps / estimate.capacity_mbps)
+    return min(1.0, sample.throughput_mbps / capacity)
 
 
 def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
@@ -189,19 +216,3 @@ def _wifi(m: Mapping[str, float], direction: Direction, efficiency: float | None
     if airtime is not None and busy is not None:
         share = min(1.0, (airtime + max(0.0, 100.0 - busy)) / 100.0)
     return phy * (efficiency or WIFI_MAC_EFFICIENCY) * share
-
-
-def _estimate(
-    sample: KpiSample, capacity: float, stddev: float, available: bool, lower_bound: bool = False
-) -> CapacityEstimate:
-    return CapacityEstimate(
-        cpe_id=sample.cpe_id,
-        access=sample.access,
-        direction=sample.direction,
-        capacity_mbps=capacity,
-        stddev_mbps=stddev,
-        source="kpi",
-        measured_at_s=sample.time_s,
-        available=available,
-        lower_bound=lower_bound,
-    )
