@@ -175,6 +175,9 @@ class ControlLoop:
             tuple[str, Direction], tuple[Future[WeightPushError | None], _Pending]
         ] = {}
         self._last_failure: dict[tuple[str, Direction], str] = {}
+        # Told (from a push's own thread) when a push that outlasted its step lands: a CPE
+        # waiting on it (an override came meanwhile) can be decided at once.
+        self.on_landed: Callable[[], None] = lambda: None
 
     def step(self, now_s: float) -> list[StepOutcome]:
         self.take_reports(now_s)
@@ -208,6 +211,13 @@ class ControlLoop:
         """The CPE's accesses its agent last said are without carrier."""
         return sorted(a for (c, a), state in self._carrier.items() if c == cpe_id and not state.up)
 
+    def in_flight(self, cpe_id: str) -> bool:
+        """A push to the CPE (either direction) is still under way."""
+        return any((cpe_id, direction) in self._in_flight for direction in self._directions)
+
+    def _landed(self, _: object) -> None:
+        self.on_landed()
+
     def decide_now(self, cpe_ids: Collection[str], now_s: float) -> list[StepOutcome]:
         """Decide for these CPEs at once, with what is known (after an access event)."""
         return self._decide_and_push([c for c in self._cpes if c.cpe_id in cpe_ids], now_s)
@@ -239,6 +249,7 @@ class ControlLoop:
         for item in pending:
             if id(item) in late:
                 self._in_flight[(item.cpe_id, item.direction)] = (late[id(item)], item)
+                late[id(item)].add_done_callback(self._landed)
         outcomes += [
             p if isinstance(p, StepOutcome) else self._finish(p, failures.get(id(p)), saves)
             for p in planned

@@ -278,6 +278,7 @@ class LiveControl:
             push_wait_s=self._push_wait_s(),
             may_push=self._may_push,
         )
+        self._loop.on_landed = self._wake.set  # an override may be waiting on that push
 
     def _push_wait_s(self) -> float:
         return min(0.5, self.settings.period_s / 2)
@@ -392,6 +393,8 @@ class LiveControl:
         with self._events_lock:
             events, self._events = list(self._events.values()), {}
             touched, self._soon = self._soon, set()
+        if not events and not touched:
+            return []  # woken by a landed push, nothing waiting on one
         touched &= {c.cpe_id for c in self.cpes}
         by_agent: dict[str, list[Cpe]] = {}
         for cpe in self.cpes:
@@ -423,6 +426,12 @@ class LiveControl:
             return []
         outcomes = self._loop.decide_now(touched, now_s)
         self._handle(outcomes, now_s)
+        # A CPE whose last push is still under way was not decided: it waits for that push to
+        # land (the loop is woken then), not for the next step.
+        waiting = {cpe_id for cpe_id in touched if self._loop.in_flight(cpe_id)}
+        if waiting:
+            with self._events_lock:
+                self._soon |= waiting
         return outcomes
 
     def _pool(self) -> ThreadPoolExecutor:
