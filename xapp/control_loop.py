@@ -71,6 +71,9 @@ class _PathConditions:
 # Pushes in flight at once, each to its own agent. Threads waiting on a slow agent cost little;
 # enough of them that a few hung agents (each holding one until its deadline) leave room.
 MAX_PARALLEL_PUSHES = 128
+# Pushes decided at once (an override, a carrier lost) have threads of their own: behind a
+# fleet's step they would wait for its thousand pushes queued before them (12-19 s at 1,000 CPEs).
+MAX_PARALLEL_URGENT_PUSHES = 16
 
 # A path back after an outage is believed to carry what it carried before, a little less sure.
 RETURN_STDDEV_FACTOR = 1.5
@@ -171,6 +174,7 @@ class ControlLoop:
         self._push_wait_s = push_wait_s
         self._may_push = may_push
         self._pool: ThreadPoolExecutor | None = None
+        self._urgent_pool: ThreadPoolExecutor | None = None
         self._in_flight: dict[
             tuple[str, Direction], tuple[Future[WeightPushError | None], _Pending]
         ] = {}
@@ -219,11 +223,17 @@ class ControlLoop:
         self.on_landed()
 
     def decide_now(self, cpe_ids: Collection[str], now_s: float) -> list[StepOutcome]:
-        """Decide for these CPEs at once, with what is known (after an access event)."""
-        return self._decide_and_push([c for c in self._cpes if c.cpe_id in cpe_ids], now_s)
+        """Decide for these CPEs at once, with what is known (after an access event), their
+        pushes ahead of any a step has queued."""
+        chosen = [c for c in self._cpes if c.cpe_id in cpe_ids]
+        return self._decide_and_push(chosen, now_s, urgent=True)
 
     def _decide_and_push(
-        self, cpes: Sequence[Cpe], now_s: float, push_until: float | None = None
+        self,
+        cpes: Sequence[Cpe],
+        now_s: float,
+        push_until: float | None = None,
+        urgent: bool = False,
     ) -> list[StepOutcome]:
         # Pushes of earlier steps that landed are stored before anything is decided: this
         # step decides those CPEs again, from the landed sets and their sequence numbers.
@@ -245,7 +255,7 @@ class ControlLoop:
         self._propose_all([d for d in begun if isinstance(d, _Deciding)])
         planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
-        failures, late = self._push_all(pending, push_until)
+        failures, late = self._push_all(pending, push_until, urgent)
         for item in pending:
             if id(item) in late:
                 self._in_flight[(item.cpe_id, item.direction)] = (late[id(item)], item)
@@ -283,7 +293,7 @@ class ControlLoop:
         return outcomes
 
     def _push_all(
-        self, pending: Sequence[_Pending], push_until: float | None = None
+        self, pending: Sequence[_Pending], push_until: float | None = None, urgent: bool = False
     ) -> tuple[dict[int, WeightPushError], dict[int, Future[WeightPushError | None]]]:
         """Push every decided set, side by side: a slow or hung agent costs its own CPE the
         sink's deadline, not every CPE after it; and with ``push_wait_s`` not even the step:
@@ -305,7 +315,11 @@ class ControlLoop:
             return failures, {}
         if self._pool is None:
             self._pool = ThreadPoolExecutor(MAX_PARALLEL_PUSHES, thread_name_prefix="push")
-        futures = {id(item): self._pool.submit(push, item) for item in pending}
+            self._urgent_pool = ThreadPoolExecutor(
+                MAX_PARALLEL_URGENT_PUSHES, thread_name_prefix="urgent-push"
+            )
+        pool = self._urgent_pool if urgent and self._urgent_pool is not None else self._pool
+        futures = {id(item): pool.submit(push, item) for item in pending}
         timeout = self._push_wait_s
         if push_until is not None and timeout is not None:
             timeout = max(0.0, min(timeout, push_until - time.monotonic()))
@@ -322,8 +336,9 @@ class ControlLoop:
 
     def close(self) -> None:
         """Let the pushes under way end; no new ones start."""
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._pool, self._urgent_pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
 
     def set_cpes(self, cpes: Sequence[Cpe]) -> None:
         """A reloaded configuration: CPEs kept keep their history, removed ones are forgotten."""
