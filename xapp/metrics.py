@@ -85,7 +85,13 @@ class _StateCollector(Collector):
         cpes = self._observed.cpes()
         for index, cpe in enumerate(cpes):
             for direction in Direction:
-                held = self._observed.weights_in_force(cpe.cpe_id, direction)
+                # only the first CPEs' weights are shown: a fleet's other thousands are not read
+                # (for a CPE another replica holds, reading is a round trip to SDL)
+                held = (
+                    self._observed.weights_in_force(cpe.cpe_id, direction)
+                    if index < self._first
+                    else None
+                )
                 for access in cpe.access_names:
                     estimate = self._observed.estimate(cpe.cpe_id, access, direction)
                     if estimate is not None:
