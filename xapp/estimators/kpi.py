@@ -77,17 +77,7 @@ class KpiEstimator:
                     ) * variance + VOLATILITY_WEIGHT * change**2
                 spread = math.sqrt(self._change_variance.get(path, 0.0))
                 stddev = math.hypot(stddev, spread)
-            self._latest[path] = CapacityEstimate(
-                cpe_id=sample.cpe_id,
-                access=sample.access,
-                direction=sample.direction,
-                capacity_mbps=capacity,
-                stddev_mbps=stddev,
-                source="kpi",
-                measured_at_s=sample.time_s,
-                available=available,
-                lower_bound=lower_bound,
-            )
+            self._latest[path] = _estimate(sample, capacity, stddev, available, lower_bound)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -103,7 +93,12 @@ def estimate_from_sample(
     reading = _reading(sample, wifi_efficiency)
     if reading is None:
         return None
-    capacity, stddev, available, lower_bound = reading
+    return _estimate(sample, *reading)
+
+
+def _estimate(
+    sample: KpiSample, capacity: float, stddev: float, available: bool, lower_bound: bool
+) -> CapacityEstimate:
     return CapacityEstimate(
         cpe_id=sample.cpe_id,
         access=sample.access,

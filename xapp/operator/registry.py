@@ -22,12 +22,11 @@ from core.deployment import CpeConfig, Deployment, DeploymentError, parse_deploy
 from xapp.operator.state import (
     COMMIT_ROUNDS,
     OperatorState,
+    SharedDocuments,
     StoreUnavailableError,
     UnknownError,
-    commit,
-    read_version,
 )
-from xapp.ports import DocumentStore, StaleVersionError
+from xapp.ports import DocumentStore
 
 CPES = "operator/cpe/"
 
@@ -41,12 +40,11 @@ class CpeRefusedError(ValueError):
 
 class CpeRegistry:
     def __init__(self, documents: DocumentStore, audit: OperatorState) -> None:
-        self._documents = documents
         self._audit = audit
         self._lock = threading.Lock()
         # cpe id → {"cpe": the CPE as the configuration writes it} or {"removed": True}
         self._entries: dict[str, dict[str, Any]] = {}
-        self._version = 0  # of the operator's documents, as last read or written here
+        self._shared = SharedDocuments(documents, CPES)
 
     def load(self) -> None:
         with self._lock:
@@ -55,21 +53,16 @@ class CpeRegistry:
     def refresh(self) -> bool:
         """Read the entries again if another replica changed the operator's documents since;
         True when the entries changed."""
-        version = read_version(self._documents)
         with self._lock:
-            if version == self._version:
+            if not self._shared.moved():
                 return False
             before = self._entries
             self._load()
             return self._entries != before
 
     def _load(self) -> None:
-        try:
-            version, found = self._documents.read_documents(CPES)
-        except StaleVersionError as error:
-            raise StoreUnavailableError(f"SDL is too busy to read: {error}") from error
+        found = self._shared.read()
         self._entries = {key.removeprefix(CPES): value for key, value in found.items()}
-        self._version = version
 
     def entries(self) -> dict[str, dict[str, Any]]:
         with self._lock:
@@ -186,12 +179,10 @@ class CpeRegistry:
     def _commit(self, puts: Mapping[str, Mapping[str, Any]], deletes: Sequence[str]) -> bool:
         """Store the change on the entries this replica knows; False (and the entries read
         again) when another replica changed them first."""
-        try:
-            self._version = commit(self._documents, self._version, puts, deletes)
-        except StaleVersionError:
-            self._load()
-            return False
-        return True
+        if self._shared.commit(puts, deletes):
+            return True
+        self._load()
+        return False
 
 
 def _applied(base: Deployment, entries: Mapping[str, Mapping[str, Any]]) -> Deployment:

@@ -69,14 +69,12 @@ class OperatorState:
     ) -> None:
         """``audit_log``: where changes are recorded (default: a bounded log in memory)."""
         self._store = store
-        self._documents = documents
         self._audit = audit_log if audit_log is not None else MemoryAuditLog(100_000, 90 * 86400)
         self._cpes = cpes
         self._clock = clock
         self._lock = threading.RLock()
         self._overrides: dict[str, OperatorOverride] = {}
-        self._version = 0  # of the operator's documents, as last read or written here
-        self._in_step_at = time.monotonic()  # when SDL last confirmed that version
+        self._shared = SharedDocuments(documents, OVERRIDES)
         self._revision = 0
         self._in_force: dict[tuple[str, Direction], InForce] = {}
 
@@ -90,10 +88,8 @@ class OperatorState:
     def refresh(self) -> bool:
         """Read the overrides again if another replica changed the operator's documents since;
         the CPEs whose overrides changed are applied. True when something was read."""
-        version = read_version(self._documents)
         with self._lock:
-            if version == self._version:
-                self._in_step_at = time.monotonic()
+            if not self._shared.moved():
                 return False
             before = dict(self._overrides)
             self._load()
@@ -109,12 +105,8 @@ class OperatorState:
             return True
 
     def _load(self) -> None:
-        try:
-            version, found = self._documents.read_documents(OVERRIDES)
-        except StaleVersionError as error:
-            raise StoreUnavailableError(f"SDL is too busy to read: {error}") from error
         overrides = {}
-        for key, raw in found.items():
+        for key, raw in self._shared.read().items():
             try:
                 override = override_from_json(raw)
             except (KeyError, ValueError, TypeError) as error:
@@ -122,14 +114,12 @@ class OperatorState:
                 continue
             overrides[override.override_id] = override
         self._overrides = overrides
-        self._version = version
-        self._in_step_at = time.monotonic()
 
     # ------------------------------------------------------------------ reads
     def state_age_s(self) -> float:
         """How long ago SDL last confirmed the overrides held here (they are served from memory
         whether or not it answers since)."""
-        return time.monotonic() - self._in_step_at
+        return time.monotonic() - self._shared.in_step_at
 
     def overrides(self, cpe_id: str | None = None) -> list[OperatorOverride]:
         with self._lock:
@@ -176,7 +166,7 @@ class OperatorState:
         with self._lock:
             for _ in range(COMMIT_ROUNDS):
                 override = self._overrides.get(override_id)
-                if override is None and self._version != read_version(self._documents):
+                if override is None and self._shared.moved():
                     self._load()  # set through another replica a moment ago?
                     override = self._overrides.get(override_id)
                 if override is None:
@@ -215,13 +205,10 @@ class OperatorState:
     def _commit(self, puts: Mapping[str, Mapping[str, Any]], deletes: Sequence[str]) -> bool:
         """Store the change on the overrides this replica knows; False (and the overrides read
         again) when another replica changed them first."""
-        try:
-            self._version = commit(self._documents, self._version, puts, deletes)
-        except StaleVersionError:
-            self._load()
-            return False
-        self._in_step_at = time.monotonic()
-        return True
+        if self._shared.commit(puts, deletes):
+            return True
+        self._load()
+        return False
 
     # ------------------------------------------------------------------ internals
     def _check_target(self, override: OperatorOverride, cpes: Sequence[Cpe] | None = None) -> None:
@@ -336,25 +323,46 @@ class OperatorState:
             log.error("audit entry not stored (%s): %s", error, entry)
 
 
-def read_version(documents: DocumentStore) -> int:
-    try:
-        return documents.documents_version()
-    except Exception as error:  # ricsdl and redis raise their own types
-        raise StoreUnavailableError(f"SDL did not answer: {error}") from error
+class SharedDocuments:
+    """The operator's documents under one prefix as this replica last read or wrote them, and
+    the shared version they were at: read again when another replica moved the version, and a
+    change stored only on the version it was decided on."""
 
+    def __init__(self, documents: DocumentStore, prefix: str) -> None:
+        self._documents = documents
+        self.prefix = prefix
+        self.version = 0
+        self.in_step_at = time.monotonic()  # when SDL last confirmed the version
 
-def commit(
-    documents: DocumentStore,
-    expected_version: int,
-    puts: Mapping[str, Mapping[str, Any]],
-    deletes: Sequence[str],
-) -> int:
-    """Store a change whole, or raise: StaleVersionError (another replica changed the
-    documents first), StoreUnavailableError (SDL did not carry it out). A change is kept
-    before it counts."""
-    try:
-        return documents.commit_documents(expected_version, puts, deletes)
-    except StaleVersionError:
-        raise
-    except Exception as error:  # ricsdl and redis raise their own types
-        raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+    def moved(self) -> bool:
+        """Whether another replica changed the documents since they were read here."""
+        try:
+            version = self._documents.documents_version()
+        except Exception as error:  # ricsdl and redis raise their own types
+            raise StoreUnavailableError(f"SDL did not answer: {error}") from error
+        if version != self.version:
+            return True
+        self.in_step_at = time.monotonic()
+        return False
+
+    def read(self) -> dict[str, dict[str, Any]]:
+        """Every document under the prefix, by key (the version they are at is kept)."""
+        try:
+            self.version, found = self._documents.read_documents(self.prefix)
+        except StaleVersionError as error:
+            raise StoreUnavailableError(f"SDL is too busy to read: {error}") from error
+        self.in_step_at = time.monotonic()
+        return found
+
+    def commit(self, puts: Mapping[str, Mapping[str, Any]], deletes: Sequence[str]) -> bool:
+        """Store a change whole; False when another replica changed the documents first
+        (nothing stored: read them again and decide again). StoreUnavailableError when SDL did
+        not carry it out. A change is kept before it counts."""
+        try:
+            self.version = self._documents.commit_documents(self.version, puts, deletes)
+        except StaleVersionError:
+            return False
+        except Exception as error:  # ricsdl and redis raise their own types
+            raise StoreUnavailableError(f"SDL did not take the change: {error}") from error
+        self.in_step_at = time.monotonic()
+        return True
