@@ -423,51 +423,74 @@ def _measure(
     latencies = []
     for n, cpe_id in enumerate(good[:overrides]):
         weights = {"nr": 7 + n % 5, "wifi": 11, "lifi": 3}
-        sent = time.monotonic()
-        try:
-            answer = httpx.post(
-                f"{api}/v1/cpes/{cpe_id}/overrides",
-                json={
-                    "kind": "weights",
-                    "directions": ["uplink"],
-                    "weights": weights,
-                    "reason": "fleet bench",
-                    "expires_in_s": 600,
-                },
-                headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"},
-                timeout=10,
-            )
-        except httpx.HTTPError as error:
-            result.notes.append(f"override on {cpe_id}: the xApp did not answer: {error!r}")
-            result.overrides_lost += 1
-            continue
-        if answer.status_code != 201:
-            result.notes.append(f"override on {cpe_id}: {answer.status_code} {answer.text[:200]}")
-            continue
-        reached = None
-        while time.monotonic() - sent < 20 * period_s + 10:
-            try:
-                held = httpx.get(
-                    f"http://127.0.0.1:{host_port}/host/weights",
-                    params={"cpe_id": cpe_id},
-                    timeout=10,
-                ).json()
-            except httpx.HTTPError:
-                held = {}
-            if (held.get(cpe_id) or {}).get("weights") == weights:
-                reached = time.monotonic() - sent
-                break
-            time.sleep(0.05)
-        if reached is None:
-            result.overrides_lost += 1
+
+        def held_by_host(cpe_id: str = cpe_id) -> Any:
+            found = httpx.get(
+                f"http://127.0.0.1:{host_port}/host/weights", params={"cpe_id": cpe_id}, timeout=10
+            ).json()
+            return (found.get(cpe_id) or {}).get("weights")
+
+        outcome = timed_override(
+            api, cpe_id, "uplink", weights, "fleet bench", 10, held_by_host, 20 * period_s + 10
+        )
+        if isinstance(outcome, float):
+            latencies.append(outcome)
+        elif outcome.refused:  # an answer other than 201: noted, not counted as lost
+            result.notes.append(f"override on {cpe_id}: {outcome.why}")
         else:
-            latencies.append(reached)
+            if outcome.why:
+                result.notes.append(f"override on {cpe_id}: the xApp {outcome.why}")
+            result.overrides_lost += 1
         rss_peak = max(rss_peak, rss_mb(pid))
     result.override_p50_s = _round(percentile(latencies, 0.5))
     result.override_p99_s = _round(percentile(latencies, 0.99))
     result.rss_mb = round(rss_mb(pid), 1)
     result.rss_peak_mb = round(max(rss_peak, result.rss_mb), 1)
     result.cpu_cores = round((_cpu_s(pid) - cpu_start) / (time.monotonic() - wall_start), 2)
+
+
+@dataclass(frozen=True)
+class OverrideMissed:
+    why: str  # "" when it was stored but never reached the agent
+    refused: bool = False  # the API answered, not with 201
+
+
+def timed_override(
+    api: str,
+    cpe_id: str,
+    direction: str,
+    weights: dict[str, int],
+    reason: str,
+    timeout_s: float,
+    held: Any,
+    wait_s: float,
+) -> float | OverrideMissed:
+    """Set a weights override through ``api`` and wait (``wait_s`` at most) until ``held()``
+    (what the agent holds) equals it: the seconds it took, or why it did not arrive."""
+    sent = time.monotonic()
+    try:
+        answer = httpx.post(
+            f"{api}/v1/cpes/{cpe_id}/overrides",
+            json={
+                "kind": "weights",
+                "directions": [direction],
+                "weights": weights,
+                "reason": reason,
+                "expires_in_s": 600,
+            },
+            headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"},
+            timeout=timeout_s,
+        )
+    except httpx.HTTPError as error:
+        return OverrideMissed(f"did not answer: {error!r}")
+    if answer.status_code != 201:
+        return OverrideMissed(f"{answer.status_code} {answer.text[:200]}", refused=True)
+    while time.monotonic() - sent < wait_s:
+        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
+            if held() == weights:
+                return time.monotonic() - sent
+        time.sleep(0.02)
+    return OverrideMissed("")
 
 
 def _round(value: float | None) -> float | None:

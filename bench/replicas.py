@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import redis
 
-from bench.fleet import OPERATOR_TOKEN, _process, _proxy_config, _scenario
+from bench.fleet import OPERATOR_TOKEN, _process, _proxy_config, _scenario, timed_override
 from bench.live_system import (
     TOKEN,
     LiveSystemError,
@@ -223,45 +223,34 @@ def _overrides(
     for n, cpe_id in enumerate(ids[::step][:count]):
         replica = running[n % len(running)]
         weights = {"nr": 3 + n % 5, "wifi": 11, "lifi": 2}
-        sent = time.monotonic()
-        try:
-            answer = httpx.post(
-                f"{replica.api}/v1/cpes/{cpe_id}/overrides",
-                json={
-                    "kind": "weights",
-                    "directions": ["downlink"],
-                    "weights": weights,
-                    "reason": "replicas bench",
-                    "expires_in_s": 600,
-                },
-                headers={"Authorization": f"Bearer {OPERATOR_TOKEN}"},
-                timeout=30,
-            )
-        except httpx.HTTPError as error:
-            result.notes.append(f"override on {cpe_id}: {replica.name} did not answer: {error!r}")
-            result.overrides_lost += 1
+
+        def held_by_proxy(cpe_id: str = cpe_id) -> Any:
+            found = httpx.get(
+                f"{proxy}/v1/weights/downlink",
+                params={"cpe_id": cpe_id},
+                headers={"Authorization": f"Bearer {TOKEN}"},
+                timeout=10,
+            ).json()
+            return found["applied"]["weights"]
+
+        outcome = timed_override(
+            replica.api,
+            cpe_id,
+            "downlink",
+            weights,
+            "replicas bench",
+            30,
+            held_by_proxy,
+            10 * period_s + 10,
+        )
+        if isinstance(outcome, float):
+            latencies.append(outcome)
             continue
-        if answer.status_code != 201:
-            result.notes.append(f"override on {cpe_id}: {answer.status_code} {answer.text[:200]}")
-            result.overrides_lost += 1
-            continue
-        reached = None
-        while time.monotonic() - sent < 10 * period_s + 10:
-            with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
-                held = httpx.get(
-                    f"{proxy}/v1/weights/downlink",
-                    params={"cpe_id": cpe_id},
-                    headers={"Authorization": f"Bearer {TOKEN}"},
-                    timeout=10,
-                ).json()
-                if held["applied"]["weights"] == weights:
-                    reached = time.monotonic() - sent
-                    break
-            time.sleep(0.02)
-        if reached is None:
-            result.overrides_lost += 1
-        else:
-            latencies.append(reached)
+        if outcome.refused:
+            result.notes.append(f"override on {cpe_id}: {outcome.why}")
+        elif outcome.why:
+            result.notes.append(f"override on {cpe_id}: {replica.name} {outcome.why}")
+        result.overrides_lost += 1
     return latencies
 
 
