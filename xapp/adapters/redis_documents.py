@@ -28,8 +28,11 @@ VERSION = "operator/version"
 # answer finds it there.
 COMMITTED = "operator/committed/"
 MARKER_MS = 60_000
-# How long after the client read Redis' clock its change may still be carried out: well inside
+# How long after the client sent its change the change may still be carried out: well inside
 # the client's own timeout (sdl_database: 2 s), so a change the client gave up on is refused.
+# The client knows Redis' clock only from reading it, a moment before it sends: the time that
+# passed in between (a busy process waits for its turn) is added, measured on its own clock, so
+# a change is never refused for the client's slowness, only for the database's.
 WINDOW_MS = 1000
 READ_BACK_S = 3.0  # how long a change whose answer was lost is looked for
 
@@ -90,12 +93,15 @@ class RedisDocuments:
         deletes: Sequence[str] = (),
     ) -> int:
         seconds, micros = self._redis.time()  # fails fast (nothing written) when Redis is out
-        not_after_ms = int(seconds) * 1000 + int(micros) // 1000 + WINDOW_MS
+        clock_read = time.monotonic()
         commit_id = uuid.uuid4().hex
         keys = [self._prefix + VERSION, self._prefix + COMMITTED + commit_id]
         keys += [self._prefix + key for key in puts]
         keys += [self._prefix + key for key in deletes]
         values = [json.dumps(document, sort_keys=True) for document in puts.values()]
+        # Redis' clock has moved on at least as far as ours since the read (taken after it).
+        since_read_ms = int((time.monotonic() - clock_read) * 1000)
+        not_after_ms = int(seconds) * 1000 + int(micros) // 1000 + since_read_ms + WINDOW_MS
         args = [expected_version, not_after_ms, len(puts), MARKER_MS, *values]
         try:
             outcome, version = self._commit(keys=keys, args=args)
