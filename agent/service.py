@@ -100,6 +100,18 @@ def _not_following(update: WeightUpdate | AppliedWeights, current: AppliedWeight
     )
 
 
+def _replays(update: WeightUpdate, current: AppliedWeights) -> bool:
+    """``update`` is the set in force, sent again: the xApp repeats a set whose answer it lost
+    (its call timed out after the agent had taken it). Answered with what is in force, as a
+    PUT of the same thing is, rather than refused as not after itself."""
+    return (
+        update.epoch == current.epoch
+        and update.sequence == current.sequence
+        and update.direction.value == current.direction
+        and dict(update.weights) == current.weights
+    )
+
+
 # What became of one set of a batch: applied, or why not.
 Outcome = AppliedWeights | UpdateRejectedError | ApplyFailedError
 
@@ -266,6 +278,9 @@ class WeightService:
         for index, update in checked:
             earlier = chosen.get(update.cpe_id)
             current = earlier[1] if earlier is not None else self._applied.get(update.cpe_id)
+            if earlier is None and current is not None and _replays(update, current):
+                outcomes[index] = current  # in force already: nothing to write
+                continue
             refusal = None if current is None else _not_following(update, current)
             if refusal is not None:
                 outcomes[index] = UpdateRejectedError(refusal, 409)

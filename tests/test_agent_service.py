@@ -88,6 +88,23 @@ def test_out_of_order_updates_are_refused(tmp_path: Path) -> None:
     assert weights.applied("cpe-1").weights == {"nr": 30, "wifi": 100}  # type: ignore[union-attr]
 
 
+def test_the_set_in_force_sent_again_is_answered_with_it_and_nothing_written(
+    tmp_path: Path,
+) -> None:
+    """A push whose answer was lost (its call timed out after the agent took it) is sent again
+    as it was: that is no conflict, and not a change either."""
+    backend = DryRunBackend()
+    weights = service(tmp_path, backend)
+    first = weights.apply(update({"nr": 30, "wifi": 100}, sequence=5))
+    state = (tmp_path / "state.json").stat().st_mtime_ns
+    writes = len(backend.writes)
+    assert weights.apply(update({"nr": 30, "wifi": 100}, sequence=5)) == first
+    assert len(backend.writes) == writes
+    assert (tmp_path / "state.json").stat().st_mtime_ns == state
+    with pytest.raises(UpdateRejectedError, match="sequence 5 is not after 5"):
+        weights.apply(update({"nr": 31, "wifi": 100}, sequence=5))  # the same number, other set
+
+
 def test_refused_write_rolls_back_to_the_previous_weights(tmp_path: Path) -> None:
     backend = DryRunBackend()
     weights = service(tmp_path, backend)
@@ -544,7 +561,8 @@ def test_each_set_of_a_batch_is_judged_on_its_own(tmp_path: Path) -> None:
     weights.apply(down(0, 5))
     outcomes = weights.apply_many(
         [
-            down(0, 5),  # not after the one in force
+            down(0, 5, {"nr": 1, "wifi": 1}),  # not after the one in force
+            down(0, 5),  # the one in force, sent again
             down(1, 1, {"satellite": 1}),  # an unknown access
             down(2, 1),
             down(2, 2),  # overtakes the set before it, for the same CPE
@@ -554,8 +572,8 @@ def test_each_set_of_a_batch_is_judged_on_its_own(tmp_path: Path) -> None:
         ]
     )
     statuses = [o.status if isinstance(o, UpdateRejectedError) else 200 for o in outcomes]
-    assert statuses == [409, 400, 409, 200, 200, 200, 404]
-    assert "overtaken by 2" in str(outcomes[2])
+    assert statuses == [409, 200, 400, 409, 200, 200, 200, 404]
+    assert "overtaken by 2" in str(outcomes[3])
     second = weights.apply_many([down(5, 1)])
     assert isinstance(second[0], UpdateRejectedError)
     assert "more than 12 rules" in str(second[0])
