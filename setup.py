@@ -1,6 +1,7 @@
 """The one part of the build pyproject.toml cannot declare without an experimental table: the C
-core of the fast E2 reader (kpm/_fast_message.c). Optional: where no compiler is, the install
-goes on and kpm.fast_message reads with its pure-Python twin. The build carries its source's
+cores of the fast E2 reader (kpm/_fast_message.c) and of the robust policy
+(xapp/policy/_robust_core.c). Optional: where no compiler is, the install goes on and each
+module computes with its pure-Python (numpy) twin. Each build carries its source's
 SHA-256, so that a build older than its source (a source that no longer compiles leaves the
 last build in place) is told apart (tests/test_fast_message_core.py)."""
 
@@ -9,16 +10,24 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 
-SOURCE = "kpm/_fast_message.c"
-DIGEST = hashlib.sha256((Path(__file__).resolve().parent / SOURCE).read_bytes()).hexdigest()
+HERE = Path(__file__).resolve().parent
+
+
+def _compiled(name: str, source: str, *, exact_floats: bool = False) -> Extension:
+    digest = hashlib.sha256((HERE / source).read_bytes()).hexdigest()
+    return Extension(
+        name,
+        [source],
+        define_macros=[("SOURCE_SHA256", f'"{digest}"')],
+        # The policy's core must round as numpy does: no fused multiply-adds.
+        extra_compile_args=["-ffp-contract=off"] if exact_floats else [],
+        optional=True,
+    )
+
 
 setup(
     ext_modules=[
-        Extension(
-            "kpm._fast_message",
-            [SOURCE],
-            define_macros=[("SOURCE_SHA256", f'"{DIGEST}"')],
-            optional=True,
-        )
+        _compiled("kpm._fast_message", "kpm/_fast_message.c"),
+        _compiled("xapp.policy._robust_core", "xapp/policy/_robust_core.c", exact_floats=True),
     ]
 )

@@ -73,8 +73,8 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $python"
   "$python" -m venv .venv
 fi
-# Installed again when the dependencies or the C core change (the core is built at install).
-stamp=.venv/.installed-$(sha256sum pyproject.toml setup.py kpm/_fast_message.c | sha256sum | cut -c1-16)
+# Installed again when the dependencies or a C core change (the cores are built at install).
+stamp=.venv/.installed-$(sha256sum pyproject.toml setup.py kpm/_fast_message.c xapp/policy/_robust_core.c | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its dependencies into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip

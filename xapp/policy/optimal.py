@@ -16,9 +16,12 @@ from functools import cache
 import numpy as np
 import numpy.typing as npt
 
+from xapp.policy.compiled import core, use_core
+
 # Solutions within this relative distance of the best count as ties; among ties the smallest
 # weights win, because a round of fewer segments means shorter bursts and less reordering.
 _TIE_TOLERANCE = 1e-9
+MAX_CORE_WEIGHT = 65535  # the core's bound (an agent takes weights up to 255)
 
 
 def optimal_weights(capacities_mbps: Sequence[float], max_weight: int = 100) -> tuple[int, ...]:
@@ -30,9 +33,13 @@ def optimal_weights(capacities_mbps: Sequence[float], max_weight: int = 100) -> 
 
 
 def optimal_weights_batch(
-    capacities_mbps: npt.NDArray[np.float64], max_weight: int = 100
+    capacities_mbps: npt.NDArray[np.float64],
+    max_weight: int = 100,
+    *,
+    compiled: bool | None = None,
 ) -> npt.NDArray[np.int64]:
-    """``optimal_weights`` for every row of a (CPEs × paths) capacity matrix at once."""
+    """``optimal_weights`` for every row of a (CPEs × paths) capacity matrix at once;
+    ``compiled``: with the C core (None: where it is built), else with numpy."""
     if max_weight < 1:
         raise ValueError(f"max_weight must be ≥ 1, got {max_weight}")
     capacities = np.asarray(capacities_mbps, dtype=np.float64)
@@ -43,6 +50,10 @@ def optimal_weights_batch(
     rows, paths = capacities.shape
     if paths == 0:
         return np.zeros((rows, 0), dtype=np.int64)
+    if use_core(compiled, paths) and max_weight <= MAX_CORE_WEIGHT:
+        out = np.empty((rows, paths), dtype=np.int64)
+        core.optimal(np.ascontiguousarray(capacities), out, rows, paths, max_weight)
+        return out
 
     # Candidate round rates per row: every c_j / k; rows × (paths · max_weight), j-major.
     rates = (capacities[:, :, None] / _divisors(max_weight)).reshape(rows, -1)

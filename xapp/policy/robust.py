@@ -27,7 +27,8 @@ from statistics import NormalDist
 import numpy as np
 import numpy.typing as npt
 
-from xapp.policy.optimal import optimal_weights_batch
+from xapp.policy.compiled import core, use_core
+from xapp.policy.optimal import MAX_CORE_WEIGHT, optimal_weights_batch
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -49,8 +50,12 @@ def _standard_normal_draws(paths: int) -> FloatArray:
 def _order_statistic(values: FloatArray, quantile: float) -> FloatArray:
     """The ``quantile`` of ``values`` along the last axis, as the nearest-rank order statistic
     (np.quantile interpolates, at several times the cost, for no better decision)."""
-    rank = min(values.shape[-1] - 1, max(0, round(quantile * (values.shape[-1] - 1))))
+    rank = _rank(values.shape[-1], quantile)
     return np.asarray(np.partition(values, rank, axis=-1)[..., rank], dtype=np.float64)
+
+
+def _rank(count: int, quantile: float) -> int:
+    return min(count - 1, max(0, round(quantile * (count - 1))))
 
 
 def belief_draws(means_mbps: FloatArray, stddevs_mbps: FloatArray) -> FloatArray:
@@ -198,9 +203,11 @@ def robust_weights_many(
     quantile: float,
     outage_probability: FloatArray | None = None,
     stall_fraction: FloatArray | float = 0.0,
+    *,
+    compiled: bool | None = None,
 ) -> IntArray:
     """``robust_weights`` for every row of (CPEs × paths) beliefs; ``stall_fraction`` one per
-    row or one for all."""
+    row or one for all. ``compiled``: with the C core (None: where it is built), else numpy."""
     means = np.asarray(means_mbps, dtype=np.float64)
     rows, paths = means.shape
     stddevs, risks, stalls = _rows(rows, paths, stddevs_mbps, outage_probability, stall_fraction)
@@ -208,9 +215,30 @@ def robust_weights_many(
     if rows == 0 or paths == 0:
         return result
     exact = ~(stddevs > 0).any(axis=1) & ~(risks > 0).any(axis=1)
+    with_core = use_core(compiled, paths) and max_weight <= MAX_CORE_WEIGHT
     if exact.any():
-        result[exact] = optimal_weights_batch(means[exact], max_weight)
+        result[exact] = optimal_weights_batch(means[exact], max_weight, compiled=with_core)
     uncertain = np.flatnonzero(~exact)
+    if with_core:
+        if len(uncertain):
+            out = np.empty((len(uncertain), paths), dtype=np.int64)
+            core.robust(
+                np.ascontiguousarray(means[uncertain]),
+                np.ascontiguousarray(stddevs[uncertain]),
+                np.ascontiguousarray(risks[uncertain]),
+                np.ascontiguousarray(stalls[uncertain]),
+                _standard_normal_draws(paths),
+                out,
+                len(uncertain),
+                paths,
+                DRAWS,
+                max_weight,
+                NormalDist().inv_cdf(quantile),
+                _rank(DRAWS, quantile),
+                CANDIDATE_DRAWS,
+            )
+            result[uncertain] = out
+        return result
     for start in range(0, len(uncertain), BLOCK):
         block = uncertain[start : start + BLOCK]
         result[block] = _robust_block(
@@ -226,14 +254,32 @@ def scores_many(
     quantile: float,
     outage_probability: FloatArray | None = None,
     stall_fraction: FloatArray | float = 0.0,
+    *,
+    compiled: bool | None = None,
 ) -> FloatArray:
     """``scores_mbps`` for every CPE at once: (CPEs × sets × paths) weights over (CPEs × paths)
-    beliefs give (CPEs × sets) scores."""
+    beliefs give (CPEs × sets) scores. ``compiled``: as ``robust_weights_many``."""
     w = np.asarray(weights, dtype=np.float64)
-    rows, _, paths = w.shape
+    rows, sets, paths = w.shape
     means = np.asarray(means_mbps, dtype=np.float64).reshape(rows, paths)
     stddevs, risks, stalls = _rows(rows, paths, stddevs_mbps, outage_probability, stall_fraction)
     scores = np.empty(w.shape[:2])
+    if rows and sets and use_core(compiled, paths):
+        core.scores(
+            np.ascontiguousarray(w),
+            np.ascontiguousarray(means),
+            np.ascontiguousarray(stddevs),
+            np.ascontiguousarray(risks),
+            np.ascontiguousarray(stalls),
+            _standard_normal_draws(paths),
+            scores,
+            rows,
+            sets,
+            paths,
+            DRAWS,
+            _rank(DRAWS, quantile),
+        )
+        return scores
     for start in range(0, rows, BLOCK):
         block = slice(start, start + BLOCK)
         draws = _belief_draws_many(means[block], stddevs[block])

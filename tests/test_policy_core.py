@@ -1,0 +1,146 @@
+"""The robust policy's C core (`xapp/policy/_robust_core.c`) against its numpy twin.
+
+The twins must give the same integer weights bit for bit and the same scores exactly, for any
+beliefs: generated ones of every number of paths the core takes, and the corners (capacities
+of 0, of 1e-300 and 1e300, outages certain enough to make a score negative). The numpy twin is
+itself checked against the straightforward formulations in tests/test_policy_equivalence.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from xapp.policy import compiled, robust
+from xapp.policy.optimal import optimal_weights_batch
+
+FloatArray = npt.NDArray[np.float64]
+
+
+def test_the_core_was_built() -> None:
+    """`pip install` builds it wherever a compiler is, and the setup script installs one."""
+    if os.environ.get("ATSSS_PURE_PYTHON") == "1":
+        pytest.skip("ATSSS_PURE_PYTHON=1 leaves the core out on purpose")
+    assert compiled.COMPILED, "xapp.policy._robust_core was not built: is a C compiler there?"
+    source = Path(compiled.__file__).with_name("_robust_core.c")
+    wanted = hashlib.sha256(source.read_bytes()).hexdigest()
+    assert wanted == compiled.core.SOURCE_SHA256, (
+        "xapp.policy._robust_core was built from another source: it did not compile "
+        "(pip install -v -e . says why)"
+    )
+
+
+needs_core = pytest.mark.skipif(
+    not compiled.COMPILED, reason="the core is not built (test_the_core_was_built says why)"
+)
+
+capacity = st.one_of(
+    st.floats(0.0, 2000.0),
+    st.sampled_from([0.0, 1e-300, 5e-324, 1e300, 12.1, 342.0, 1190.0]),
+)
+
+
+@st.composite
+def beliefs(draw: st.DrawFn) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
+    rows = draw(st.integers(1, 6))
+    paths = draw(st.integers(1, 5))
+    shape = (rows, paths)
+    means = draw(hnp.arrays(np.float64, shape, elements=capacity))
+    spread = draw(hnp.arrays(np.float64, shape, elements=st.floats(0.0, 1.0)))
+    stddevs = means * spread * draw(st.sampled_from([0.0, 0.1, 1.0]))
+    risks = draw(
+        hnp.arrays(np.float64, shape, elements=st.sampled_from([0.0, 0.0, 0.01, 0.3, 1.0]))
+    )
+    stalls = draw(hnp.arrays(np.float64, (rows,), elements=st.floats(0.0, 1.0)))
+    return means, stddevs, risks, stalls
+
+
+@needs_core
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    belief=beliefs(),
+    quantile=st.sampled_from([0.05, 0.2, 0.5, 0.8]),
+    max_weight=st.sampled_from([1, 3, 100, 255]),
+)
+def test_the_twins_choose_the_same_weights(
+    belief: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    quantile: float,
+    max_weight: int,
+) -> None:
+    means, stddevs, risks, stalls = belief
+    args = (means, stddevs, max_weight, quantile, risks, stalls)
+    numpy = robust.robust_weights_many(*args, compiled=False)
+    core = robust.robust_weights_many(*args, compiled=True)
+    np.testing.assert_array_equal(core, numpy)
+
+
+@needs_core
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(belief=beliefs(), quantile=st.sampled_from([0.05, 0.2, 0.5]), data=st.data())
+def test_the_twins_score_alike(
+    belief: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    quantile: float,
+    data: st.DataObject,
+) -> None:
+    means, stddevs, risks, stalls = belief
+    rows, paths = means.shape
+    weights = data.draw(
+        hnp.arrays(np.float64, (rows, 2, paths), elements=st.integers(0, 100).map(float))
+    )
+    args = (weights, means, stddevs, quantile, risks, stalls)
+    numpy = robust.scores_many(*args, compiled=False)
+    core = robust.scores_many(*args, compiled=True)
+    np.testing.assert_array_equal(core, numpy)
+
+
+@needs_core
+@settings(max_examples=300, deadline=None)
+@given(
+    capacities=st.integers(1, 6).flatmap(
+        lambda paths: hnp.arrays(np.float64, (4, paths), elements=capacity)
+    ),
+    max_weight=st.sampled_from([1, 2, 7, 100, 255]),
+)
+@example(capacities=np.array([[342.0, 1190.0, 12.1]]), max_weight=100)
+@example(capacities=np.zeros((2, 3)), max_weight=100)
+def test_the_twins_find_the_same_optimum(capacities: FloatArray, max_weight: int) -> None:
+    numpy = optimal_weights_batch(capacities, max_weight, compiled=False)
+    core = optimal_weights_batch(capacities, max_weight, compiled=True)
+    np.testing.assert_array_equal(core, numpy)
+
+
+@needs_core
+def test_a_fleet_of_random_beliefs_is_decided_alike() -> None:
+    """2,000 CPEs of three paths, as a step decides them: one block, not a handful of rows."""
+    rng = np.random.default_rng(7)
+    rows = 2000
+    means = rng.uniform(0, 1500, (rows, 3))
+    means[:, 2] = rng.uniform(0, 20, rows)  # a small LiFi path
+    stddevs = means * rng.uniform(0, 0.3, (rows, 3))
+    risks = rng.uniform(0, 0.2, (rows, 3)) * (rng.random((rows, 3)) < 0.3)
+    stalls = rng.uniform(0, 1, rows)
+    for quantile in (0.2, 0.5):
+        args = (means, stddevs, 100, quantile, risks, stalls)
+        np.testing.assert_array_equal(
+            robust.robust_weights_many(*args, compiled=True),
+            robust.robust_weights_many(*args, compiled=False),
+        )
+
+
+@needs_core
+def test_shapes_beyond_the_core_are_refused_when_it_is_insisted_on() -> None:
+    too_many = np.ones((1, compiled.core.MAX_PATHS + 1))
+    with pytest.raises(ValueError, match="paths"):
+        robust.robust_weights_many(too_many, too_many, 100, 0.2, compiled=True)
+    # by default such a shape goes to numpy
+    assert robust.robust_weights_many(too_many, too_many, 100, 0.2).shape == too_many.shape
+    with pytest.raises(ValueError, match="holds"):
+        compiled.core.optimal(np.ones(3), np.empty(2, dtype=np.int64), 1, 3, 100)

@@ -1,0 +1,517 @@
+/* The robust policy's numerics in C: the compiled twin of the numpy code in
+ * xapp/policy/optimal.py (optimal_weights_batch) and xapp/policy/robust.py (_robust_block,
+ * scores_many).
+ *
+ * A fleet's step decides thousands of CPEs; in numpy each decision builds (candidates × paths
+ * × draws) temporaries, about a quarter of a millisecond of memory traffic per CPE and
+ * direction. Here one CPE's candidates and draws fit in the first-level cache, and the GIL is
+ * let go for the whole batch, so the E2 reader and the HTTP server run meanwhile.
+ *
+ * The twins must give the same integer weights bit for bit (tests/test_policy_core.py): every
+ * value below is computed with the same IEEE operations in the same order as the numpy code,
+ * and the build turns floating-point contraction off (a fused multiply-add rounds once, numpy
+ * twice). Read the Python first: why each candidate and each charge is there is said there,
+ * once.
+ *
+ * Arrays come in through the buffer protocol, C-contiguous float64 (int64 for the weights
+ * out), shaped as the Python side says; lengths are checked here.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PATHS 8
+#define MAX_DRAWS 4096
+#define MAX_WEIGHT_LIMIT 65535
+#define OPTIMAL_SCRATCH(paths, max_weight) (((size_t)(paths) * 3 + 2) * (size_t)(max_weight))
+
+static const double FLOOR_GUARD = 1 + 1e-12; /* optimal.py: floor() against c/r = k - eps */
+static const double TIE = 1 - 1e-9;          /* optimal.py and robust.py: ties */
+
+/* fmin as C99 and numpy define it (a NaN operand gives the other), inline: the library call
+ * costs more than the comparison, and this runs a few hundred thousand times a decision. */
+static inline double least_of(double a, double b) {
+    if (a != a) return b;
+    if (b != b) return a;
+    return b < a ? b : a;
+}
+
+/* min(max_weight, floor(x)) for x >= 0 (a capacity over a positive rate, or over infinity):
+ * truncation is floor there, without a library call; x past max_weight (infinity too) is
+ * max_weight either way. */
+static inline double capped_floor(double x, int max_weight) {
+    return x >= max_weight ? (double)max_weight : (double)(int64_t)x;
+}
+
+/* ------------------------------------------------------------------- optimal_weights_batch */
+
+/* The exact optimum of one row of capacities into weights[paths]; scratch holds
+ * (paths + 4) * max_weight doubles. Written as loops over the candidate rates of one path
+ * (k = 1..max_weight), each a plain array operation the compiler vectorises: a candidate's
+ * weights, then its weight sum, round rate and aggregate. */
+static void optimal_row(const double *c, int paths, int max_weight, double *scratch,
+                        int64_t *weights) {
+    double *aggregates = scratch;                      /* paths * max_weight, j-major */
+    double *totals = aggregates + (size_t)paths * max_weight;
+    double *divisor = totals + (size_t)paths * max_weight; /* max_weight */
+    double *ratio = divisor + max_weight;                  /* max_weight */
+    double *w = ratio + max_weight;                        /* paths * max_weight */
+    double best = -INFINITY;
+    for (int j = 0; j < paths; j++) {
+        for (int k = 0; k < max_weight; k++) {
+            const double rate = c[j] / (double)(k + 1);
+            divisor[k] = rate > 0 ? rate : INFINITY;
+        }
+        for (int i = 0; i < paths; i++) {
+            double *wi = w + (size_t)i * max_weight;
+            const double ci = c[i];
+            for (int k = 0; k < max_weight; k++) {
+                /* min(max_weight, floor(x)) for x >= 0: truncation is floor there; x past
+                 * max_weight (infinity too) is max_weight either way. */
+                const double x = (ci / divisor[k]) * FLOOR_GUARD;
+                wi[k] = x >= max_weight ? (double)max_weight : (double)(int32_t)x;
+            }
+        }
+        double *total = totals + (size_t)j * max_weight;
+        for (int k = 0; k < max_weight; k++) {
+            total[k] = w[k];
+            ratio[k] = c[0] / w[k];
+        }
+        for (int i = 1; i < paths; i++) {
+            const double *wi = w + (size_t)i * max_weight;
+            const double ci = c[i];
+            for (int k = 0; k < max_weight; k++) {
+                total[k] = total[k] + wi[k];
+                ratio[k] = least_of(ratio[k], ci / wi[k]);
+            }
+        }
+        double *aggregate = aggregates + (size_t)j * max_weight;
+        for (int k = 0; k < max_weight; k++) {
+            aggregate[k] = total[k] * (ratio[k] < INFINITY ? ratio[k] : 0.0);
+            if (aggregate[k] > best) best = aggregate[k];
+        }
+    }
+    const int candidates = paths * max_weight;
+    int chosen = 0;
+    double least = INFINITY;
+    for (int index = 0; index < candidates; index++) {
+        if (aggregates[index] >= best * TIE && totals[index] < least) {
+            least = totals[index];
+            chosen = index;
+        }
+    }
+    if (!(best > 0)) {
+        for (int i = 0; i < paths; i++) weights[i] = 0;
+        return;
+    }
+    const int j = chosen / max_weight, k = chosen % max_weight + 1;
+    const double rate = c[j] / (double)k;
+    const double chosen_divisor = rate > 0 ? rate : INFINITY;
+    for (int i = 0; i < paths; i++)
+        weights[i] = (int64_t)capped_floor((c[i] / chosen_divisor) * FLOOR_GUARD, max_weight);
+}
+
+/* --------------------------------------------------------------- the aggregate over beliefs */
+
+/* The value of rank ``rank`` if ``values`` were sorted (they are reordered). */
+static double order_statistic(double *values, int count, int rank) {
+    int low = 0, high = count - 1;
+    while (low < high) {
+        const double pivot = values[(low + high) / 2];
+        int i = low, j = high;
+        while (i <= j) {
+            while (values[i] < pivot) i++;
+            while (values[j] > pivot) j--;
+            if (i <= j) {
+                const double swap = values[i];
+                values[i] = values[j];
+                values[j] = swap;
+                i++;
+                j--;
+            }
+        }
+        if (rank <= j)
+            high = j;
+        else if (rank >= i)
+            low = i;
+        else
+            break;
+    }
+    return values[rank];
+}
+
+/* robust.py's _aggregates_at_risk_many for one CPE and one weight set: ``expected[draws]``
+ * from its (paths, draws) capacities ``draws``, each weighted path's outage charged.
+ * ``ratios`` holds paths * draws doubles: each path's capacity per segment of the round,
+ * divided once and read again for the aggregate without each path. */
+static void aggregates_at_risk(const double *weights, const double *draws, const double *risks,
+                               double stall, int paths, int count, double *ratios, double *full,
+                               double *expected) {
+    int weighted[MAX_PATHS];
+    double counted[MAX_PATHS];
+    double total = 0;
+    for (int p = 0; p < paths; p++) {
+        weighted[p] = weights[p] > 0;
+        counted[p] = weighted[p] ? weights[p] : 0.0;
+        total = p == 0 ? counted[p] : total + counted[p];
+        double *ratio = ratios + (size_t)p * count;
+        const double *capacity = draws + (size_t)p * count;
+        if (weighted[p]) {
+            for (int d = 0; d < count; d++) ratio[d] = capacity[d] / weights[p];
+        } else {
+            for (int d = 0; d < count; d++) ratio[d] = INFINITY;
+        }
+    }
+    for (int d = 0; d < count; d++) {
+        double least = ratios[d];
+        for (int p = 1; p < paths; p++) least = least_of(least, ratios[(size_t)p * count + d]);
+        full[d] = total * (isfinite(least) ? least : 0.0);
+        expected[d] = full[d];
+    }
+    double after_stall = 0.5 - stall;
+    if (!(after_stall > 0.0)) after_stall = 0.0;
+    for (int path = 0; path < paths; path++) {
+        const double probability = risks[path];
+        if (!(weighted[path] && probability > 0)) continue;
+        double rest_total = 0;
+        int first = 1;
+        for (int p = 0; p < paths; p++) {
+            if (p == path) continue;
+            rest_total = first ? counted[p] : rest_total + counted[p];
+            first = 0;
+        }
+        for (int d = 0; d < count; d++) {
+            double least = INFINITY;
+            for (int p = 0; p < paths; p++) {
+                if (p != path) least = least_of(least, ratios[(size_t)p * count + d]);
+            }
+            const double rest = rest_total * (isfinite(least) ? least : 0.0);
+            const double dark = 0.5 * full[d] + after_stall * rest;
+            expected[d] = expected[d] - probability * (full[d] - dark);
+        }
+    }
+}
+
+/* (paths, count) capacities drawn from one CPE's beliefs, never below 0. */
+static void belief_draws(const double *means, const double *stddevs, const double *normal,
+                         int paths, int count, double *draws) {
+    for (int p = 0; p < paths; p++) {
+        for (int d = 0; d < count; d++) {
+            const double x = means[p] + stddevs[p] * normal[p * count + d];
+            draws[p * count + d] = x > 0.0 ? x : (x == x ? 0.0 : x);
+        }
+    }
+}
+
+static int lexicographically_before(const int64_t *a, const int64_t *b, int paths) {
+    for (int p = 0; p < paths; p++) {
+        if (a[p] != b[p]) return a[p] < b[p];
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------- argument handling */
+
+typedef struct {
+    Py_buffer view;
+    int held;
+} Buffer;
+
+static void release(Buffer *buffers, int count) {
+    for (int i = 0; i < count; i++) {
+        if (buffers[i].held) PyBuffer_Release(&buffers[i].view);
+    }
+}
+
+static int take(PyObject *object, Buffer *buffer, Py_ssize_t items, Py_ssize_t item_size,
+                int writable, const char *name) {
+    if (PyObject_GetBuffer(object, &buffer->view,
+                           PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0)
+        return -1;
+    buffer->held = 1;
+    if (buffer->view.len != items * item_size) {
+        PyErr_Format(PyExc_ValueError, "%s holds %zd bytes, not %zd", name, buffer->view.len,
+                     items * item_size);
+        return -1;
+    }
+    return 0;
+}
+
+static int check_sizes(int rows, int paths, int count, int rank) {
+    if (rows < 0 || paths < 1 || paths > MAX_PATHS || count < 1 || count > MAX_DRAWS ||
+        rank < 0 || rank >= count) {
+        PyErr_Format(PyExc_ValueError,
+                     "sizes out of range: rows %d, paths %d (1..%d), draws %d (1..%d), rank %d",
+                     rows, paths, MAX_PATHS, count, MAX_DRAWS, rank);
+        return -1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------------------- the module */
+
+static PyObject *optimal(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *capacities_object, *out_object;
+    int rows, paths, max_weight;
+    if (!PyArg_ParseTuple(args, "OOiii", &capacities_object, &out_object, &rows, &paths,
+                          &max_weight))
+        return NULL;
+    if (rows < 0 || paths < 1 || paths > MAX_PATHS || max_weight < 1 ||
+        max_weight > MAX_WEIGHT_LIMIT) {
+        PyErr_Format(PyExc_ValueError, "sizes out of range: rows %d, paths %d, max_weight %d",
+                     rows, paths, max_weight);
+        return NULL;
+    }
+    Buffer buffers[2] = {0};
+    if (take(capacities_object, &buffers[0], (Py_ssize_t)rows * paths, 8, 0, "capacities") ||
+        take(out_object, &buffers[1], (Py_ssize_t)rows * paths, 8, 1, "out")) {
+        release(buffers, 2);
+        return NULL;
+    }
+    double *scratch = malloc(sizeof(double) * OPTIMAL_SCRATCH(paths, max_weight));
+    if (scratch == NULL) {
+        release(buffers, 2);
+        return PyErr_NoMemory();
+    }
+    const double *capacities = buffers[0].view.buf;
+    int64_t *out = buffers[1].view.buf;
+    Py_BEGIN_ALLOW_THREADS;
+    for (int row = 0; row < rows; row++)
+        optimal_row(capacities + (size_t)row * paths, paths, max_weight, scratch,
+                    out + (size_t)row * paths);
+    Py_END_ALLOW_THREADS;
+    free(scratch);
+    release(buffers, 2);
+    Py_RETURN_NONE;
+}
+
+static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *objects[6];
+    int rows, paths, count, max_weight, rank, candidate_draws;
+    double z;
+    if (!PyArg_ParseTuple(args, "OOOOOOiiiidii", &objects[0], &objects[1], &objects[2],
+                          &objects[3], &objects[4], &objects[5], &rows, &paths, &count,
+                          &max_weight, &z, &rank, &candidate_draws))
+        return NULL;
+    if (check_sizes(rows, paths, count, rank)) return NULL;
+    if (max_weight < 1 || max_weight > MAX_WEIGHT_LIMIT || candidate_draws < 0 ||
+        candidate_draws > count) {
+        PyErr_Format(PyExc_ValueError, "max_weight %d or candidate draws %d out of range",
+                     max_weight, candidate_draws);
+        return NULL;
+    }
+    const Py_ssize_t cells = (Py_ssize_t)rows * paths;
+    Buffer buffers[6] = {0};
+    if (take(objects[0], &buffers[0], cells, 8, 0, "means") ||
+        take(objects[1], &buffers[1], cells, 8, 0, "stddevs") ||
+        take(objects[2], &buffers[2], cells, 8, 0, "risks") ||
+        take(objects[3], &buffers[3], rows, 8, 0, "stalls") ||
+        take(objects[4], &buffers[4], (Py_ssize_t)paths * count, 8, 0, "normal") ||
+        take(objects[5], &buffers[5], cells, 8, 1, "out")) {
+        release(buffers, 6);
+        return NULL;
+    }
+    const int starts = 2 + 2 * paths + candidate_draws;
+    const size_t doubles = OPTIMAL_SCRATCH(paths, max_weight)
+                           + 2 * (size_t)paths * count             /* draws, ratios */
+                           + 3 * (size_t)count                     /* full, expected, copy */
+                           + (size_t)starts * paths                /* one start */
+                           + (size_t)starts;                       /* scores */
+    double *scratch = malloc(sizeof(double) * doubles);
+    int64_t *candidates = malloc(sizeof(int64_t) * (size_t)starts * paths);
+    if (scratch == NULL || candidates == NULL) {
+        free(scratch);
+        free(candidates);
+        release(buffers, 6);
+        return PyErr_NoMemory();
+    }
+    const double *means_all = buffers[0].view.buf, *stddevs_all = buffers[1].view.buf;
+    const double *risks_all = buffers[2].view.buf, *stalls = buffers[3].view.buf;
+    const double *normal = buffers[4].view.buf;
+    int64_t *out = buffers[5].view.buf;
+
+    Py_BEGIN_ALLOW_THREADS;
+    double *optimal_scratch = scratch;
+    double *draws = optimal_scratch + OPTIMAL_SCRATCH(paths, max_weight);
+    double *ratios = draws + (size_t)paths * count;
+    double *full = ratios + (size_t)paths * count;
+    double *expected = full + count;
+    double *copy = expected + count;
+    double *start = copy + count;
+    double *scores = start + (size_t)starts * paths;
+    for (int row = 0; row < rows; row++) {
+        const double *means = means_all + (size_t)row * paths;
+        const double *stddevs = stddevs_all + (size_t)row * paths;
+        const double *risks = risks_all + (size_t)row * paths;
+        belief_draws(means, stddevs, normal, paths, count, draws);
+        double lowered[MAX_PATHS];
+        for (int p = 0; p < paths; p++) {
+            const double x = means[p] + z * stddevs[p];
+            lowered[p] = x > 0.0 ? x : (x == x ? 0.0 : x);
+        }
+        /* The starts: the point estimates, all lowered, each one lowered, each one dropped,
+         * then the first draws. */
+        for (int s = 0; s < starts; s++) {
+            double *row_start = start + (size_t)s * paths;
+            for (int p = 0; p < paths; p++) {
+                if (s == 1)
+                    row_start[p] = lowered[p];
+                else if (s >= 2 + 2 * paths)
+                    row_start[p] = draws[p * count + (s - 2 - 2 * paths)];
+                else
+                    row_start[p] = means[p];
+            }
+            if (s >= 2 && s < 2 + paths) row_start[s - 2] = lowered[s - 2];
+            if (s >= 2 + paths && s < 2 + 2 * paths) row_start[s - 2 - paths] = 0.0;
+            optimal_row(row_start, paths, max_weight, optimal_scratch,
+                        candidates + (size_t)s * paths);
+        }
+        int chosen = -1;
+        double best = -INFINITY;
+        for (int s = 0; s < starts; s++) {
+            double weights[MAX_PATHS];
+            int64_t total = 0;
+            for (int p = 0; p < paths; p++) {
+                weights[p] = (double)candidates[(size_t)s * paths + p];
+                total += candidates[(size_t)s * paths + p];
+            }
+            if (total <= 0) {
+                scores[s] = -INFINITY;
+                continue;
+            }
+            /* The starts often lead to the same weights: those score alike, once. */
+            int seen = -1;
+            for (int before = 0; before < s && seen < 0; before++) {
+                if (memcmp(candidates + (size_t)before * paths, candidates + (size_t)s * paths,
+                           sizeof(int64_t) * paths) == 0)
+                    seen = before;
+            }
+            if (seen >= 0) {
+                scores[s] = scores[seen];
+                continue;
+            }
+            aggregates_at_risk(weights, draws, risks, stalls[row], paths, count, ratios, full,
+                               expected);
+            memcpy(copy, expected, sizeof(double) * count);
+            scores[s] = order_statistic(copy, count, rank);
+            if (scores[s] > best) best = scores[s];
+        }
+        /* Of the candidates within 1e-9 of the best: the least weight sum, then the first in
+         * lexicographic order. */
+        int64_t least = INT64_MAX;
+        int weighing = 0;
+        for (int s = 0; s < starts; s++) {
+            const int64_t *candidate = candidates + (size_t)s * paths;
+            int64_t total = 0;
+            for (int p = 0; p < paths; p++) total += candidate[p];
+            weighing |= total > 0;
+            if (total <= 0 || !(scores[s] >= best * TIE)) continue;
+            if (total < least ||
+                (total == least &&
+                 lexicographically_before(candidate, candidates + (size_t)chosen * paths,
+                                          paths))) {
+                least = total;
+                chosen = s;
+            }
+        }
+        /* No tie at all (a negative best score, the outages charged more than the aggregate):
+         * numpy's argmin over nothing but "not tied" takes the first candidate. */
+        if (chosen < 0 && weighing) chosen = 0;
+        for (int p = 0; p < paths; p++)
+            out[(size_t)row * paths + p] =
+                chosen < 0 ? 0 : candidates[(size_t)chosen * paths + p];
+    }
+    Py_END_ALLOW_THREADS;
+    free(scratch);
+    free(candidates);
+    release(buffers, 6);
+    Py_RETURN_NONE;
+}
+
+static PyObject *scores(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *objects[7];
+    int rows, sets, paths, count, rank;
+    if (!PyArg_ParseTuple(args, "OOOOOOOiiiii", &objects[0], &objects[1], &objects[2],
+                          &objects[3], &objects[4], &objects[5], &objects[6], &rows, &sets,
+                          &paths, &count, &rank))
+        return NULL;
+    if (check_sizes(rows, paths, count, rank)) return NULL;
+    if (sets < 0) {
+        PyErr_Format(PyExc_ValueError, "sets %d out of range", sets);
+        return NULL;
+    }
+    const Py_ssize_t cells = (Py_ssize_t)rows * paths;
+    Buffer buffers[7] = {0};
+    if (take(objects[0], &buffers[0], (Py_ssize_t)rows * sets * paths, 8, 0, "weights") ||
+        take(objects[1], &buffers[1], cells, 8, 0, "means") ||
+        take(objects[2], &buffers[2], cells, 8, 0, "stddevs") ||
+        take(objects[3], &buffers[3], cells, 8, 0, "risks") ||
+        take(objects[4], &buffers[4], rows, 8, 0, "stalls") ||
+        take(objects[5], &buffers[5], (Py_ssize_t)paths * count, 8, 0, "normal") ||
+        take(objects[6], &buffers[6], (Py_ssize_t)rows * sets, 8, 1, "out")) {
+        release(buffers, 7);
+        return NULL;
+    }
+    double *scratch = malloc(sizeof(double) * (2 * (size_t)paths * count + 3 * (size_t)count));
+    if (scratch == NULL) {
+        release(buffers, 7);
+        return PyErr_NoMemory();
+    }
+    const double *weights = buffers[0].view.buf, *means = buffers[1].view.buf;
+    const double *stddevs = buffers[2].view.buf, *risks = buffers[3].view.buf;
+    const double *stalls = buffers[4].view.buf, *normal = buffers[5].view.buf;
+    double *out = buffers[6].view.buf;
+    Py_BEGIN_ALLOW_THREADS;
+    double *draws = scratch, *ratios = draws + (size_t)paths * count;
+    double *full = ratios + (size_t)paths * count, *expected = full + count;
+    double *copy = expected + count;
+    for (int row = 0; row < rows; row++) {
+        belief_draws(means + (size_t)row * paths, stddevs + (size_t)row * paths, normal, paths,
+                     count, draws);
+        for (int s = 0; s < sets; s++) {
+            aggregates_at_risk(weights + ((size_t)row * sets + s) * paths, draws,
+                               risks + (size_t)row * paths, stalls[row], paths, count, ratios,
+                               full, expected);
+            memcpy(copy, expected, sizeof(double) * count);
+            out[(size_t)row * sets + s] = order_statistic(copy, count, rank);
+        }
+    }
+    Py_END_ALLOW_THREADS;
+    free(scratch);
+    release(buffers, 7);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"optimal", optimal, METH_VARARGS,
+     "optimal(capacities, out, rows, paths, max_weight): optimal_weights_batch into out."},
+    {"robust", robust, METH_VARARGS,
+     "robust(means, stddevs, risks, stalls, normal, out, rows, paths, draws, max_weight, z, "
+     "rank, candidate_draws): robust._robust_block into out."},
+    {"scores", scores, METH_VARARGS,
+     "scores(weights, means, stddevs, risks, stalls, normal, out, rows, sets, paths, draws, "
+     "rank): robust.scores_many into out."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_robust_core",
+    "The robust policy's numerics in C (see xapp/policy/robust.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__robust_core(void) {
+    PyObject *created = PyModule_Create(&module);
+    if (created == NULL) return NULL;
+    if (PyModule_AddIntConstant(created, "MAX_PATHS", MAX_PATHS) ||
+        PyModule_AddIntConstant(created, "MAX_DRAWS", MAX_DRAWS) ||
+        PyModule_AddStringConstant(created, "SOURCE_SHA256", SOURCE_SHA256)) {
+        Py_DECREF(created);
+        return NULL;
+    }
+    return created;
+}
