@@ -90,6 +90,7 @@ def write_agent_config(workdir: Path, name: str, role: str, cpe_ids: list[str]) 
             cpe_id: {access: prefix + str(n) for access, prefix in ACCESSES.items()}
             for n, cpe_id in enumerate(cpe_ids, 1)
         }
+        config["max_rules"] = max(64, len(ACCESSES) * len(cpe_ids))  # a rule per CPE and access
     else:
         config["cpe_id"] = cpe_ids[0]
     path = workdir / f"{name}.yaml"

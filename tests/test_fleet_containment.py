@@ -4,6 +4,7 @@ the real parts (xapp serve with Redis, real agents, real HTTP), each shown conta
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import time
@@ -16,6 +17,7 @@ import pytest
 
 from bench.fleet import run_fleet
 from bench.live_system import (
+    TOKEN,
     agent_process,
     start_xapp,
     wait_until,
@@ -621,3 +623,69 @@ def test_a_cpe_waiting_on_its_push_is_told_when_it_lands() -> None:
     # the landed push is reported first, then the override's own, decided at once
     assert dict(pushed[-1].weights) == {"nr": 1, "wifi": 9, "lifi": 1}
     loop.close()
+
+
+@contextlib.contextmanager
+def _agents_that_never_answer() -> Iterator[str]:
+    """One address where every CPE agent is hung: connections are taken and never answered.
+    Closed at the end, so that the pushes held on it fail at once."""
+    server = socket.create_server(("127.0.0.1", 0), backlog=1024)
+    held: list[socket.socket] = []
+    closing = threading.Event()
+
+    def accept() -> None:
+        while not closing.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        closing.set()
+        server.close()
+        for connection in held:
+            connection.close()
+
+
+def test_a_fleet_s_downlink_is_not_queued_behind_hung_cpe_agents(tmp_path: Path) -> None:
+    """250 CPEs whose own agents hang (uplink) and one healthy proxy (downlink, in batches):
+    every CPE's downlink reaches the proxy, though the hung pushes fill the single-push lane
+    for their whole deadline (before: about 128 of 250 arrived, the rest waited for it)."""
+    from tests.test_control_loop import QueueSource, TableEstimator, paper_table
+
+    cpe_ids = [f"cpe-{n:03d}" for n in range(250)]  # a proxy configuration takes 255
+    with (
+        agent_process(tmp_path, "proxy", "proxy", cpe_ids) as proxy,
+        _agents_that_never_answer() as hung,
+    ):
+        sink = AgentWeightSink(
+            {c: AgentEndpoint(f"{hung}/a/{c}", TOKEN) for c in cpe_ids},
+            AgentEndpoint(proxy.url, TOKEN),
+            timeout_s=60.0,  # the hung pushes hold their lane for the whole test
+        )
+        loop = ControlLoop(
+            cpes=[Cpe(c, {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")}) for c in cpe_ids],
+            directions=[Direction.UPLINK, Direction.DOWNLINK],
+            source=QueueSource(),
+            estimator=TableEstimator(paper_table(10.0)),
+            policy=make_policy("optimal"),
+            sink=sink,
+            store=MemoryStateStore(),
+            warmup_s=0.0,
+            push_wait_s=0.2,
+        )
+        try:
+            loop.step(10.0)
+
+            def proxy_holds_all() -> bool:
+                held = json.loads(proxy.state_file.read_text())["applied"]
+                return {entry["cpe_id"] for entry in held} == set(cpe_ids)
+
+            wait_until(
+                lambda: proxy.state_file.exists() and proxy_holds_all(),
+                30,
+                "every CPE's downlink at the proxy",
+            )
+        finally:
+            loop.close()

@@ -74,6 +74,11 @@ MAX_PARALLEL_PUSHES = 128
 # Pushes decided at once (an override, a carrier lost) have threads of their own: behind a
 # fleet's step they would wait for its thousand pushes queued before them (12-19 s at 1,000 CPEs).
 MAX_PARALLEL_URGENT_PUSHES = 16
+# Pushes that travel in batches (the proxy's agent takes a fleet's downlink in requests of
+# hundreds of sets) have a lane of their own, wide enough for a full batch while the one
+# before it is answered: sharing the lane above, they waited behind single pushes to slow CPE
+# agents and a fleet's downlink took 10 s to go out at 100-200 sets a second.
+MAX_PARALLEL_BATCHED_PUSHES = 512
 
 # A path back after an outage is believed to carry what it carried before, a little less sure.
 RETURN_STDDEV_FACTOR = 1.5
@@ -175,6 +180,7 @@ class ControlLoop:
         self._may_push = may_push
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
+        self._batched_pool: ThreadPoolExecutor | None = None
         self._in_flight: dict[
             tuple[str, Direction], tuple[Future[WeightPushError | None], _Pending]
         ] = {}
@@ -318,8 +324,18 @@ class ControlLoop:
             self._urgent_pool = ThreadPoolExecutor(
                 MAX_PARALLEL_URGENT_PUSHES, thread_name_prefix="urgent-push"
             )
-        pool = self._urgent_pool if urgent and self._urgent_pool is not None else self._pool
-        futures = {id(item): pool.submit(push, item) for item in pending}
+            self._batched_pool = ThreadPoolExecutor(
+                MAX_PARALLEL_BATCHED_PUSHES, thread_name_prefix="batched-push"
+            )
+        single = self._urgent_pool if urgent and self._urgent_pool is not None else self._pool
+        batched = getattr(self._sink, "batched", None)
+
+        def lane(item: _Pending) -> ThreadPoolExecutor:
+            if self._batched_pool is None or batched is None:
+                return single
+            return self._batched_pool if batched(item.cpe_id, item.direction) else single
+
+        futures = {id(item): lane(item).submit(push, item) for item in pending}
         timeout = self._push_wait_s
         if push_until is not None and timeout is not None:
             timeout = max(0.0, min(timeout, push_until - time.monotonic()))
@@ -336,7 +352,7 @@ class ControlLoop:
 
     def close(self) -> None:
         """Let the pushes under way end; no new ones start."""
-        for pool in (self._pool, self._urgent_pool):
+        for pool in (self._pool, self._urgent_pool, self._batched_pool):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
 

@@ -90,6 +90,13 @@ class AgentWeightSink:
             self._batches.clear()
             self._no_batch.clear()
 
+    def batched(self, cpe_id: str, direction: Direction) -> bool:
+        """Whether this CPE's sets in this direction travel in batches with other CPEs' (the
+        proxy's agent): the control loop gives those pushes a lane of their own, so that a
+        fleet's downlink is not queued behind single pushes to slow CPE agents."""
+        agent = self._agent(cpe_id, direction)
+        return agent is not None and agent is self._proxy and agent.base_url not in self._no_batch
+
     def endpoint(self, cpe_id: str, direction: Direction) -> AgentEndpoint | None:
         if direction == Direction.UPLINK or self._downlink_via_cpe:
             return self._cpe_agents.get(cpe_id)
