@@ -738,7 +738,7 @@ def bench_xapp(
     with --replicas, the throughput of 1 and N replicas side by side."""
     import dataclasses
 
-    from bench.xapp_bench import run_replicas, run_xapp_bench
+    from bench.xapp_bench import STAGES, run_replicas, run_xapp_bench
     from xapp.estimators.selection import MODES
 
     if estimator not in MODES:
@@ -794,6 +794,10 @@ def bench_xapp(
             f"{r.resident_kib_per_cpe:.1f}",
         )
     out.print(table)
+    stages = Table("CPEs", *STAGES, title="ms per period in each stage")
+    for r in rows:
+        stages.add_row(f"{r.cpes:,}", *(f"{r.stage_ms.get(stage, 0.0):.0f}" for stage in STAGES))
+    out.print(stages)
     out.print(f"estimator: {estimator}; reporting period {period_ms} ms")
 
 

@@ -18,7 +18,7 @@ import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from kpm.codec import KpmPdu, codec_for
 from kpm.versions import KpmVersion
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
+from xapp.e2 import indications
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
@@ -61,6 +62,37 @@ class XappBenchRow:
     pushes: int  # weight sets the loop sent, over all periods
     decisions: int
     estimator: str = "fused"
+    # Milliseconds per reporting period in each stage of the path (STAGES, in order).
+    stage_ms: dict[str, float] = field(default_factory=dict)
+
+
+# The stages of the processing path, in the order a report goes through them.
+STAGES = (
+    "E2AP",  # the RICindication wrapper
+    "KPM",  # the indication header and message
+    "samples",  # records to KPI samples per CPE
+    "estimator update",  # the period's samples into the estimators
+    "state + estimate",  # per CPE and direction: weights in force, override, beliefs
+    "policy",  # the weights for every CPE and direction, in one batch
+    "conclude + push",  # hysteresis, the sets to the sink, saved
+)
+
+
+class _Stopwatch:
+    """Seconds spent in each stage over the run, by wrapping the function that does it."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = dict.fromkeys(STAGES, 0.0)
+
+    def timed(self, stage: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self.seconds[stage] += time.perf_counter() - started
+
+        return run
 
 
 class _Queue:
@@ -207,9 +239,23 @@ def run_xapp_bench(
         decision_s.append(own_s.pop(id(begun), 0.0) + time.perf_counter() - started)
         return concluded
 
-    loop._begin = timed_begin  # type: ignore[method-assign,assignment]
-    loop._propose_all = timed_propose  # type: ignore[method-assign]
-    loop._conclude = timed_conclude  # type: ignore[method-assign]
+    watch = _Stopwatch()
+    loop._begin = watch.timed("state + estimate", timed_begin)  # type: ignore[method-assign]
+    loop._propose_all = watch.timed("policy", timed_propose)  # type: ignore[method-assign]
+    loop._conclude = watch.timed("conclude + push", timed_conclude)  # type: ignore[method-assign]
+    loop._push_all = watch.timed("conclude + push", loop._push_all)  # type: ignore[method-assign]
+    loop._save = watch.timed("conclude + push", loop._save)  # type: ignore[method-assign]
+    loop.take_reports = watch.timed("estimator update", loop.take_reports)  # type: ignore[method-assign]
+    processor._samples = watch.timed("samples", processor._samples)  # type: ignore[method-assign]
+    # The readers are module functions the processor calls by name: timed for this run only.
+    readers = {
+        "decode_header": (indications, "KPM"),
+        "decode_message": (indications, "KPM"),
+        "decode": (e2ap, "E2AP"),
+    }
+    plain_readers = {name: getattr(module, name) for name, (module, _) in readers.items()}
+    for name, (module, stage) in readers.items():
+        setattr(module, name, watch.timed(stage, plain_readers[name]))
     before_processing()
     decode_s: list[float] = []
     reports = 0
@@ -224,6 +270,8 @@ def run_xapp_bench(
         reports += sum(1 for _ in batch)
         loop.step(tick * period_s + period_s)
         busy_s.append(time.perf_counter() - period_started)
+    for name, (module, _) in readers.items():
+        setattr(module, name, plain_readers[name])
     resident = max(0, _resident_bytes() - before)
     ue_reports = cpes * len(scenario.access_names) * periods
     decode_total = sum(decode_s)
@@ -244,6 +292,7 @@ def run_xapp_bench(
         pushes=sink.pushes,
         decisions=len(decision_s),
         estimator=estimator,
+        stage_ms={stage: 1000 * seconds / periods for stage, seconds in watch.seconds.items()},
     )
 
 

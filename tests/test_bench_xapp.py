@@ -6,7 +6,9 @@ import json
 import subprocess
 import sys
 
-from bench.xapp_bench import run_xapp_bench
+from bench.xapp_bench import STAGES, run_xapp_bench
+from kpm import e2ap
+from xapp.e2 import indications
 
 
 def test_every_cpe_is_decoded_and_decided_for() -> None:
@@ -21,6 +23,14 @@ def test_every_cpe_is_decoded_and_decided_for() -> None:
     assert row.decision_p50_ms <= row.decision_p99_ms
     assert row.ue_reports_per_s > 0
     assert row.cores_needed > 0
+    # every stage of the path ran, and the stages fit in the busy time (the first period,
+    # with its warm-up, makes the mean per period up to twice the median)
+    assert list(row.stage_ms) == list(STAGES)
+    assert all(ms > 0 for ms in row.stage_ms.values()), row.stage_ms
+    assert sum(row.stage_ms.values()) <= 1000 * row.period_busy_s * 2 * 1.05
+    # the readers timed for the run are the plain ones again
+    assert e2ap.decode.__module__ == "kpm.e2ap"
+    assert indications.decode_message.__module__ != "bench.xapp_bench"
 
 
 def test_the_command_prints_json_rows() -> None:
