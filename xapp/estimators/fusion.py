@@ -79,16 +79,18 @@ class FusedEstimator:
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         paths = {(s.cpe_id, s.access, s.direction) for s in samples}
-        priors = {
-            (path, source.name): e
-            for path in paths
-            for source in self.sources
-            if (e := source.estimate(*path, now_s)) is not None
-            and e.available
-            and not e.lower_bound
-        }
+        priors: dict[tuple[Path, str], CapacityEstimate] = {}
         for path in paths:
-            own = self.estimate(*path, now_s)
+            # Each source asked once: for its own prior and for the fused one made from them.
+            found = []
+            for source in self.sources:
+                e = source.estimate(*path, now_s)
+                if e is None:
+                    continue
+                found.append(e)
+                if e.available and not e.lower_bound:
+                    priors[(path, source.name)] = e
+            own = self._fuse(path, [e for e in found if e.age_s(now_s) <= self.max_age_s], now_s)
             if own is not None and own.available and not own.lower_bound:
                 priors[(path, self.name)] = own
         for source in self.sources:
@@ -140,8 +142,16 @@ class FusedEstimator:
             if (e := source.estimate(cpe_id, access, direction, now_s)) is not None
             and e.age_s(now_s) <= self.max_age_s
         ]
+        return self._fuse((cpe_id, access, direction), found, now_s)
+
+    def _fuse(
+        self, path: Path, found: Sequence[CapacityEstimate], now_s: float
+    ) -> CapacityEstimate | None:
+        """The fused belief from the sources' estimates of the path (none older than
+        max_age_s)."""
         if not found:
             return None
+        cpe_id, access, direction = path
         newest = max(found, key=lambda e: e.measured_at_s)
         silent_since = self._silence.silent_since((cpe_id, access, direction))
         # Only a direct measurement of headroom (KPIs or a probe) newer than the silence says
