@@ -211,7 +211,7 @@ failed:
     return NULL;
 }
 
-/* A REAL's contents in the canonical form the generic reader accepts (see _real). */
+/* A REAL's contents in a canonical form both readers accept (see _real, kpm/reals.py). */
 static int real(const unsigned char *raw, Py_ssize_t size, double *out) {
     if (size == 0) {
         *out = 0.0;
@@ -231,7 +231,10 @@ static int real(const unsigned char *raw, Py_ssize_t size, double *out) {
     if (mantissa_size > 7) return HAND_OVER; /* canonical or not, more than 53 bits */
     uint64_t mantissa = 0;
     for (Py_ssize_t i = 1 + exponent_size; i < size; i++) mantissa = (mantissa << 8) | raw[i];
-    if ((mantissa & 1) == 0 || mantissa_size != bit_length(mantissa) / 8 + 1) return HAND_OVER;
+    /* kpm/reals.py: the fewest octets as an unsigned number, or as a signed one. */
+    const int bits = bit_length(mantissa);
+    if ((mantissa & 1) == 0 || (mantissa_size != (bits + 7) / 8 && mantissa_size != bits / 8 + 1))
+        return HAND_OVER;
     if (exponent_size == 2 && exponent >= -128 && exponent <= 127) return HAND_OVER;
     if (bit_length(mantissa) > 53) return HAND_OVER;
     double value = ldexp((double)mantissa, (int)exponent);

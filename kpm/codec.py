@@ -13,6 +13,7 @@ import hashlib
 import os
 import pickle
 import threading
+from collections.abc import Iterator
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from asn1tools.codecs import per as asn1tools_per
 
 from kpm import aper_open_types, aper_strings
 from kpm.errors import CodecError
+from kpm.reals import as_asn1tools_writes, as_unsigned_writes
 from kpm.versions import KpmVersion
 
 ASN1_DIR = Path(__file__).with_name("asn1")
@@ -44,10 +46,60 @@ class _ExtensionCountingDecoder(asn1tools_per.Decoder):  # type: ignore[misc]
         super().__init__(encoded)
         self.skipped_extension_bits = 0
 
-    def skip_bits(self, number_of_bits: int) -> None:
-        if number_of_bits >= 8:
-            self.skipped_extension_bits += number_of_bits
-        super().skip_bits(number_of_bits)
+
+# kpm/reals.py reads a REAL's mantissa in two forms; asn1tools writes one of them. So that a
+# value re-encodes to its own bytes, each REAL read notes its form (in decoding order, which
+# is also the order of encoding), and the re-encoding writes each REAL in the form it had.
+# asn1tools is pinned exactly (pyproject.toml): its REAL coding is wrapped, not replaced, and
+# behaves as before outside a strict decode (the simulator's encoding, for one).
+_real_forms = threading.local()
+UNSIGNED = "unsigned"  # N in the fewest unsigned octets, top bit set (asn1tools: a 00 first)
+_plain_real_decode = asn1tools_per.Real.decode
+_plain_real_encode = asn1tools_per.Real.encode
+
+
+def _real_decode(real: Any, decoder: Any) -> Any:
+    noting: list[str] | None = getattr(_real_forms, "noting", None)
+    if noting is None:
+        return _plain_real_decode(real, decoder)
+    decoder.align()
+    contents = bytearray(decoder.read_bytes(decoder.read_length_determinant()))
+    noting.append(UNSIGNED if as_asn1tools_writes(bytes(contents)) is not None else "")
+    return asn1tools_per.decode_real(contents)
+
+
+def _real_encode(real: Any, data: Any, encoder: Any) -> None:
+    writing: Iterator[str] | None = getattr(_real_forms, "writing", None)
+    if writing is None or next(writing, "") != UNSIGNED:
+        _plain_real_encode(real, data, encoder)
+        return
+    encoded = as_unsigned_writes(bytes(asn1tools_per.encode_real(data)))
+    encoder.align()
+    encoder.append_length_determinant(len(encoded))
+    encoder.append_bytes(encoded)
+
+
+asn1tools_per.Real.decode = _real_decode
+asn1tools_per.Real.encode = _real_encode
+
+
+@contextlib.contextmanager
+def _noting_real_forms() -> Iterator[list[str]]:
+    forms: list[str] = []
+    _real_forms.noting = forms
+    try:
+        yield forms
+    finally:
+        _real_forms.noting = None
+
+
+@contextlib.contextmanager
+def _writing_real_forms(forms: list[str]) -> Iterator[None]:
+    _real_forms.writing = iter(forms)
+    try:
+        yield
+    finally:
+        _real_forms.writing = None
 
 
 class KpmPdu(StrEnum):
@@ -132,7 +184,8 @@ class KpmCodec:
             raise CodecError("empty", f"empty E2SM-KPM {pdu}", data)
         where = f"E2SM-KPM {self.version} {pdu}"
         try:
-            value, used_bytes, skipped_extensions = self._decode_counting(pdu, data)
+            with _noting_real_forms() as real_forms:
+                value, used_bytes, skipped_extensions = self._decode_counting(pdu, data)
         except Exception as error:  # garbage can trip any part of the decoder
             raise CodecError("malformed", f"not a valid {where}: {error}", data) from error
         if used_bytes < len(data):
@@ -147,7 +200,8 @@ class KpmCodec:
             # cannot be re-encoded, so here the consumed-bytes check above is what remains.
             return value
         try:
-            again = self._per.encode(TYPE_NAMES[pdu], value)
+            with _writing_real_forms(real_forms):
+                again = self._per.encode(TYPE_NAMES[pdu], value)
         except Exception:  # a value the decoder let through but the schema refuses
             again = None
         if again != data:

@@ -14,7 +14,8 @@ message is accepted only if it is the one canonical encoding of the value return
 - constrained whole numbers (§11.5.7): inside their range; in the indefinite-length case in the
   fewest octets;
 - every padding bit zero, and every byte consumed (up to the last octet's zero padding);
-- REAL (§15, X.690 §8.5 with CER/DER's §11.3): only the octets the generic path also accepts.
+- REAL (§15, X.690 §8.5 with CER/DER's §11.3.1): N in the fewest unsigned or signed octets, the one
+  rule both readers share (kpm/reals.py).
 
 Anything it cannot show conforms — another shape, an extension, a UE identity kind it does not
 read, a byte it does not like — is not an error here: `read_message` returns None and the caller
@@ -37,6 +38,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from kpm.reals import mantissa_length_allowed
 from kpm.reports import IndicationReport, MeasurementRecord, ReportProblem
 from kpm.ueid import ue_keys
 from kpm.versions import KpmVersion
@@ -489,8 +491,8 @@ class _Reader:
 
 
 def _real(octets: bytes) -> float:
-    """A REAL's contents (X.690 §8.5) in the canonical form the generic reader accepts: base 2,
-    scale factor 0, an odd mantissa in the fewest octets that keep its top bit clear, a one- or
+    """A REAL's contents (X.690 §8.5) in a canonical form (kpm/reals.py): base 2, scale factor
+    0, an odd mantissa in the fewest octets as an unsigned or as a signed number, a one- or
     two-octet exponent in the fewest octets; or 0 (no octets), or +∞, −∞, NaN (one octet)."""
     if not octets:
         return 0.0
@@ -505,8 +507,10 @@ def _real(octets: bytes) -> float:
     if not mantissa_octets or len(octets) < 2 + exponent_size:
         raise _HandOverError
     mantissa = int.from_bytes(mantissa_octets, "big")
-    if mantissa & 1 == 0 or len(mantissa_octets) != mantissa.bit_length() // 8 + 1:
-        raise _HandOverError
+    if mantissa & 1 == 0 or not mantissa_length_allowed(
+        len(mantissa_octets), mantissa.bit_length()
+    ):
+        raise _HandOverError  # kpm/reals.py: the octets the clauses and asn1tools write
     if exponent_size == 2 and -128 <= exponent <= 127:
         raise _HandOverError  # the one-octet exponent was required
     value = math.ldexp(float(mantissa), exponent)

@@ -189,18 +189,52 @@ def test_generated_messages_are_read_alike_and_taken(
     assert taken, f"the fast reader handed over a shape it reads: {data.hex()}"
 
 
-def test_real_values_the_generic_reader_refuses_are_refused() -> None:
-    """REAL 76.5 with a one-octet mantissa (80 ff 99): asn1tools writes 80 ff 00 99 and the
-    generic reader refuses the other; the fast reader follows it."""
+@pytest.mark.parametrize(
+    ("written", "taken"),
+    [
+        ("0480ff0099", True),  # asn1tools: N as if signed, a 00 in front of its top bit
+        ("0380ff99", True),  # X.690 §8.5.7.5: N unsigned, in the fewest octets (asn1c)
+        ("0580ff000099", False),  # a second leading zero octet: neither form
+        ("0480ff0019", False),  # a leading zero octet before a clear top bit: neither form
+        ("0380ff98", False),  # X.690 §11.3.1: the mantissa is odd (or 0)
+    ],
+)
+def test_a_real_s_mantissa_is_read_in_the_forms_the_clauses_and_asn1tools_write(
+    written: str, taken: bool
+) -> None:
+    """REAL 76.5 (153 × 2⁻¹): X.691 carries X.690's contents octets with CER/DER's
+    restrictions (§11.3.1: base 2, M odd); §8.5.7.5 writes N as an unsigned number, which
+    asn1tools writes as a signed one. Both forms are read, by both readers alike, as 76.5;
+    nothing else is (kpm/reals.py)."""
     layout = KpmVersion.V3_00
     canonical = codec_for(layout).encode(
         KpmPdu.MESSAGE, builders.message_format1(["A"], [[76.5]], None)
     )
     assert canonical.find(bytes.fromhex("0480ff0099")) > 0
-    short = canonical.replace(bytes.fromhex("0480ff0099"), bytes.fromhex("0380ff99"))
-    assert read_message(canonical, layout, ("A",)) is not None
-    assert read_message(short, layout, ("A",)) is None
-    assert generic_or_none(short, layout, ("A",)) is None
+    data = canonical.replace(bytes.fromhex("0480ff0099"), bytes.fromhex(written))
+    for compiled in READERS:
+        fast = read_message(data, layout, ("A",), compiled=compiled)
+        assert (fast is not None) == taken, (written, compiled)
+        if fast is not None:
+            assert [r.value for r in fast.records] == [76.5]
+    generic = generic_or_none(data, layout, ("A",))
+    assert (generic is not None) == taken, written
+    if taken:
+        assert_agrees(data, layout, ("A",))
+
+
+def test_a_message_may_mix_the_two_forms_of_a_real() -> None:
+    """Each REAL is read in its own form: one of each in a message, both readers alike."""
+    layout = KpmVersion.V3_00
+    canonical = codec_for(layout).encode(
+        KpmPdu.MESSAGE, builders.message_format1(["A", "B"], [[76.5, 66.5]], None)
+    )
+    mixed = canonical.replace(bytes.fromhex("0480ff0099"), bytes.fromhex("0380ff99"))
+    assert mixed != canonical
+    assert bytes.fromhex("0480ff0085") in mixed
+    assert assert_agrees(mixed, layout, ("A", "B"))
+    generic = generic_or_none(mixed, layout, ("A", "B"))
+    assert [r.value for r in generic.records] == [76.5, 66.5]
 
 
 def _representative() -> list[tuple[bytes, KpmVersion]]:
