@@ -110,6 +110,32 @@ def test_bench_loop_json_on_the_paper_static_scenario(tmp_path: Path) -> None:
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
+def test_at_100_ms_reports_the_control_delay_is_modelled_below_the_period() -> None:
+    """The loop's default step lets a delay shorter than the period count: at 100 ms reports a
+    20 ms and a 100 ms delay give different figures (before: both were rounded up to one
+    100 ms step and gave the same), and the shorter delay the better one."""
+    efficiency = {}
+    for delay in ("20", "100"):
+        run = run_cli(
+            "bench", "loop", "--scenario", "raca-driving", "--duration", "30",
+            "--reporting-period-ms", "100", "--control-delay-ms", delay,
+            "--policy", "report-oracle", "--json",
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        efficiency[delay] = json.loads(run.stdout)["results"]["report-oracle"]["efficiency"]
+    assert efficiency["20"] > efficiency["100"], efficiency
+
+
+def test_the_default_step_falls_on_the_period_and_the_delay() -> None:
+    from bench.cli import default_step_ms
+
+    assert default_step_ms(1000, 100) == 100  # 1 s reports as before
+    assert default_step_ms(1000, 20) == 10
+    assert default_step_ms(100, 100) == 10  # 10 ms or finer below 1 s reports
+    assert default_step_ms(100, 25) == 1
+    assert default_step_ms(10, 5) == 1
+
+
 def test_bench_loop_rejects_bad_options() -> None:
     run = run_cli("bench", "loop", "--scenario", "paper-static", "--policy", "best")
     assert run.returncode == 2
