@@ -118,6 +118,8 @@ class KpiSample:
     loss_rate_permille: float | None = None
     available: bool | None = None
     measurements: Mapping[str, float] = field(default_factory=dict)
+    # When this xApp took the report in (time.monotonic()): where the control delay starts.
+    received_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """The control loop's contract with its ports: what it pushes, when, and what it remembers."""
 
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -310,3 +311,50 @@ def test_an_event_for_a_cpe_not_decided_here_changes_nothing() -> None:
     loop.access_event("cpe-9", "wifi", False, 0.5)
     assert loop.decide_now({"cpe-9"}, 0.5) == []
     assert len(sink.pushed) == 1
+
+
+class SlowSink(RecordingSink):
+    """An agent that takes ``seconds`` to answer."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+
+    def push(self, weight_set: WeightSet) -> None:
+        time.sleep(self.seconds)
+        super().push(weight_set)
+
+
+def test_a_push_says_its_control_delay_from_the_report_s_arrival() -> None:
+    """Report arrival → decision → the agent's answer, measured on the monotonic clock: the
+    figures the simulated loop's control delay stands for."""
+    loop, _, _, source, _ = make_loop(paper_table())
+    loop._sink = sink = SlowSink(0.05)
+    arrived = time.monotonic()
+    source.queue.append(
+        KpiSample("cpe-1", "wifi", DL, 1.0, 1.0, throughput_mbps=500.0, received_s=arrived)
+    )
+    time.sleep(0.02)  # the step comes a little after the report
+    (outcome,) = loop.step(1.0)
+    assert outcome.pushed is not None
+    assert sink.pushed
+    delay = outcome.delay
+    assert delay is not None
+    assert 0.02 <= delay.decided_s < delay.applied_s
+    assert delay.applied_s >= delay.decided_s + 0.05  # the agent's answer is part of it
+
+
+def test_a_push_without_a_report_s_arrival_has_no_delay() -> None:
+    """The simulated loop's reports carry no arrival time, nor does an override's own set."""
+    loop, _, store, source, _ = make_loop(paper_table())
+    source.queue.append(KpiSample("cpe-1", "wifi", DL, 1.0, 1.0, throughput_mbps=500.0))
+    (first,) = loop.step(1.0)
+    assert first.pushed is not None
+    assert first.delay is None
+    source.queue.append(
+        KpiSample("cpe-1", "wifi", DL, 2.0, 1.0, throughput_mbps=500.0, received_s=time.monotonic())
+    )
+    store.save_override(Override("cpe-1", DL, weights={"nr": 1, "wifi": 1, "lifi": 1}))
+    (overridden,) = loop.step(2.0)
+    assert overridden.pushed is not None
+    assert overridden.delay is None

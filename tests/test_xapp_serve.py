@@ -136,6 +136,13 @@ def check_metrics(scraped: str) -> None:
     assert 'atsss_capacity_mbps{access="wifi",cpe="cpe-1",direction="downlink"}' in scraped
     assert 'atsss_weight{access="wifi",cpe="cpe-1",direction="downlink"}' in scraped
     assert 'atsss_weight_pushes_total{result="applied",role="proxy"}' in scraped
+    # the control delay of the pushes decided from reports: report → decision → applied
+    for stage in ("decided", "applied"):
+        counted = re.search(
+            rf'^atsss_control_delay_seconds_count{{stage="{stage}"}} (\S+)$', scraped, re.M
+        )
+        assert counted is not None, stage
+        assert float(counted.group(1)) > 0, stage
     for name in (
         "atsss_decision_seconds_count",
         "atsss_e2_decode_seconds_count",

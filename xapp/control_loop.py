@@ -59,6 +59,18 @@ class StepOutcome:
     direction: Direction
     pushed: WeightSet | None
     reason: str
+    # For a push: seconds from the newest report the decision read (its arrival at the xApp)
+    # to the decision, and to the agent's answer that the set is in force; None where the
+    # reports carry no arrival time (the simulated loop) or for an override's own weights.
+    delay: ControlDelay | None = None
+
+
+@dataclass(frozen=True)
+class ControlDelay:
+    """The control delay of one push, in its two parts: report → decision → applied."""
+
+    decided_s: float
+    applied_s: float
 
 
 @dataclass
@@ -121,6 +133,11 @@ class _Pending:
     rule: SteeringRule
     override_revision: int | None
     current: WeightSet | None
+    # When the newest report the decision read arrived, and when it was decided (monotonic).
+    report_received_s: float | None = None
+    decided_s: float | None = None
+    # When the agent answered (set by the push itself, which may land after its step).
+    landed: list[float] = field(default_factory=list)
 
 
 class ControlLoop:
@@ -178,6 +195,8 @@ class ControlLoop:
         self._last_usable_estimate: dict[tuple[str, str, Direction], CapacityEstimate] = {}
         self._push_wait_s = push_wait_s
         self._may_push = may_push
+        # When the newest report of each (CPE, direction) arrived (monotonic), if reports say.
+        self._report_received_s: dict[tuple[str, Direction], float] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
         self._batched_pool: ThreadPoolExecutor | None = None
@@ -198,6 +217,12 @@ class ControlLoop:
         samples = self._source.poll(now_s)
         self._estimator.update(samples, now_s)
         self._remember_conditions(samples, now_s)
+        for sample in samples:
+            if sample.received_s is not None:
+                key = (sample.cpe_id, sample.direction)
+                self._report_received_s[key] = max(
+                    sample.received_s, self._report_received_s.get(key, sample.received_s)
+                )
 
     def decide(
         self, cpes: Sequence[Cpe], now_s: float, push_until: float | None = None
@@ -311,6 +336,7 @@ class ControlLoop:
                 self._sink.push(item.weight_set)
             except WeightPushError as error:
                 return error
+            item.landed.append(time.monotonic())
             return None
 
         if self._push_wait_s is None and len(pending) <= 1:
@@ -367,6 +393,7 @@ class ControlLoop:
             self._first_report_s,
             self._carrier,
             self._last_usable_estimate,
+            self._report_received_s,
         ]
         for history in histories:
             for key in [k for k in history if k[0] not in kept]:
@@ -505,7 +532,17 @@ class ControlLoop:
             sequence=next_after(current.sequence if current is not None else None),
             reason=f"{decision.reason}: {reason}",
         )
-        return _Pending(cpe.cpe_id, direction, weight_set, rule, override_revision, current)
+        from_report = override is None or override.weights is None
+        return _Pending(
+            cpe.cpe_id,
+            direction,
+            weight_set,
+            rule,
+            override_revision,
+            current,
+            self._report_received_s.get(key) if from_report else None,
+            time.monotonic(),
+        )
 
     def _finish(
         self, item: _Pending, failure: WeightPushError | None, saves: _Saves
@@ -534,7 +571,14 @@ class ControlLoop:
             self._last_override[key] = item.override_revision
 
         saves.then.append(remember)
-        return StepOutcome(item.cpe_id, item.direction, item.weight_set, item.weight_set.reason)
+        delay = None
+        if item.report_received_s is not None and item.decided_s is not None and item.landed:
+            delay = ControlDelay(
+                item.decided_s - item.report_received_s, item.landed[0] - item.report_received_s
+            )
+        return StepOutcome(
+            item.cpe_id, item.direction, item.weight_set, item.weight_set.reason, delay
+        )
 
     def _not_heard_from(self, cpe: Cpe, direction: Direction, now_s: float) -> list[str]:
         """Accesses without any estimate yet, while the CPE is still warming up."""

@@ -51,6 +51,14 @@ class XappMetrics:
             buckets=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
             registry=registry,
         )
+        self.control_delay_seconds = Histogram(
+            "atsss_control_delay_seconds",
+            "From the arrival of the report a push was decided from to the decision (stage "
+            "decided) and to the agent's answer that it is in force (stage applied)",
+            ["stage"],
+            buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
+            registry=registry,
+        )
         self.pushes = Counter(
             "atsss_weight_pushes",
             "Weight sets pushed to agents, by the agent's role and the result",

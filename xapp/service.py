@@ -413,6 +413,10 @@ class XappService:
             role = "cpe" if outcome.direction == Direction.UPLINK or via_cpe else "proxy"
             if outcome.pushed is not None:
                 self.metrics.pushes.labels(role, "applied").inc()
+                if outcome.delay is not None:
+                    delays = self.metrics.control_delay_seconds
+                    delays.labels("decided").observe(outcome.delay.decided_s)
+                    delays.labels("applied").observe(outcome.delay.applied_s)
             elif outcome.reason.startswith("push failed"):
                 self.metrics.pushes.labels(role, "failed").inc()
 

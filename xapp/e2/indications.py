@@ -122,6 +122,7 @@ class IndicationProcessor:
             return self._handle_indication(node, indication)
 
     def _handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
+        received_s = time.monotonic()  # the control delay of what this report leads to starts
         context = self._nodes.get(node)
         if context is None:
             self.reject(node, "unknown-node", "indication from an E2 node we did not subscribe to")
@@ -160,7 +161,12 @@ class IndicationProcessor:
         self.accepted.labels(version=version.value).inc()
         period_s = (report.granularity_ms or context.config.granularity) / 1000.0
         return self._samples(
-            context, detection.header.collect_start_unix_s, period_s, report.records, indication
+            context,
+            detection.header.collect_start_unix_s,
+            period_s,
+            report.records,
+            indication,
+            received_s,
         )
 
     def _settle_layout(
@@ -219,6 +225,7 @@ class IndicationProcessor:
         period_s: float,
         records: Iterable[MeasurementRecord],
         indication: e2ap.Indication,
+        received_s: float | None = None,
     ) -> list[KpiSample]:
         """The records as samples, per CPE, direction and period. A Format 3 message repeats
         the same names, labels and UE keys for each of its thousand UEs: what each stands for
@@ -269,6 +276,7 @@ class IndicationProcessor:
                 per_cell[record.period_index].append((use, value))
         periods = {p for _, p in per_ue} | set(per_cell)
         samples: list[KpiSample] = []
+
         access = context.config.access
         for period in sorted(periods):
             cell = per_cell.get(period, [])
@@ -279,7 +287,9 @@ class IndicationProcessor:
             for cpe_id in sorted(cpe_ids):
                 items = per_ue.get((cpe_id, period), []) + cell
                 for direction in (Direction.DOWNLINK, Direction.UPLINK):
-                    sample = self._sample(cpe_id, access, direction, time_s, period_s, items)
+                    sample = self._sample(
+                        cpe_id, access, direction, time_s, period_s, items, received_s
+                    )
                     if sample is not None:
                         samples.append(sample)
         return samples
@@ -308,6 +318,7 @@ class IndicationProcessor:
         time_s: float,
         period_s: float,
         items: Sequence[tuple[_Use, float]],
+        received_s: float | None = None,
     ) -> KpiSample | None:
         downlink = direction == Direction.DOWNLINK
         measurements: dict[str, float] = {}
@@ -333,6 +344,7 @@ class IndicationProcessor:
             throughput_mbps=throughput,
             available=available,
             measurements=measurements,
+            received_s=received_s,
         )
 
 
