@@ -5,11 +5,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from core.domain import Direction
+from core.domain import Direction, KpiSample
 from core.scenario.e2_identities import e2_cpes
 from core.scenario.load import load_scenario
 from tests.test_agent_api import TOKEN, agent, put, write_config
@@ -200,5 +201,44 @@ def test_a_carrier_return_whose_event_was_missed_is_taken_from_the_agents_health
             # No "back" event comes (say the agent restarted); its health has no carrier down.
             control.step(101.0)
             assert control.carrier_down("cpe-1") == []
+    finally:
+        control.stop()
+
+
+def test_a_step_follows_the_reports_not_a_timer_of_its_own() -> None:
+    """Reports that come in start a step a moment later (before: they waited for the loop's
+    own timer, up to a period: 230 ms median, 504 ms p99 at 1 s reports); without reports a
+    step still comes every period and a half; reports close together make one step."""
+    period_s = 4.0
+    control = LiveControl(
+        e2_cpes(load_scenario("paper-static")),
+        LiveSettings(cpe_agents={}, proxy_agent=None, period_s=period_s),
+    )
+    steps: list[float] = []
+    stepped = threading.Event()
+
+    def step(now_s: float) -> list[object]:
+        steps.append(time.monotonic())
+        stepped.set()
+        return []
+
+    control.step = step  # type: ignore[assignment,method-assign]
+    control.react = lambda now_s: []  # type: ignore[method-assign]
+    control.start()
+    try:
+        # the timer's step (nothing reported): a period and a half after the start at most
+        assert stepped.wait(10 * period_s), "no step without reports"
+        stepped.clear()
+        after_timer = steps[-1]
+        time.sleep(period_s * 0.6)  # past the half period two steps are kept apart by
+        sample = KpiSample("cpe-1", "nr", Direction.DOWNLINK, 1.0, 1.0, received_s=0.0)
+        reported = time.monotonic()
+        for _ in range(3):  # three nodes' reports of one period
+            control.source.add([sample])
+        assert stepped.wait(10 * period_s), "no step after the reports"
+        assert len(steps) == 2, "reports close together made more than one step"
+        # the timer would step 1.6 s after the reports; the reports' own step comes 50 ms after
+        assert steps[-1] - reported < period_s * 0.25, "the step waited for its timer"
+        assert steps[-1] - after_timer < period_s * 1.5
     finally:
         control.stop()

@@ -24,6 +24,7 @@ sequence, since the replica before may have died between a push and its record o
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -87,6 +88,19 @@ PARALLEL_AGENT_CALLS = 64
 # A step decides this many CPEs at a time, and between two parts what cannot wait (an operator's
 # override, a carrier lost): with thousands of CPEs a step lasts a good part of the period.
 STEP_PART = 500
+# Steps follow the reports (LiveControl._run): at most one per half period however the nodes'
+# reports are spread, and one every period and a half while no report comes.
+MIN_STEP_GAP_PERIODS = 0.5
+SILENT_STEP_PERIODS = 1.5
+
+
+def gather_s(period_s: float) -> float:
+    """How long a step waits after the first report of a period for the other nodes' (they
+    report at the same period boundary, each over its own connection): a twentieth of the
+    period, 50 ms at most (5 ms at 100 ms reports, part of the control delay)."""
+    return min(0.05, period_s / 20)
+
+
 # The control delay is summed up in the log once a minute, over at most this many pushes.
 DELAY_LOG_EVERY_S = 60.0
 MAX_DELAYS_KEPT = 100_000
@@ -197,6 +211,8 @@ class LiveControl:
         self._events: dict[tuple[str, str], AccessEvent] = {}
         self._events_lock = threading.Lock()
         self._wake = threading.Event()
+        self._reported = threading.Event()  # reports came in since the last step
+        self.source.on_added = self._reports_in
         self._event_watcher: AgentEventWatcher | None = None
         self.access_events = 0
         self.last_access_event: dict[str, dict[str, Any]] = {}  # by CPE
@@ -760,8 +776,20 @@ class LiveControl:
             self._calls.shutdown(wait=False, cancel_futures=True)
         self.prober.close()
 
+    def _reports_in(self) -> None:
+        """Reports came in (the E2 transport's thread): the loop decides on them."""
+        self._reported.set()
+        self._wake.set()
+
     def _run(self) -> None:
-        next_step = time.time() + self.settings.period_s
+        """Steps follow the reports: a step starts when a period's reports are in (a moment
+        after the first of them, for the other nodes' to arrive too), not on a timer of its own
+        that would leave them waiting up to a period; at most two a period. Without reports
+        (nodes silent, none yet) a step comes every period and a half all the same: estimates
+        age, outages show as silence."""
+        period = self.settings.period_s
+        next_step = time.time() + period
+        last_step = -math.inf  # monotonic
         while not self._stop.is_set():
             self._wake.wait(max(0.0, next_step - time.time()))
             self._wake.clear()
@@ -771,15 +799,19 @@ class LiveControl:
                 self.react(time.time())
             except Exception:  # as for a step: logged in full, the loop goes on
                 log.exception("reacting to an agent's event failed")
-            if time.time() < next_step:
+            since_step = time.monotonic() - last_step
+            reported = self._reported.is_set() and since_step >= period * MIN_STEP_GAP_PERIODS
+            if time.time() < next_step and not reported:
                 continue
+            if reported and self._stop.wait(gather_s(period)):
+                break
+            self._reported.clear()
             try:
                 self.step(time.time())
             except Exception:  # one bad step must not end the loop; it is logged in full
                 log.exception("control step failed")
-            next_step += self.settings.period_s
-            if next_step < time.time():  # fell behind (a long step): skip, do not burst
-                next_step = time.time() + self.settings.period_s
+            last_step = time.monotonic()
+            next_step = time.time() + period * SILENT_STEP_PERIODS
 
     def _weights_in_force(self, cpe_id: str, direction: Direction) -> dict[str, int] | None:
         current = self.state.load_weights(cpe_id, direction)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from core.domain import KpiSample
 
@@ -20,6 +20,8 @@ class E2KpiSource:
         self._buffer: deque[KpiSample] = deque(maxlen=max_samples)
         self._lock = threading.Lock()
         self.dropped = 0
+        # Told (from the transport's thread) when samples came in: the loop decides on them.
+        self.on_added: Callable[[], None] = lambda: None
 
     def add(self, samples: Sequence[KpiSample]) -> None:
         with self._lock:
@@ -27,6 +29,8 @@ class E2KpiSource:
             if overflow > 0:
                 self.dropped += overflow
             self._buffer.extend(samples)
+        if samples:
+            self.on_added()
 
     def resize(self, max_samples: int) -> None:
         """A new bound (the fleet grew or shrank); the newest samples are kept."""
