@@ -125,6 +125,13 @@ def bench_loop(
     min_gain: Annotated[
         float, typer.Option(help="Predicted relative gain needed to push new weights.")
     ] = 0.01,
+    max_pushes_per_s: Annotated[
+        float | None,
+        typer.Option(
+            help="At most this many pushes a second per CPE and direction for a gain alone "
+            "(first weights, overrides, paths lost or back always go); no limit when not given."
+        ),
+    ] = None,
     non_idealities: Annotated[
         str,
         typer.Option(
@@ -183,6 +190,7 @@ def bench_loop(
             estimators=tuple(dict.fromkeys(estimators)),
             estimator_noise=noise,
             min_gain=min_gain,
+            max_pushes_per_s=max_pushes_per_s,
             policy=PolicyConfig(max_weight=max_weight),
             contenders=contenders,
             agent_reaction_s=None if agent_reaction_ms is None else agent_reaction_ms / 1000,

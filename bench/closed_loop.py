@@ -65,6 +65,7 @@ class LoopSettings:
     estimator_noise: float = 0.05
     probe_settings: ProbeSettings = field(default_factory=ProbeSettings)
     min_gain: float = Hysteresis.min_gain
+    max_pushes_per_s: float | None = Hysteresis.max_pushes_per_s
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     probe: ProbeMethodSettings = field(default_factory=ProbeMethodSettings)
     contenders: tuple[str, ...] = CONTENDERS
@@ -293,7 +294,7 @@ def _make_contender(
         direction=settings.direction,
         estimator=estimator,
         policy=make_policy(policy, _policy_config(settings)),
-        hysteresis=Hysteresis(settings.min_gain),
+        hysteresis=Hysteresis(settings.min_gain, settings.max_pushes_per_s),
         reporting_period_s=settings.reporting_period_s,
         control_delay_s=settings.control_delay_s,
         kpis=SimulatedKpis(

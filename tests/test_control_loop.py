@@ -18,6 +18,7 @@ from core.domain import (
 )
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
+from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import make_policy
 from xapp.ports import WeightPushError
 
@@ -358,3 +359,33 @@ def test_a_push_without_a_report_s_arrival_has_no_delay() -> None:
     (overridden,) = loop.step(2.0)
     assert overridden.pushed is not None
     assert overridden.delay is None
+
+
+def test_pushes_for_a_gain_are_limited_per_cpe_and_direction_and_urgent_ones_never() -> None:
+    """With at most 2 pushes a second for a gain, decisions every 100 ms that each see a gain
+    push every 0.5 s; a lost path is pushed at once all the same."""
+    loop, sink, _, _, estimator = make_loop(paper_table())
+    loop._hysteresis = Hysteresis(0.01, max_pushes_per_s=2.0)
+    pushed_at = []
+    for tick in range(21):
+        now = tick * 0.1
+        # NR alternates between two capacities far enough apart that each is a gain
+        nr = 342.0 if tick % 2 else 600.0
+        estimator.table = {**paper_table(now), "nr": estimate("nr", nr, at_s=now)}
+        for outcome in loop.step(now):
+            if outcome.pushed is not None:
+                pushed_at.append(round(now, 1))
+            else:
+                assert "held back" in outcome.reason or "unchanged" in outcome.reason, outcome
+    assert pushed_at == [0.0, 0.5, 1.0, 1.5, 2.0], pushed_at
+    # a path lost is not a gain: it goes at once, inside the interval
+    estimator.table = {**paper_table(2.1), "wifi": estimate("wifi", 0.0, at_s=2.1, available=False)}
+    (lost,) = loop.step(2.1)
+    assert lost.pushed is not None, lost.reason
+    assert "lost" in lost.reason
+    assert len(sink.pushed) == 6
+
+
+def test_the_push_limit_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_pushes_per_s must be > 0"):
+        Hysteresis(0.01, max_pushes_per_s=0.0)

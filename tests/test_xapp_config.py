@@ -105,6 +105,16 @@ def test_the_outage_stall_reaches_the_policy() -> None:
     assert live_settings(quick).policy.outage_stall_s == 0.1
 
 
+def test_the_push_limit_reaches_the_loop_and_is_off_by_default() -> None:
+    from xapp.service import live_settings
+
+    assert live_settings(parse_deployment(good(), "f.json")).max_pushes_per_s is None
+    limited = parse_deployment(edited(lambda d: d.update(policy={"max_pushes_per_s": 2})), "f.json")
+    assert live_settings(limited).max_pushes_per_s == 2
+    with pytest.raises(DeploymentError, match=r"policy\.max_pushes_per_s"):
+        parse_deployment(edited(lambda d: d.update(policy={"max_pushes_per_s": 0})), "f.json")
+
+
 def test_exploration_reaches_the_loop_and_can_be_switched_off() -> None:
     from xapp.service import live_settings
 

@@ -28,7 +28,7 @@ from core.domain import (
 )
 from core.sequence import is_after, next_after
 from xapp.policy.exploration import Exploration
-from xapp.policy.hysteresis import Hysteresis
+from xapp.policy.hysteresis import Hysteresis, PushDecision
 from xapp.policy.outage_risk import OutageRisk
 from xapp.policy.weight_policy import PathView, PolicyInput, Proposal, WeightPolicy
 from xapp.ports import (
@@ -121,6 +121,7 @@ class _Deciding:
     mode_changed: bool = False
     request: PolicyInput | None = None  # None: the override's weights, no question
     proposal: Proposal | None = None
+    now_s: float = 0.0  # the decision's time
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,8 @@ class ControlLoop:
         self._may_push = may_push
         # When the newest report of each (CPE, direction) arrived (monotonic), if reports say.
         self._report_received_s: dict[tuple[str, Direction], float] = {}
+        # When each (CPE, direction) was last decided to be pushed (the push limit).
+        self._last_push_s: dict[tuple[str, Direction], float] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
         self._batched_pool: ThreadPoolExecutor | None = None
@@ -394,6 +397,7 @@ class ControlLoop:
             self._carrier,
             self._last_usable_estimate,
             self._report_received_s,
+            self._last_push_s,
         ]
         for history in histories:
             for key in [k for k in history if k[0] not in kept]:
@@ -464,6 +468,7 @@ class ControlLoop:
             override_changed,
             rule,
             mode_changed,
+            now_s=now_s,
         )
         if override is None or override.weights is None:
             silent = self._not_heard_from(cpe, direction, now_s)
@@ -519,6 +524,20 @@ class ControlLoop:
             mode_changed=begun.mode_changed,
             override_changed=begun.override_changed,
         )
+        if decision.push and decision.for_gain:
+            # A push for a gain alone comes at least the limit's interval after the last push.
+            last = self._last_push_s.get(key)
+            if (
+                last is not None
+                and begun.now_s - last < self._hysteresis.min_push_interval_s - 1e-9
+            ):
+                decision = PushDecision(
+                    False,
+                    f"{decision.reason}, held back: at most "
+                    f"{self._hysteresis.max_pushes_per_s:g} pushes a second for a gain",
+                )
+        if decision.push:
+            self._last_push_s[key] = begun.now_s
         if not decision.push:
             self._last_rule[key] = rule
             self._last_override[key] = override_revision

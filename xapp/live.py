@@ -116,6 +116,7 @@ class LiveSettings:
     estimator: EstimatorSettings = field(default_factory=EstimatorSettings)
     policy: PolicyConfig = field(default_factory=PolicyConfig)
     min_gain: float = Hysteresis.min_gain
+    max_pushes_per_s: float | None = Hysteresis.max_pushes_per_s
     # How paths known only from below get more share; None: they are weighted by their bound
     exploration: ExplorationConfig | None = field(default_factory=ExplorationConfig)
 
@@ -299,7 +300,7 @@ class LiveControl:
             policy=make_policy("optimal", self.policy_config),
             sink=self.sink,
             store=self.state,
-            hysteresis=Hysteresis(self.settings.min_gain),
+            hysteresis=Hysteresis(self.settings.min_gain, self.settings.max_pushes_per_s),
             exploration=self.exploration,
             # A step waits this long for its pushes; a slow agent's push lands at a later step.
             push_wait_s=self._push_wait_s(),

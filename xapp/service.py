@@ -159,6 +159,7 @@ def live_settings(deployment: Deployment) -> LiveSettings:
             outage_stall_s=deployment.policy.outage_stall_s,
         ),
         min_gain=deployment.policy.min_gain,
+        max_pushes_per_s=deployment.policy.max_pushes_per_s,
         exploration=ExplorationConfig(
             step=deployment.exploration.step,
             max_step=deployment.exploration.max_step,

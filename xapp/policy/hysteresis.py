@@ -11,6 +11,9 @@ from dataclasses import dataclass
 class PushDecision:
     push: bool
     reason: str
+    # For a push: whether it is for a gain alone (which the push limit may hold back), or for
+    # something that cannot wait (first weights, an override, a mode, a path lost or back).
+    for_gain: bool = False
 
 
 @dataclass(frozen=True)
@@ -28,10 +31,23 @@ class Hysteresis:
     39 pushes in 250 s, 1 % 0.950 with 55, 0.5 % 0.951 with 75)."""
 
     min_gain: float = 0.01
+    # At most this many pushes a second per CPE and direction for a gain alone (None: no
+    # limit). Each push is an HTTP request at an agent and, on the mainline lever, an MP_PRIO
+    # per changed subflow: at 100 ms reports a path's estimate moves every period and the
+    # pushes follow it (4.4 a second per CPE and direction on a real NR trace). Pushes that
+    # cannot wait are never held back.
+    max_pushes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.min_gain < 0:
             raise ValueError(f"min_gain must be ≥ 0, got {self.min_gain}")
+        if self.max_pushes_per_s is not None and not self.max_pushes_per_s > 0:
+            raise ValueError(f"max_pushes_per_s must be > 0, got {self.max_pushes_per_s}")
+
+    @property
+    def min_push_interval_s(self) -> float:
+        """The least time between two pushes for a gain alone, per CPE and direction."""
+        return 0.0 if self.max_pushes_per_s is None else 1.0 / self.max_pushes_per_s
 
     def decide(
         self,
@@ -66,5 +82,5 @@ class Hysteresis:
             )
         gain = predicted_mbps / before - 1
         if gain >= self.min_gain:
-            return PushDecision(True, f"predicted gain {gain:.1%}")
+            return PushDecision(True, f"predicted gain {gain:.1%}", for_gain=True)
         return PushDecision(False, f"predicted gain {gain:.1%} below {self.min_gain:.1%}")
