@@ -237,7 +237,7 @@ def test_a_step_follows_the_reports_not_a_timer_of_its_own() -> None:
             control.source.add([sample])
         assert stepped.wait(10 * period_s), "no step after the reports"
         assert len(steps) == 2, "reports close together made more than one step"
-        # the timer would step 1.6 s after the reports; the reports' own step comes 50 ms after
+        # the timer would step 1.6 s after the reports; the reports' own step 25 ms after them
         assert steps[-1] - reported < period_s * 0.25, "the step waited for its timer"
         assert steps[-1] - after_timer < period_s * 1.5
     finally:

@@ -94,11 +94,17 @@ MIN_STEP_GAP_PERIODS = 0.5
 SILENT_STEP_PERIODS = 1.5
 
 
-def gather_s(period_s: float) -> float:
-    """How long a step waits after the first report of a period for the other nodes' (they
-    report at the same period boundary, each over its own connection): a twentieth of the
-    period, 50 ms at most (5 ms at 100 ms reports, part of the control delay)."""
-    return min(0.05, period_s / 20)
+def quiet_s(period_s: float) -> float:
+    """A step starts once reports have stopped coming for this long: the nodes report at the
+    same period boundary, each over its own connection, and the xApp reads them one after the
+    other (a 1,000-UE indication takes tens of milliseconds): a fortieth of the period, 25 ms
+    at most (2.5 ms at 100 ms reports, part of the control delay)."""
+    return min(0.025, period_s / 40)
+
+
+def gather_cap_s(period_s: float) -> float:
+    """... or this long after the first of them, if they keep coming."""
+    return period_s / 4
 
 
 # The control delay is summed up in the log once a minute, over at most this many pushes.
@@ -213,6 +219,7 @@ class LiveControl:
         self._events_lock = threading.Lock()
         self._wake = threading.Event()
         self._reported = threading.Event()  # reports came in since the last step
+        self._last_report_at = 0.0  # monotonic
         self.source.on_added = self._reports_in
         self._event_watcher: AgentEventWatcher | None = None
         self.access_events = 0
@@ -779,12 +786,26 @@ class LiveControl:
 
     def _reports_in(self) -> None:
         """Reports came in (the E2 transport's thread): the loop decides on them."""
+        self._last_report_at = time.monotonic()
         self._reported.set()
         self._wake.set()
 
+    def _gather(self, period: float) -> bool:
+        """Wait until the period's reports have stopped coming (quiet_s), at most gather_cap_s;
+        True when stopping meanwhile."""
+        started = time.monotonic()
+        quiet, cap = quiet_s(period), gather_cap_s(period)
+        while True:
+            now = time.monotonic()
+            wait_s = min(self._last_report_at + quiet - now, started + cap - now)
+            if wait_s <= 0:
+                return False
+            if self._stop.wait(wait_s):
+                return True
+
     def _run(self) -> None:
-        """Steps follow the reports: a step starts when a period's reports are in (a moment
-        after the first of them, for the other nodes' to arrive too), not on a timer of its own
+        """Steps follow the reports: a step starts when a period's reports are in (once they
+        have stopped coming for a moment, the other nodes' too), not on a timer of its own
         that would leave them waiting up to a period; at most two a period. Without reports
         (nodes silent, none yet) a step comes every period and a half all the same: estimates
         age, outages show as silence."""
@@ -804,7 +825,7 @@ class LiveControl:
             reported = self._reported.is_set() and since_step >= period * MIN_STEP_GAP_PERIODS
             if time.time() < next_step and not reported:
                 continue
-            if reported and self._stop.wait(gather_s(period)):
+            if reported and self._gather(period):
                 break
             self._reported.clear()
             try:
