@@ -1,5 +1,6 @@
 """The control loop's contract with its ports: what it pushes, when, and what it remembers."""
 
+import threading
 import time
 from collections.abc import Sequence
 
@@ -389,3 +390,35 @@ def test_pushes_for_a_gain_are_limited_per_cpe_and_direction_and_urgent_ones_nev
 def test_the_push_limit_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_pushes_per_s must be > 0"):
         Hysteresis(0.01, max_pushes_per_s=0.0)
+
+
+class LaneSink(RecordingSink):
+    """A proxy-like sink (its sets travel in batches) that notes which threads push."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    def batched(self, cpe_id: str, direction: Direction) -> bool:
+        return True
+
+    def push(self, weight_set: WeightSet) -> None:
+        self.threads.append(threading.current_thread().name)
+        super().push(weight_set)
+
+
+def test_batched_pushes_have_their_lane_and_urgent_ones_keep_theirs() -> None:
+    """A step's pushes to a proxy go through the batched lane; a push decided at once (an
+    agent's event) through the urgent lane, not behind a step's thousands."""
+    loop, _, _, _, _ = make_loop(paper_table())
+    loop._sink = sink = LaneSink()
+    loop._push_wait_s = 5.0
+    loop.step(0.0)
+    assert sink.threads
+    assert all(t.startswith("batched-push") for t in sink.threads)
+    sink.threads.clear()
+    loop.access_event("cpe-1", "wifi", False, 1.0)
+    loop.decide_now({"cpe-1"}, 1.0)
+    assert sink.threads
+    assert all(t.startswith("urgent-push") for t in sink.threads)
+    loop.close()

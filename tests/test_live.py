@@ -242,3 +242,42 @@ def test_a_step_follows_the_reports_not_a_timer_of_its_own() -> None:
         assert steps[-1] - after_timer < period_s * 1.5
     finally:
         control.stop()
+
+
+def test_a_step_longer_than_half_a_period_does_not_skip_the_next_period_s_reports() -> None:
+    """Reports every period and steps of 0.6 period: each period's reports get their step
+    (found in review: reports that came in during a long step waited for the timer, a period
+    and a half, and the loop stepped every other period)."""
+    period_s = 1.0
+    control = LiveControl(
+        e2_cpes(load_scenario("paper-static")),
+        LiveSettings(cpe_agents={}, proxy_agent=None, period_s=period_s),
+    )
+    steps: list[float] = []
+
+    def step(now_s: float) -> list[object]:
+        steps.append(time.monotonic())
+        time.sleep(0.6 * period_s)  # a long step: agents slow to answer
+        return []
+
+    control.step = step  # type: ignore[assignment,method-assign]
+    control.react = lambda now_s: []  # type: ignore[method-assign]
+    sample = KpiSample("cpe-1", "nr", Direction.DOWNLINK, 1.0, 1.0, received_s=0.0)
+    control.start()
+    try:
+        started = time.monotonic()
+        for tick in range(1, 7):
+            while time.monotonic() < started + tick * period_s:
+                time.sleep(0.01)
+            control.source.add([sample])
+        deadline = time.monotonic() + 5 * period_s  # the last reports' step may still come
+        while time.monotonic() < deadline and len(steps_after(started + period_s, steps)) < 6:
+            time.sleep(0.02)
+    finally:
+        control.stop()
+    after_first = steps_after(started + period_s, steps)
+    assert len(after_first) >= 5, f"{len(after_first)} steps for 6 periods' reports"
+
+
+def steps_after(moment: float, steps: list[float]) -> list[float]:
+    return [s for s in steps if s >= moment - 0.05]

@@ -360,7 +360,9 @@ class ControlLoop:
         batched = getattr(self._sink, "batched", None)
 
         def lane(item: _Pending) -> ThreadPoolExecutor:
-            if self._batched_pool is None or batched is None:
+            # Urgent pushes keep their own threads (to a proxy too, where they join its next
+            # batch): behind a step's thousands in the batched lane they would wait their turn.
+            if urgent or self._batched_pool is None or batched is None:
                 return single
             return self._batched_pool if batched(item.cpe_id, item.direction) else single
 
@@ -514,6 +516,7 @@ class ControlLoop:
             lost = frozenset(cpe.access_names) - proposal.usable
             self._last_usable[key] = proposal.usable
 
+        report_received_s = self._report_received_s.pop(key, None)
         decision = self._hysteresis.decide(
             current.weights if current is not None else None,
             weights,
@@ -551,6 +554,8 @@ class ControlLoop:
             sequence=next_after(current.sequence if current is not None else None),
             reason=f"{decision.reason}: {reason}",
         )
+        # The report this decision follows, if one came since the last decision (a push after
+        # an agent's event or an override has no report to be timed from).
         from_report = override is None or override.weights is None
         return _Pending(
             cpe.cpe_id,
@@ -559,7 +564,7 @@ class ControlLoop:
             rule,
             override_revision,
             current,
-            self._report_received_s.get(key) if from_report else None,
+            report_received_s if from_report else None,
             time.monotonic(),
         )
 
@@ -574,6 +579,7 @@ class ControlLoop:
             if self._last_failure.get(key) != str(failure):
                 log.warning("push to %s %s failed: %s", item.cpe_id, item.direction, failure)
                 self._last_failure[key] = str(failure)
+            self._last_push_s.pop(key, None)  # not in force: the push limit does not hold it
             held, current = failure.held, item.current
             if held is not None and (
                 current is None

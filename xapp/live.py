@@ -811,9 +811,14 @@ class LiveControl:
         age, outages show as silence."""
         period = self.settings.period_s
         next_step = time.time() + period
-        last_step = -math.inf  # monotonic
+        last_step = -math.inf  # monotonic: when the last step began
         while not self._stop.is_set():
-            self._wake.wait(max(0.0, next_step - time.time()))
+            # Until the timer's step, or until reports that came too soon after the last step
+            # may have theirs (a step longer than half a period must not skip a period).
+            wait_s = next_step - time.time()
+            if self._reported.is_set():
+                wait_s = min(wait_s, last_step + period * MIN_STEP_GAP_PERIODS - time.monotonic())
+            self._wake.wait(max(0.0, wait_s))
             self._wake.clear()
             if self._stop.is_set():
                 break
@@ -828,11 +833,11 @@ class LiveControl:
             if reported and self._gather(period):
                 break
             self._reported.clear()
+            last_step = time.monotonic()
             try:
                 self.step(time.time())
             except Exception:  # one bad step must not end the loop; it is logged in full
                 log.exception("control step failed")
-            last_step = time.monotonic()
             next_step = time.time() + period * SILENT_STEP_PERIODS
 
     def _weights_in_force(self, cpe_id: str, direction: Direction) -> dict[str, int] | None:

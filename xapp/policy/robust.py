@@ -215,7 +215,11 @@ def robust_weights_many(
     if rows == 0 or paths == 0:
         return result
     exact = ~(stddevs > 0).any(axis=1) & ~(risks > 0).any(axis=1)
-    with_core = use_core(compiled, paths) and max_weight <= MAX_CORE_WEIGHT
+    # The core takes beliefs as the estimates give them (finite, not negative); anything else
+    # goes to numpy, which says what is wrong.
+    with_core = (
+        use_core(compiled, paths) and max_weight <= MAX_CORE_WEIGHT and _sane(means, stddevs)
+    )
     if exact.any():
         result[exact] = optimal_weights_batch(means[exact], max_weight, compiled=with_core)
     uncertain = np.flatnonzero(~exact)
@@ -264,7 +268,7 @@ def scores_many(
     means = np.asarray(means_mbps, dtype=np.float64).reshape(rows, paths)
     stddevs, risks, stalls = _rows(rows, paths, stddevs_mbps, outage_probability, stall_fraction)
     scores = np.empty(w.shape[:2])
-    if rows and sets and use_core(compiled, paths):
+    if rows and sets and use_core(compiled, paths) and _sane(means, stddevs, risks, stalls):
         core.scores(
             np.ascontiguousarray(w),
             np.ascontiguousarray(means),
@@ -286,6 +290,11 @@ def scores_many(
         aggregates = _aggregates_at_risk_many(w[block], draws, risks[block], stalls[block])
         scores[block] = _order_statistic(aggregates, quantile)
     return scores
+
+
+def _sane(*arrays: FloatArray) -> bool:
+    """Every value finite and not negative: what the C core is written for."""
+    return all(bool(np.isfinite(a).all() and (a >= 0).all()) for a in arrays)
 
 
 def _rows(
@@ -334,7 +343,10 @@ def _robust_block(
     starts[:, 2 + each, each] = lowered[:, each]
     starts[:, 2 + paths + each, each] = 0.0
     starts[:, 2 + 2 * paths :] = draws[:, :, :CANDIDATE_DRAWS].transpose(0, 2, 1)
-    candidates = optimal_weights_batch(starts.reshape(-1, paths), max_weight).reshape(starts.shape)
+    # The numpy twin throughout (the core does the whole block itself).
+    candidates = optimal_weights_batch(
+        starts.reshape(-1, paths), max_weight, compiled=False
+    ).reshape(starts.shape)
     aggregates = _aggregates_at_risk_many(candidates.astype(np.float64), draws, risks, stalls)
     scores = _order_statistic(aggregates, quantile)
     # robust_weights scores the distinct candidates that weigh some path, and of those within

@@ -193,7 +193,7 @@ class WeightPolicy:
                 plan.weigh(np.asarray(chosen))
             return
         for group in _by_size(plans, lambda plan: len(plan.selected)):
-            beliefs = [plan.beliefs(plan.selected) for plan in group]
+            beliefs = [plan.belief_lists(plan.selected) for plan in group]
             chosen = self._weigh_many(
                 np.array([means for means, _ in beliefs]),
                 np.array([stddevs for _, stddevs in beliefs]),
@@ -222,7 +222,7 @@ class WeightPolicy:
                 plan.predicted[index] = aggregate_mbps(row, means.tolist())
             return
         for group in _by_size(jobs, lambda job: len(job[2])):
-            beliefs = [plan.beliefs(accesses) for plan, _, accesses, _ in group]
+            beliefs = [plan.belief_lists(accesses) for plan, _, accesses, _ in group]
             scores = scores_many(
                 np.array([[[w.get(a, 0) for a in accesses]] for _, _, accesses, w in group]),
                 np.array([means for means, _ in beliefs]),
@@ -303,10 +303,16 @@ class _Plan:
 
     def beliefs(self, accesses: Sequence[str]) -> tuple[FloatArray, FloatArray]:
         """Means and standard deviations of these accesses (0 for one without an estimate)."""
+        means, stddevs = self.belief_lists(accesses)
+        return np.array(means), np.array(stddevs)
+
+    def belief_lists(self, accesses: Sequence[str]) -> tuple[list[float], list[float]]:
+        """``beliefs`` as lists: a batch of plans stacks lists into one array far sooner than
+        it stacks one small array per plan."""
         known = [self.usable.get(a) for a in accesses]
         return (
-            np.array([e.capacity_mbps if e is not None else 0.0 for e in known]),
-            np.array([e.stddev_mbps if e is not None else 0.0 for e in known]),
+            [e.capacity_mbps if e is not None else 0.0 for e in known],
+            [e.stddev_mbps if e is not None else 0.0 for e in known],
         )
 
     def weigh(self, chosen: npt.NDArray[Any]) -> None:
