@@ -23,7 +23,7 @@ from asn1tools.codecs import per as asn1tools_per
 
 from kpm import aper_open_types, aper_strings
 from kpm.errors import CodecError
-from kpm.reals import as_asn1tools_writes, as_unsigned_writes
+from kpm.reals import as_unsigned_writes, written_unsigned
 from kpm.versions import KpmVersion
 
 ASN1_DIR = Path(__file__).with_name("asn1")
@@ -64,7 +64,7 @@ def _real_decode(real: Any, decoder: Any) -> Any:
         return _plain_real_decode(real, decoder)
     decoder.align()
     contents = bytearray(decoder.read_bytes(decoder.read_length_determinant()))
-    noting.append(UNSIGNED if as_asn1tools_writes(bytes(contents)) is not None else "")
+    noting.append(UNSIGNED if written_unsigned(bytes(contents)) else "")
     return asn1tools_per.decode_real(contents)
 
 

@@ -32,12 +32,11 @@ same grammar: the same value), which replaces some forty field reads per UE.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import math
-import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from core.compiled import compiled_core
 from kpm.reals import mantissa_length_allowed
 from kpm.reports import IndicationReport, MeasurementRecord, ReportProblem
 from kpm.ueid import ue_keys
@@ -69,14 +68,9 @@ _PRINTABLE = frozenset(
 # The C core, where `pip install` could build it (a compiler was there); this module's Python
 # reads the same otherwise. ATSSS_PURE_PYTHON=1 leaves the core out (to compare, or to rule it
 # out of a problem).
-_core: Any = None
-if os.environ.get("ATSSS_PURE_PYTHON", "") != "1":
-    try:
-        _core = importlib.import_module("kpm._fast_message")
-    except ImportError:
-        _core = None
-    else:
-        _core.configure(MeasurementRecord, IndicationReport, ReportProblem)
+_core: Any = compiled_core("kpm._fast_message")
+if _core is not None:
+    _core.configure(MeasurementRecord, IndicationReport, ReportProblem)
 
 COMPILED = _core is not None  # whether read_message uses the C core by default
 _default_compiled = COMPILED

@@ -20,28 +20,31 @@ def mantissa_length_allowed(octets: int, bit_length: int) -> bool:
     return octets in ((bit_length + 7) // 8, bit_length // 8 + 1)
 
 
-def as_asn1tools_writes(contents: bytes) -> bytes | None:
-    """Binary REAL contents with N in the fewest unsigned octets and its top bit set, rewritten
-    with the leading ``00`` octet asn1tools writes; None for anything else (already in that
-    form, or not a form this rule reads)."""
+def _head_and_mantissa(contents: bytes) -> tuple[bytes, bytes] | None:
+    """A binary REAL's contents (base 2, scale factor 0, a one- or two-octet exponent) split
+    into the octets before N and N's; None for any other form."""
     if len(contents) < 2 or contents[0] & 0xBC != 0x80:  # binary, base 2, scale factor 0
         return None
     exponent_size = 1 + (contents[0] & 0x03)
     if exponent_size > 2 or len(contents) < 2 + exponent_size:
         return None
-    mantissa = contents[1 + exponent_size :]
-    if mantissa[0] & 0x80 == 0:
-        return None  # the top bit clear: the two forms are the same octets
-    return contents[: 1 + exponent_size] + b"\x00" + mantissa
+    return contents[: 1 + exponent_size], contents[1 + exponent_size :]
+
+
+def written_unsigned(contents: bytes) -> bool:
+    """Whether N is in the fewest unsigned octets with its top bit set: the form asn1tools
+    would write with a leading ``00`` octet (with the top bit clear the two forms agree)."""
+    parts = _head_and_mantissa(contents)
+    return parts is not None and parts[1][0] & 0x80 != 0
 
 
 def as_unsigned_writes(contents: bytes) -> bytes:
     """asn1tools' contents of a binary REAL with N's leading ``00`` octet (before a set top
     bit) taken out: N in the fewest unsigned octets. Anything else is returned as it is."""
-    if len(contents) < 2 or contents[0] & 0xBC != 0x80:
+    parts = _head_and_mantissa(contents)
+    if parts is None:
         return contents
-    exponent_size = 1 + (contents[0] & 0x03)
-    mantissa = contents[1 + exponent_size :]
-    if exponent_size > 2 or len(mantissa) < 2 or mantissa[0] != 0 or mantissa[1] & 0x80 == 0:
+    head, mantissa = parts
+    if len(mantissa) < 2 or mantissa[0] != 0 or mantissa[1] & 0x80 == 0:
         return contents
-    return contents[: 1 + exponent_size] + mantissa[1:]
+    return head + mantissa[1:]

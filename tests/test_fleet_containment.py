@@ -8,9 +8,10 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -63,6 +64,32 @@ def test_a_fleet_with_every_kind_of_hostile_agent_keeps_the_good_cpes_steered(
 # ------------------------------------------------------------------ the loop never waits
 
 
+def steered_loop(
+    cpe_ids: Sequence[str],
+    sink: Any,
+    push_wait_s: float,
+    *,
+    directions: Sequence[Direction] = (Direction.DOWNLINK,),
+    estimator: Any = None,
+    store: MemoryStateStore | None = None,
+) -> ControlLoop:
+    """A control loop over these CPEs (three accesses each, the paper's capacities unless
+    ``estimator`` says otherwise) pushing to ``sink``, waiting ``push_wait_s`` for its pushes."""
+    from tests.test_control_loop import QueueSource, TableEstimator, paper_table
+
+    return ControlLoop(
+        cpes=[Cpe(c, {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")}) for c in cpe_ids],
+        directions=list(directions),
+        source=QueueSource(),
+        estimator=estimator if estimator is not None else TableEstimator(paper_table(10.0)),
+        policy=make_policy("optimal"),
+        sink=sink,
+        store=store if store is not None else MemoryStateStore(),
+        warmup_s=0.0,
+        push_wait_s=push_wait_s,
+    )
+
+
 class SlowSink:
     """A sink whose pushes to one CPE take ``slow_s`` (an agent that does not answer)."""
 
@@ -81,24 +108,8 @@ class SlowSink:
 
 def test_a_step_does_not_wait_for_a_hung_agent_s_push() -> None:
     """Before: every step waited for every push (2 s, then a settle GET), for every CPE."""
-    from tests.test_control_loop import QueueSource, TableEstimator, paper_table
-
     sink = SlowSink("cpe-b", 3.0)
-    cpes = [
-        Cpe(c, {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")})
-        for c in ("cpe-a", "cpe-b", "cpe-c")
-    ]
-    loop = ControlLoop(
-        cpes=cpes,
-        directions=[Direction.DOWNLINK],
-        source=QueueSource(),
-        estimator=TableEstimator(paper_table(10.0)),
-        policy=make_policy("optimal"),
-        sink=sink,
-        store=MemoryStateStore(),
-        warmup_s=0.0,
-        push_wait_s=0.2,
-    )
+    loop = steered_loop(("cpe-a", "cpe-b", "cpe-c"), sink, 0.2)
     started = time.monotonic()
     outcomes = loop.step(10.0)
     took = time.monotonic() - started
@@ -136,24 +147,11 @@ def test_a_push_that_lands_late_is_the_one_the_next_decision_follows() -> None:
     """A push that outlasted its step lands before the next step; that step decides the CPE
     again from the landed set (before: from the set before it, so it pushed the landed
     sequence again and got 409, step after step, in a fleet's every slow step)."""
-    from tests.test_control_loop import QueueSource, TableEstimator, paper_table
+    from tests.test_control_loop import TableEstimator, paper_table
 
     sink = SequencedSink("cpe-b", 1.0)
     estimator = TableEstimator(paper_table(10.0))
-    loop = ControlLoop(
-        cpes=[
-            Cpe(c, {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")})
-            for c in ("cpe-a", "cpe-b")
-        ],
-        directions=[Direction.DOWNLINK],
-        source=QueueSource(),
-        estimator=estimator,
-        policy=make_policy("optimal"),
-        sink=sink,
-        store=MemoryStateStore(),
-        warmup_s=0.0,
-        push_wait_s=0.1,
-    )
+    loop = steered_loop(("cpe-a", "cpe-b"), sink, 0.1, estimator=estimator)
     loop.step(10.0)
     wait_until(lambda: "cpe-b" in sink.held, 10, "the slow push to land")
     estimator.table = {
@@ -589,24 +587,9 @@ def test_a_cpe_waiting_on_its_push_is_told_when_it_lands() -> None:
     """An override on a CPE whose push is under way (an agent slow in a busy fleet) waits for
     that push, not for the next step: the loop says when it lands, and the CPE is decided at
     once then (before: 15-26 s for an override in a 1,000-CPE fleet whose steps took 4 s)."""
-    from tests.test_control_loop import QueueSource, TableEstimator, paper_table
-
     sink = SequencedSink("cpe-b", 1.0)
     store = MemoryStateStore()
-    loop = ControlLoop(
-        cpes=[
-            Cpe(c, {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")})
-            for c in ("cpe-a", "cpe-b")
-        ],
-        directions=[Direction.DOWNLINK],
-        source=QueueSource(),
-        estimator=TableEstimator(paper_table(10.0)),
-        policy=make_policy("optimal"),
-        sink=sink,
-        store=store,
-        warmup_s=0.0,
-        push_wait_s=0.1,
-    )
+    loop = steered_loop(("cpe-a", "cpe-b"), sink, 0.1, store=store)
     landed = threading.Event()
     loop.on_landed = landed.set
     loop.step(10.0)
@@ -652,7 +635,6 @@ def test_a_fleet_s_downlink_is_not_queued_behind_hung_cpe_agents(tmp_path: Path)
     """250 CPEs whose own agents hang (uplink) and one healthy proxy (downlink, in batches):
     every CPE's downlink reaches the proxy, though the hung pushes fill the single-push lane
     for their whole deadline (before: about 128 of 250 arrived, the rest waited for it)."""
-    from tests.test_control_loop import QueueSource, TableEstimator, paper_table
 
     cpe_ids = [f"cpe-{n:03d}" for n in range(250)]  # a proxy configuration takes 255
     with (
@@ -664,17 +646,7 @@ def test_a_fleet_s_downlink_is_not_queued_behind_hung_cpe_agents(tmp_path: Path)
             AgentEndpoint(proxy.url, TOKEN),
             timeout_s=60.0,  # the hung pushes hold their lane for the whole test
         )
-        loop = ControlLoop(
-            cpes=[Cpe(c, {a: AccessIdentity(a) for a in ("nr", "wifi", "lifi")}) for c in cpe_ids],
-            directions=[Direction.UPLINK, Direction.DOWNLINK],
-            source=QueueSource(),
-            estimator=TableEstimator(paper_table(10.0)),
-            policy=make_policy("optimal"),
-            sink=sink,
-            store=MemoryStateStore(),
-            warmup_s=0.0,
-            push_wait_s=0.2,
-        )
+        loop = steered_loop(cpe_ids, sink, 0.2, directions=(Direction.UPLINK, Direction.DOWNLINK))
         try:
             loop.step(10.0)
 

@@ -276,7 +276,6 @@ class IndicationProcessor:
                 per_cell[record.period_index].append((use, value))
         periods = {p for _, p in per_ue} | set(per_cell)
         samples: list[KpiSample] = []
-
         access = context.config.access
         for period in sorted(periods):
             cell = per_cell.get(period, [])

@@ -6,16 +6,11 @@ compare, or to rule it out of a problem)."""
 
 from __future__ import annotations
 
-import importlib
-import os
 from typing import Any
 
-core: Any = None
-if os.environ.get("ATSSS_PURE_PYTHON", "") != "1":
-    try:
-        core = importlib.import_module("xapp.policy._robust_core")
-    except ImportError:
-        core = None
+from core.compiled import compiled_core
+
+core: Any = compiled_core("xapp.policy._robust_core")
 
 COMPILED = core is not None
 
