@@ -616,16 +616,23 @@ def _agents_that_never_answer() -> Iterator[str]:
     held: list[socket.socket] = []
     closing = threading.Event()
 
+    # accept() wakes every 0.1 s to see whether the server is closing: closing the socket
+    # from another thread does not wake it, and a connection it took after the end would be
+    # left open.
+    server.settimeout(0.1)
+
     def accept() -> None:
         while not closing.is_set():
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError):  # the timeout included
                 held.append(server.accept()[0])
 
-    threading.Thread(target=accept, daemon=True).start()
+    accepting = threading.Thread(target=accept, daemon=True)
+    accepting.start()
     try:
         yield f"http://127.0.0.1:{server.getsockname()[1]}"
     finally:
         closing.set()
+        accepting.join(timeout=10)  # every connection it took is in held now: all closed
         server.close()
         for connection in held:
             connection.close()
