@@ -29,6 +29,7 @@ from agent.service import (
     WeightService,
     WeightUpdate,
 )
+from core.asgi_guard import NO_NATIVE_TELEMETRY
 from core.domain import Direction
 from core.sequence import SPACE as SEQUENCE_SPACE
 
@@ -93,7 +94,7 @@ def refusal_status(error: UpdateRejectedError | ApplyFailedError) -> int:
 
 
 def create_app(service: WeightService, token: str | None) -> FastAPI:
-    app = FastAPI(title="atsss agent", version="0.1.0")
+    app = FastAPI(title="atsss agent", version="0.1.0", telemetry=NO_NATIVE_TELEMETRY)
     # Tells this run of the agent from the previous one: an xApp seeing it change knows the
     # agent restarted and checks that it holds what it should.
     instance = uuid.uuid4().hex

@@ -20,6 +20,12 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+# FastAPI's own OpenTelemetry layer (0.16x) asks on every request whether a tracer, meter or
+# logger provider has been set up, reading the environment each time: a tenth of an agent's
+# CPU per weight push. Neither server exports OpenTelemetry (their metrics are Prometheus'),
+# so both turn it off. Older FastAPI keeps the argument as an unused extra.
+NO_NATIVE_TELEMETRY: dict[str, bool] = {"tracing": False, "metrics": False, "logs": False}
+
 
 def headers_of(scope: Scope) -> dict[str, bytes]:
     return {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}

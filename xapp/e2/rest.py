@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from fastapi import APIRouter, FastAPI, HTTPException, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from core.asgi_guard import NO_NATIVE_TELEMETRY
 from xapp.e2.subscriptions import SubscriptionManager
 
 NOTIFICATION_PATH = "/ric/v1/subscriptions/response"
@@ -35,7 +36,7 @@ def create_app(
     routers: Sequence[APIRouter] = (),
 ) -> FastAPI:
     """``manager`` is None in standalone mode (no submgr sends notifications)."""
-    app = FastAPI(title="atsss xApp", version="0.1.0")
+    app = FastAPI(title="atsss xApp", version="0.1.0", telemetry=NO_NATIVE_TELEMETRY)
     for router in routers:
         app.include_router(router)
 
