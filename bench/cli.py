@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import os
 import zlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -231,6 +232,94 @@ def bench_loop(
 
         plot_report(reports[0], plot)
         err.print(f"plot written to {plot}")
+
+
+@bench_app.command("live")
+def bench_live(
+    scenario: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Scenario file or shipped name (repeatable). Default: paper-dynamic and "
+            "paper-interruption."
+        ),
+    ] = None,
+    duration: Annotated[float, typer.Option(help="Seconds of each scenario to run.")] = 60.0,
+    workdir: Annotated[
+        Path | None,
+        typer.Option(
+            help="Keep the live runs' logs, agent state and truth here, a folder per scenario "
+            "(default: temporary folders, removed)."
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
+) -> None:
+    """The same scenario and seconds run live (simulator, `xapp serve`, two dry-run agents as
+    processes, the stations carrying what the held weights let them) and in simulated time
+    (`bench loop`, fused estimator, the live xApp's measured control delay), scored alike;
+    both efficiencies per direction side by side. Exits 1 when they differ by more than 0.02."""
+    from bench.live_bench import TOLERANCE, compare
+    from bench.live_system import LiveSystemError
+
+    if duration <= 0:
+        fail(f"--duration must be > 0 s, got {duration}")
+    names = list(scenario or ["paper-dynamic", "paper-interruption"])
+    results = []
+    for name in names:
+        try:
+            with err.status(f"{name}: starting the live system …") as status:
+                say = _status_line(status, name)
+                folder = None if workdir is None else workdir / Path(name).stem
+                results.append(compare(name, duration, say, folder))
+        except (ScenarioError, ValueError) as error:
+            fail(str(error), getattr(error, "exit_code", 2))
+        except (LiveSystemError, RuntimeError) as error:
+            fail(f"the live system: {error}")
+    if as_json:
+        print(json.dumps([r.as_dict() for r in results], indent=2))
+    else:
+        table = Table(title="live and simulated, scored alike", title_justify="left")
+        for column in (
+            "scenario",
+            "direction",
+            "live",
+            "simulated",
+            "difference",
+            "pushes live / sim",
+        ):
+            table.add_column(
+                column, justify="left" if column in ("scenario", "direction") else "right"
+            )
+        for result in results:
+            for d in result.directions:
+                table.add_row(
+                    result.scenario,
+                    d.direction,
+                    f"{d.live:.3f}",
+                    f"{d.simulated:.3f}",
+                    f"{d.difference:+.3f}",
+                    f"{d.live_pushes} / {d.simulated_pushes}",
+                )
+        delays = ", ".join(
+            f"{r.scenario} {r.control_delay_s * 1000:.0f} ms"
+            + ("" if r.measured else " (none measured: assumed)")
+            for r in results
+        )
+        table.caption = (
+            f"{duration:g} s each. Simulated control delay: the live xApp's mean report → "
+            f"agent's answer ({delays}). Tolerance ±{TOLERANCE}."
+        )
+        out.print(table)
+    if not all(r.within_tolerance for r in results):
+        raise typer.Exit(1)
+
+
+def _status_line(status: Any, prefix: str) -> Callable[[str], None]:
+    """Progress text into a rich status, after ``prefix``."""
+
+    def say(text: str) -> None:
+        status.update(f"{prefix}: {text}")
+
+    return say
 
 
 @bench_app.command("predictability")

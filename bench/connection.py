@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from core.fluid import aggregate_mbps_batch
 from core.scenario.truth import Truth
-from xapp.policy.fluid import aggregate_mbps_batch
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

@@ -13,9 +13,9 @@ from rich.table import Table
 from bench.closed_loop import LoopSettings, evaluate
 from bench.plot import plot_report
 from bench.report import DESCRIPTIONS, loop_table
+from core.fluid import aggregate_mbps
 from core.scenario.load import load_scenario
 from xapp.policy.baselines import proportional_weights, round_robin_weights
-from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.optimal import optimal_weights
 
 DEMO_SCENARIOS = ("paper-static", "paper-static-lowlatency", "paper-dynamic", "paper-interruption")

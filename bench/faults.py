@@ -54,7 +54,7 @@ from bench.live_system import (
     start_xapp,
     write_xapp_config,
 )
-from xapp.policy.fluid import aggregate_mbps
+from core.fluid import aggregate_mbps
 
 SCENARIO = "paper-dynamic"
 SCENARIO_S = 250  # the scenario's length: the whole bench fits in it

@@ -31,7 +31,7 @@ from bench.live_system import (
     start_xapp,
     write_xapp_config,
 )
-from xapp.policy.fluid import aggregate_mbps
+from core.fluid import aggregate_mbps
 
 ACCESS_ORDER = ("nr", "wifi", "lifi")
 DIRECTIONS = {"downlink": "capacity_dl_mbps", "uplink": "capacity_ul_mbps"}
@@ -61,10 +61,16 @@ class WeightHistory:
         return history[index][1] if index >= 0 else None
 
 
-def _poll(
-    agents: dict[str, Agent], cpe_id: str, history: WeightHistory, stop: threading.Event
+def poll_agents(
+    agents: dict[str, Agent],
+    cpe_id: str,
+    history: WeightHistory,
+    stop: threading.Event,
+    interval_s: float = 0.25,
 ) -> None:
-    while not stop.wait(0.25):
+    """Until ``stop``: what each agent (direction → agent) holds for the CPE, into
+    ``history``; each set is placed at the time its agent says it applied it."""
+    while not stop.wait(interval_s):
         for direction, agent in agents.items():
             with contextlib.suppress(Exception):
                 history.record(cpe_id, direction, agent.weights(direction, cpe_id))
@@ -117,7 +123,7 @@ def run_live_demo(
             simulator = start_simulator(workdir, scenario, xapp.e2_port, duration_s, config, truth)
             stop = threading.Event()
             poller = threading.Thread(
-                target=_poll,
+                target=poll_agents,
                 args=({"downlink": proxy, "uplink": cpe}, "cpe-1", history, stop),
                 daemon=True,
             )

@@ -210,7 +210,9 @@ def start_simulator(
     duration_s: float,
     config: Path | None = None,
     truth: Path | None = None,
+    extra: Sequence[str] = (),
 ) -> subprocess.Popen[str]:
+    """``extra``: further options of `atsss e2sim run`."""
     args = [
         "e2sim",
         "run",
@@ -226,6 +228,7 @@ def start_simulator(
         args += ["--config", str(config)]
     if truth is not None:
         args += ["--truth", str(truth)]
+    args += list(extra)
     with (workdir / "e2sim.log").open("a") as log:
         return subprocess.Popen(atsss(*args), stdout=subprocess.DEVNULL, stderr=log, text=True)
 

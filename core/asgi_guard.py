@@ -24,7 +24,8 @@ Asgi = Callable[[Scope, Receive, Send], Awaitable[None]]
 # logger provider has been set up, reading the environment each time: a tenth of an agent's
 # CPU per weight push. Neither server exports OpenTelemetry (their metrics are Prometheus'),
 # so both turn it off. Older FastAPI keeps the argument as an unused extra.
-NO_NATIVE_TELEMETRY: dict[str, bool] = {"tracing": False, "metrics": False, "logs": False}
+# (Any: its type, a TypedDict, exists only in those versions.)
+NO_NATIVE_TELEMETRY: Any = {"tracing": False, "metrics": False, "logs": False}
 
 
 def headers_of(scope: Scope) -> dict[str, bytes]:

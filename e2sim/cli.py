@@ -19,6 +19,7 @@ from core.standards.nr import PATTERNS
 from e2sim.dataset import write_dataset
 from e2sim.nonideal import NonIdealities
 from e2sim.runner import RunStats, SimRunner
+from e2sim.traffic import AgentWeights, WeightedTraffic
 from e2sim.world import SimWorld
 from kpm.versions import parse_builder_layout
 
@@ -128,6 +129,15 @@ def run(
         ),
     ] = None,
     non_idealities: Annotated[str, typer.Option(help=NON_IDEALITIES_HELP)] = "ideal",
+    traffic_follows_agents: Annotated[
+        bool,
+        typer.Option(
+            help="Each CPE's traffic spread by the weights its agents hold (the agents of "
+            "--config, asked several times a period): one saturating MPTCP connection per CPE "
+            "and direction, what the WRR scheduler lets each path carry, as `bench loop` "
+            "reports it. Without it every station carries --utilisation of its capacity."
+        ),
+    ] = False,
 ) -> None:
     """Connect one E2 node per access to the xApp and report every period."""
     try:
@@ -138,7 +148,15 @@ def run(
     if config is not None:
         _check_config(config, loaded)
     world = _world(loaded, period_ms, utilisation, nr_pattern, scale, non_idealities=non_idealities)
+    if traffic_follows_agents and config is None:
+        _fail("--traffic-follows-agents needs --config: the agents are the configuration's")
     with contextlib.ExitStack() as stack:
+        traffic = None
+        if config is not None and traffic_follows_agents:
+            held = AgentWeights(load_deployment(config))
+            held.start()
+            stack.callback(held.close)
+            traffic = WeightedTraffic(held, world.downlink.cpe_ids, world.accesses)
         truth_out = stack.enter_context(truth.open("w")) if truth is not None else None
         progress = stack.enter_context(Progress(console=err, transient=True, disable=as_json))
         task = progress.add_task("simulating", total=world.ticks)
@@ -158,6 +176,7 @@ def run(
             truth_out,
             progress=advance,
             report_delay_s=report_delay_ms / 1000,
+            traffic=traffic,
         )
         try:
             stats = runner.run()

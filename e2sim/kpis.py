@@ -10,7 +10,9 @@ Vectorised over the stations of one node for one reporting period. Two ways in:
   capacity (see world.py), and the same functions then report it.
 
 ``utilisation`` is what each station carried over its capacity: one number for all (1.0 for a
-saturating transfer) or one per station (the closed-loop evaluator, where the weights decide).
+saturating transfer) or one per station (the closed-loop evaluator, where the weights decide);
+``utilisation_ul`` the same for the uplink where it differs (default: the same). The resource
+KPIs (PRBs, airtime) are the downlink's.
 Cell-level values (PRB utilisation, channel busy share) sum over the stations of a cell: by
 default all stations share one cell; ``cells`` gives each station's cell index otherwise. With
 ``outside_load`` the part of the carrier or channel a station's capacity leaves out (1 − its
@@ -149,6 +151,7 @@ def nr_report(
     cells: npt.NDArray[np.int64] | None = None,
     outside_load: bool = False,
     nonideal: NonIdealities = IDEAL,
+    utilisation_ul: Utilisation | None = None,
 ) -> NodeReport:
     index = np.minimum(
         np.searchsorted(tables.full_dl_mbps, capacity_dl), len(tables.full_dl_mbps) - 1
@@ -158,7 +161,7 @@ def nr_report(
     band_db = np.diff(np.append(tables.sinr_min_db, tables.sinr_min_db[-1] + 3.0))
     sinr = tables.sinr_min_db[index] + rng.uniform(0, 1, len(index)) * band_db[index]
     carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
-    carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
+    carried_ul = np.where(available, capacity_ul * _uplink(utilisation, utilisation_ul), 0.0)
     prbs = tables.carrier.prbs
     # the share of its free PRBs the UE used for what it carried (nonideal.py)
     used = prb_fraction(utilisation, nonideal.nr_selective_gain)
@@ -220,6 +223,7 @@ def wifi_report(
     cells: npt.NDArray[np.int64] | None = None,
     outside_load: bool = False,
     nonideal: NonIdealities = IDEAL,
+    utilisation_ul: Utilisation | None = None,
 ) -> NodeReport:
     # each station's own MAC efficiency (nonideal.py; the nominal one when ideal)
     own_efficiency = tables.link.mac_efficiency * station_factors(
@@ -229,6 +233,11 @@ def wifi_report(
     index = np.minimum(np.searchsorted(tables.phy_mbps, needed_phy), len(tables.phy_mbps) - 1)
     phy = tables.phy_mbps[index]
     airtime = np.clip(needed_phy / phy, 0.0, 1.0)
+    # The uplink's PHY rate is the one its own capacity needs (the station's MCS and streams
+    # towards the AP), as the downlink's is.
+    index_ul = np.minimum(
+        np.searchsorted(tables.phy_mbps, capacity_ul / own_efficiency), len(tables.phy_mbps) - 1
+    )
     if nonideal.wifi_contention_loss > 0:
         # the others' share of the channel costs efficiency, so the capacity takes more airtime
         others = (
@@ -241,7 +250,7 @@ def wifi_report(
     snr = tables.snr_db[index] + rng.uniform(0, 3, len(index))
     rssi = snr + tables.link.noise_dbm
     carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
-    carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
+    carried_ul = np.where(available, capacity_ul * _uplink(utilisation, utilisation_ul), 0.0)
     outside = _cell_mean(1.0 - airtime, cells) if outside_load else 0.0
     busy = np.clip((_cell_total(airtime * utilisation, cells) + outside) * 100, 0, 100)
     values: dict[str, FloatArray] = {
@@ -253,12 +262,16 @@ def wifi_report(
         "WLAN.ChannelUtilization": busy,
         "WLAN.StaAirtime": np.round(np.where(available, airtime * utilisation * 100, 0.0), 1),
         "WLAN.StaPhyRateDl": np.round(phy, 1),
-        "WLAN.StaPhyRateUl": np.round(phy * 0.8, 1),
+        "WLAN.StaPhyRateUl": np.round(tables.phy_mbps[index_ul], 1),
         "WLAN.StaRetryRate": np.round(np.clip(10 - (snr - tables.snr_db[index]) * 2, 1, 30), 1),
         "WLAN.StaThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
         "WLAN.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
     }
     return NodeReport(values, {}, unmeasured=~available, radio_names=WIFI_RADIO_NAMES)
+
+
+def _uplink(utilisation: Utilisation, utilisation_ul: Utilisation | None) -> Utilisation:
+    return utilisation if utilisation_ul is None else utilisation_ul
 
 
 def lagged(report: NodeReport, lag: RadioLag, node: str) -> NodeReport:
@@ -275,15 +288,20 @@ def lifi_report(
     available: npt.NDArray[np.bool_],
     utilisation: Utilisation,
     rng: np.random.Generator,
+    utilisation_ul: Utilisation | None = None,
 ) -> NodeReport:
     snr = np.array([lifi.snr_for_rate(float(c)) for c in capacity_dl])
     phy_dl = np.where(capacity_dl > 0, capacity_dl, 0.0)
     carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
-    carried_ul = np.where(available, capacity_ul * utilisation, 0.0)
+    carried_ul = np.where(available, capacity_ul * _uplink(utilisation, utilisation_ul), 0.0)
     values: dict[str, FloatArray] = {
         "LIFI.StaSnr": np.clip(np.round(snr + rng.normal(0, 1, len(snr)), 1), -10, 60),
         "LIFI.StaPhyRateDl": np.round(np.where(available, phy_dl, 0.0), 1),
-        "LIFI.StaPhyRateUl": np.round(np.where(available, phy_dl * lifi.UPLINK_SHARE, 0.0), 1),
+        # its uplink's rate is its uplink capacity, as the downlink's is (the scenario's uplink
+        # series, or the radio model's UPLINK_SHARE of the downlink where it gives none)
+        "LIFI.StaPhyRateUl": np.round(
+            np.where(available, np.where(capacity_ul > 0, capacity_ul, 0.0), 0.0), 1
+        ),
         "LIFI.LinkState": available.astype(np.float64),
         "LIFI.StaThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
         "LIFI.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),

@@ -9,10 +9,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+import numpy as np
+import numpy.typing as npt
+
+from core.domain import Direction
 from core.scenario.e2_identities import offered
 from e2sim.node import SimulatedNode
+from e2sim.traffic import WeightedTraffic
 from e2sim.world import PeriodTruth, SimWorld
 from kpm.versions import KpmVersion
+
+FloatArray = npt.NDArray[np.float64]
 
 
 @dataclass
@@ -80,7 +87,10 @@ class SimRunner:
         subscribe_timeout_s: float = 10.0,
         progress: Callable[[RunStats], None] | None = None,
         report_delay_s: float = 0.0,
+        traffic: WeightedTraffic | None = None,
     ) -> None:
+        """``traffic``: each station carries what the weights its agents hold let it carry
+        (e2sim/traffic.py); None: the world's fixed utilisation."""
         if speed < 0:
             raise ValueError(f"speed must be ≥ 0 (0: as fast as possible), got {speed}")
         self.world = world
@@ -91,6 +101,7 @@ class SimRunner:
         if report_delay_s < 0:
             raise ValueError(f"the reporting delay must be ≥ 0 s, got {report_delay_s}")
         self.report_delay_s = report_delay_s
+        self.traffic = traffic
         positions_by_access = {
             access: [p for p, entry in enumerate(world.scenario.cpes, 1) if access in entry.paths]
             for access in world.accesses
@@ -141,10 +152,11 @@ class SimRunner:
             stats.lags_s.append(max(0.0, time.monotonic() - due))
             began = time.monotonic()
             collect_start = unix_start + float(world.downlink.times_s[tick]) / (self.speed or 1.0)
+            shares = self._shares(tick, collect_start)
             for node in self.nodes:
                 node.keep_connected()
                 truth = world.truth(tick, node.access)
-                report = world.report(truth, tick)
+                report = world.report(truth, tick, *shares.get(node.access, (None, None)))
                 if self.truth_out is not None:
                     write_truth(self.truth_out, truth, unix_start)
                 if not self._due(node, tick, period_ms):
@@ -158,6 +170,36 @@ class SimRunner:
             if self.progress is not None:
                 self.progress(stats)
         stats.wall_s = time.monotonic() - started
+
+    def _shares(self, tick: int, start_unix_s: float) -> dict[str, tuple[FloatArray, FloatArray]]:
+        """Per access, the (downlink, uplink) utilisation of its stations this period under
+        the weights held, or nothing without ``traffic``."""
+        if self.traffic is None:
+            return {}
+        world = self.world
+        truth = world.downlink
+        period_s = world.period_s / (self.speed or 1.0)
+        down = self.traffic.utilisation(
+            Direction.DOWNLINK,
+            start_unix_s,
+            period_s,
+            truth.capacity_mbps[tick],
+            truth.available[tick],
+            truth.has_path,
+        )
+        up = self.traffic.utilisation(
+            Direction.UPLINK,
+            start_unix_s,
+            period_s,
+            world.uplink_mbps[tick],
+            truth.available[tick],
+            truth.has_path,
+        )
+        shares = {}
+        for a, access in enumerate(world.accesses):
+            members = truth.has_path[:, a]
+            shares[access] = (down[members, a], up[members, a])
+        return shares
 
     @staticmethod
     def _due(node: SimulatedNode, tick: int, period_ms: int) -> bool:

@@ -111,9 +111,19 @@ class SimWorld:
             self.downlink.available[tick, members, a],
         )
 
-    def report(self, truth: PeriodTruth, tick: int) -> NodeReport:
-        """What the access node measured over this period, for each of its stations."""
+    def report(
+        self,
+        truth: PeriodTruth,
+        tick: int,
+        utilisation: FloatArray | None = None,
+        utilisation_ul: FloatArray | None = None,
+    ) -> NodeReport:
+        """What the access node measured over this period, for each of its stations.
+        ``utilisation`` (downlink) and ``utilisation_ul``: what each station carried over its
+        capacity this period (e2sim/traffic.py); default: the world's fixed share."""
         a = self.accesses.index(truth.access)
+        down = self.utilisation if utilisation is None else utilisation
+        up = down if utilisation_ul is None else utilisation_ul
         members = np.flatnonzero(self.downlink.has_path[:, a])
         usable_dl = np.where(truth.available, truth.capacity_dl_mbps, 0.0)
         usable_ul = np.where(truth.available, truth.capacity_ul_mbps, 0.0)
@@ -125,10 +135,11 @@ class SimWorld:
                 usable_ul,
                 truth.available,
                 rtt,
-                self.utilisation,
+                down,
                 self._rng,
                 *self._cells(members),
                 nonideal=self.nonideal,
+                utilisation_ul=up,
             )
             return with_measured(lagged(report, self._lag, "nr"), self._reported, tick, members)
         if truth.access == "wifi":
@@ -137,14 +148,15 @@ class SimWorld:
                 usable_dl,
                 usable_ul,
                 truth.available,
-                self.utilisation,
+                down,
                 self._rng,
                 *self._cells(members),
                 nonideal=self.nonideal,
+                utilisation_ul=up,
             )
             return lagged(report, self._lag, "wifi")
         if truth.access == "lifi":
-            return lifi_report(usable_dl, usable_ul, truth.available, self.utilisation, self._rng)
+            return lifi_report(usable_dl, usable_ul, truth.available, down, self._rng, up)
         raise ValueError(f"the simulator models nr, wifi and lifi, not {truth.access!r}")
 
     def _cells(self, members: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64] | None, bool]:

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from xapp.policy.fluid import aggregate_mbps, aggregate_mbps_batch, per_path_mbps
+from core.fluid import aggregate_mbps, aggregate_mbps_batch, per_path_mbps
 
 PAPER = [342.0, 1190.0, 12.1]
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.fluid import aggregate_mbps
 from xapp.policy.baselines import proportional_weights
-from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.optimal import optimal_weights, optimal_weights_batch
 
 PAPER = [342.0, 1190.0, 12.1]

@@ -19,8 +19,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.domain import CapacityEstimate
+from core.fluid import aggregate_mbps
 from xapp.policy import robust
-from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.optimal import optimal_weights, optimal_weights_batch
 from xapp.policy.weight_policy import (
     PathView,

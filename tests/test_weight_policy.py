@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain import SteeringMode, SteeringRule, SteeringThresholds
+from core.fluid import aggregate_mbps
 from xapp.policy.baselines import proportional_weights
-from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.weight_policy import (
     PathView,
     PolicyConfig,

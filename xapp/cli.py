@@ -13,9 +13,9 @@ from rich.table import Table
 
 from core.console import err, fail, out
 from core.domain import Direction
+from core.fluid import aggregate_mbps
 from core.scenario.model import Scenario
 from xapp.policy.baselines import proportional_weights, round_robin_weights
-from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.optimal import optimal_weights
 
 if TYPE_CHECKING:

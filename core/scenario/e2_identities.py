@@ -57,10 +57,43 @@ OFFERED: dict[str, tuple[str, ...]] = {
         "LIFI.StaThpUl",
     ),
 }
+# What a deployment subscribes to by default: every measurement the xApp's estimators read
+# (tests/test_subscribed_needs.py holds them to xapp/estimators/kpi.py and model.py). With
+# less, they read what they can: four per node (throughput, one resource KPI, one radio KPI)
+# left NR without its free PRBs and the Wi-Fi and LiFi uplinks without a PHY rate, so each of
+# those paths was known only from below, and the uplink weights ran down to one path.
 DEFAULT_SUBSCRIBED: dict[str, tuple[str, ...]] = {
-    "nr": ("DRB.UEThpDl", "DRB.UEThpUl", "RRU.PrbUsedDl", "L1M.SS-SINR"),
-    "wifi": ("WLAN.StaThpDl", "WLAN.StaThpUl", "WLAN.StaPhyRateDl", "WLAN.StaAirtime"),
-    "lifi": ("LIFI.StaThpDl", "LIFI.StaThpUl", "LIFI.StaPhyRateDl", "LIFI.LinkState"),
+    "nr": (
+        "DRB.UEThpDl",
+        "DRB.UEThpUl",
+        "RRU.PrbUsedDl",
+        "RRU.PrbAvailDl",
+        "RRU.PrbTotDl",
+        "CARR.AverageLayersDl",
+        "CARR.WBCQIDist",
+        "L1M.SS-SINR",
+        "L1M.SS-RSRP",
+    ),
+    "wifi": (
+        "WLAN.StaThpDl",
+        "WLAN.StaThpUl",
+        "WLAN.StaPhyRateDl",
+        "WLAN.StaPhyRateUl",
+        "WLAN.StaAirtime",
+        "WLAN.ChannelUtilization",
+        "WLAN.StaRssi",
+        "WLAN.StaSnr",
+        "WLAN.StaMcsDl",
+        "WLAN.StaNssDl",
+    ),
+    "lifi": (
+        "LIFI.StaThpDl",
+        "LIFI.StaThpUl",
+        "LIFI.StaPhyRateDl",
+        "LIFI.StaPhyRateUl",
+        "LIFI.LinkState",
+        "LIFI.StaSnr",
+    ),
 }
 
 

@@ -18,8 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, SteeringMode, SteeringRule
+from core.fluid import aggregate_mbps
 from xapp.policy.baselines import proportional_weights, round_robin_weights
-from xapp.policy.fluid import aggregate_mbps
 from xapp.policy.robust import robust_weights, robust_weights_many, scores_many
 
 FloatArray = npt.NDArray[np.float64]
