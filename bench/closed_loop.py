@@ -30,9 +30,10 @@ from bench.contenders import (
 from bench.simulated import SimulatedKpis, SimulatedProber
 from core.domain import Direction
 from core.scenario.model import Scenario
-from core.scenario.truth import Truth, sample_truth
+from core.scenario.truth import Truth
 from e2sim.kpis import measured_radio
 from e2sim.nonideal import NonIdealities
+from e2sim.world import scenario_truth
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.oracle import OracleNoiseEstimator
 from xapp.estimators.probe import ProbeSettings
@@ -202,7 +203,7 @@ def evaluate(
 ) -> LoopReport:
     settings = settings or LoopSettings()
     started = time.perf_counter()
-    truth = sample_truth(scenario, settings.direction, settings.step_s)
+    truth = scenario_truth(scenario, settings.direction, settings.step_s)
     in_round = subflows_in_round(truth, settings.detection_s)
     capacity = truth.usable_mbps
     names = settings.contender_names()

@@ -36,7 +36,7 @@ from bench.live_system import agent_process, start_simulator, start_xapp, write_
 from core.domain import Direction
 from core.scenario.load import load_scenario
 from core.scenario.model import Scenario
-from core.scenario.truth import sample_truth
+from e2sim.world import scenario_truth
 
 # Live and simulated may differ by this much before the difference is a finding.
 TOLERANCE = 0.02
@@ -131,7 +131,7 @@ def run_live(
                 duration_s,
                 config,
                 truth,
-                extra=["--traffic-follows-agents"],
+                extra=["--traffic-follows-agents", "--own-cells"],
             )
             started = time.monotonic()
             try:
@@ -173,7 +173,7 @@ def live_efficiency(
     """Data carried over the sum of the capacities, every ``step_s`` of the truth, with the
     weights ``weights_at(cpe_id, second of the scenario)`` says were in force (None: round
     robin), through `bench loop`'s connection model."""
-    truth = sample_truth(scenario, direction, step_s)
+    truth = scenario_truth(scenario, direction, step_s)
     in_round = subflows_in_round(truth, DEFAULT_DETECTION_S)
     carried = 0.0
     for k, t in enumerate(truth.times_s):

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from core.domain import Direction
 from core.scenario.model import Scenario
-from core.scenario.truth import sample_truth
+from e2sim.world import scenario_truth
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -65,7 +65,7 @@ def predictability(
     ticks_per_period = round(period_s / step_s)
     if ticks_per_period < 1 or abs(ticks_per_period * step_s - period_s) > 1e-9:
         raise ValueError(f"the period ({period_s} s) must be a whole number of steps ({step_s} s)")
-    truth = sample_truth(scenario, direction, step_s)
+    truth = scenario_truth(scenario, direction, step_s)
     usable = truth.usable_mbps  # (T, C, A)
     periods = usable.shape[0] // ticks_per_period
     if periods < 3:

@@ -129,6 +129,15 @@ def run(
         ),
     ] = None,
     non_idealities: Annotated[str, typer.Option(help=NON_IDEALITIES_HELP)] = "ideal",
+    own_cells: Annotated[
+        bool,
+        typer.Option(
+            help="Each CPE in a cell of its own, the rest of the carrier or channel reported as "
+            "others' load, as `bench loop` reports it: a station's capacity below the whole "
+            "carrier then shows as PRBs or airtime taken by others, not as free ones its KPIs "
+            "would count as headroom."
+        ),
+    ] = False,
     traffic_follows_agents: Annotated[
         bool,
         typer.Option(
@@ -147,7 +156,15 @@ def run(
     loaded = _scenario(scenario, duration)
     if config is not None:
         _check_config(config, loaded)
-    world = _world(loaded, period_ms, utilisation, nr_pattern, scale, non_idealities=non_idealities)
+    world = _world(
+        loaded,
+        period_ms,
+        utilisation,
+        nr_pattern,
+        scale,
+        own_cells=own_cells,
+        non_idealities=non_idealities,
+    )
     if traffic_follows_agents and config is None:
         _fail("--traffic-follows-agents needs --config: the agents are the configuration's")
     with contextlib.ExitStack() as stack:

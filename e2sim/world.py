@@ -16,6 +16,7 @@ import numpy.typing as npt
 from core.domain import Direction
 from core.scenario.load import ScenarioError
 from core.scenario.model import Scenario
+from core.scenario.schema import RadioSpec
 from core.scenario.truth import Truth, sample_series, sample_truth
 from core.standards import nr as nr_standard
 from e2sim.kpis import (
@@ -83,9 +84,9 @@ class SimWorld:
         self._lag = RadioLag(self.nonideal.radio_lag_periods)
         self.nr_tables = NrTables(nr_standard.NrCarrier(tdd=nr_standard.PATTERNS[nr_pattern]))
         self.wifi_tables = WifiTables(wifi.WifiLink())
-        self.downlink: Truth = sample_truth(scenario, Direction.DOWNLINK, period_s)
+        carrier = self.nr_tables.carrier
+        self.downlink: Truth = scenario_truth(scenario, Direction.DOWNLINK, period_s, carrier)
         self.uplink_mbps = self._uplink()
-        self._apply_radio()
         self._reported = measured_radio(scenario, self.downlink.times_s)
         self.downlink.capacity_mbps[...] *= capacity_scale
         self.uplink_mbps = self.uplink_mbps * capacity_scale
@@ -167,8 +168,8 @@ class SimWorld:
 
     def _uplink(self) -> FloatArray:
         try:
-            uplink: FloatArray = sample_truth(
-                self.scenario, Direction.UPLINK, self.period_s
+            uplink: FloatArray = scenario_truth(
+                self.scenario, Direction.UPLINK, self.period_s, self.nr_tables.carrier
             ).capacity_mbps
             return uplink
         except ScenarioError:
@@ -176,59 +177,73 @@ class SimWorld:
             derived: FloatArray = self.downlink.capacity_mbps * ratios[np.newaxis, np.newaxis, :]
             return derived
 
-    def _apply_radio(self) -> None:
-        """Paths with radio conditions: the radio model's capacity becomes their truth."""
-        times = self.downlink.times_s
-        for c, entry in enumerate(self.scenario.cpes):
-            for access, path in entry.paths.items():
-                if path.radio is None:
-                    continue
-                a = self.accesses.index(access)
-                key = (self.scenario.seed, entry.cpe.cpe_id, access)
-                where = f"{self.scenario.source}: {entry.cpe.cpe_id}.accesses.{access}.radio"
-                try:
-                    dl = self._radio_capacity(access, path.radio, times, key)
-                except RadioStateError as error:
-                    raise ScenarioError(f"{where}: {error}") from error
-                self.downlink.capacity_mbps[:, c, a] = dl
-                self.uplink_mbps[:, c, a] = dl * UPLINK_RATIO.get(access, 0.5)
 
-    def _radio_capacity(
-        self, access: str, radio: object, times: FloatArray, key: tuple[object, ...]
-    ) -> FloatArray:
-        from core.scenario.schema import RadioSpec
+def scenario_truth(
+    scenario: Scenario,
+    direction: Direction,
+    step_s: float,
+    carrier: nr_standard.NrCarrier | None = None,
+) -> Truth:
+    """A scenario's ground truth for one direction, every ``step_s``, as the simulator and the
+    evaluators (`bench loop`, `bench live`, `bench predictability`) all take it: its series, and
+    for a path with a ``radio`` section the radio model's capacity instead (on the uplink, the
+    access's UPLINK_RATIO of it), so that the live system and the simulated loop are scored
+    on one world. ``carrier``: the NR carrier (the simulator's TDD pattern; default 5 ms)."""
+    truth = sample_truth(scenario, direction, step_s)
+    carrier = carrier or nr_standard.NrCarrier()
+    for c, entry in enumerate(scenario.cpes):
+        for access, path in entry.paths.items():
+            if path.radio is None:
+                continue
+            a = truth.accesses.index(access)
+            key = (scenario.seed, entry.cpe.cpe_id, access)
+            where = f"{scenario.source}: {entry.cpe.cpe_id}.accesses.{access}.radio"
+            try:
+                downlink = radio_capacity(access, path.radio, truth.times_s, key, carrier)
+            except RadioStateError as error:
+                raise ScenarioError(f"{where}: {error}") from error
+            share = 1.0 if direction == Direction.DOWNLINK else UPLINK_RATIO.get(access, 0.5)
+            truth.capacity_mbps[:, c, a] = downlink * share
+    return truth
 
-        assert isinstance(radio, RadioSpec)
-        load = (
-            sample_series(radio.cell_load, times, (*key, "load"))
-            if radio.cell_load is not None
-            else np.zeros(len(times))
+
+def radio_capacity(
+    access: str,
+    radio: RadioSpec,
+    times: FloatArray,
+    key: tuple[object, ...],
+    carrier: nr_standard.NrCarrier,
+) -> FloatArray:
+    """The downlink capacity the radio model gives a path's radio conditions at ``times``."""
+    load = (
+        sample_series(radio.cell_load, times, (*key, "load"))
+        if radio.cell_load is not None
+        else np.zeros(len(times))
+    )
+    if access == "nr":
+        if radio.sinr_db is None:
+            raise RadioStateError("an nr path's radio section needs sinr_db")
+        sinr = sample_series(radio.sinr_db, times, (*key, "sinr"))
+        return np.array(
+            [
+                nr.ue_state(carrier, float(s), float(x), 1).capacity_dl_mbps
+                for s, x in zip(sinr, load, strict=True)
+            ]
         )
-        if access == "nr":
-            if radio.sinr_db is None:
-                raise RadioStateError("an nr path's radio section needs sinr_db")
-            sinr = sample_series(radio.sinr_db, times, (*key, "sinr"))
-            carrier = self.nr_tables.carrier
-            return np.array(
-                [
-                    nr.ue_state(carrier, float(s), float(x), 1).capacity_dl_mbps
-                    for s, x in zip(sinr, load, strict=True)
-                ]
-            )
-        if access == "wifi":
-            if radio.distance_m is None:
-                raise RadioStateError("a wifi path's radio section needs distance_m")
-            distance = sample_series(radio.distance_m, times, (*key, "distance"))
-            link = self.wifi_tables.link
-            return np.array(
-                [
-                    wifi.station_state(link, float(d), float(x), 1).capacity_dl_mbps
-                    for d, x in zip(distance, load, strict=True)
-                ]
-            )
-        if access == "lifi":
-            if radio.sinr_db is None:
-                raise RadioStateError("a lifi path's radio section needs sinr_db (the optical SNR)")
-            snr = sample_series(radio.sinr_db, times, (*key, "sinr"))
-            return np.array([lifi.rate_mbps(float(s)) for s in snr])
-        raise RadioStateError(f"no radio model for access {access!r}")
+    if access == "wifi":
+        if radio.distance_m is None:
+            raise RadioStateError("a wifi path's radio section needs distance_m")
+        distance = sample_series(radio.distance_m, times, (*key, "distance"))
+        link = wifi.WifiLink()
+        return np.array(
+            [
+                wifi.station_state(link, float(d), float(x), 1).capacity_dl_mbps
+                for d, x in zip(distance, load, strict=True)
+            ]
+        )
+    if access == "lifi":
+        if radio.sinr_db is None:
+            raise RadioStateError("a lifi path's radio section needs sinr_db (the optical SNR)")
+        snr = sample_series(radio.sinr_db, times, (*key, "sinr"))
+        return np.array([lifi.rate_mbps(float(s)) for s in snr])
+    raise RadioStateError(f"no radio model for access {access!r}")

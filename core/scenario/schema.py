@@ -141,7 +141,8 @@ class AvailabilitySpec(_Strict):
 
 
 class RadioSpec(_Strict):
-    """Radio conditions the simulator turns into KPIs; the evaluator ignores them."""
+    """Radio conditions: where given, the radio model's capacity is the path's truth for the
+    simulator and the evaluators alike (e2sim/world.py scenario_truth), its series aside."""
 
     distance_m: NonNegativeSeries | None = None
     sinr_db: SeriesSpec | None = None
