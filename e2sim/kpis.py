@@ -233,11 +233,11 @@ def wifi_report(
     index = np.minimum(np.searchsorted(tables.phy_mbps, needed_phy), len(tables.phy_mbps) - 1)
     phy = tables.phy_mbps[index]
     airtime = np.clip(needed_phy / phy, 0.0, 1.0)
-    # The uplink's PHY rate is the one its own capacity needs (the station's MCS and streams
-    # towards the AP), as the downlink's is.
-    index_ul = np.minimum(
-        np.searchsorted(tables.phy_mbps, capacity_ul / own_efficiency), len(tables.phy_mbps) - 1
-    )
+    # The uplink's PHY rate is the one its own capacity needs in the station's share of the
+    # channel's airtime (one channel for both directions: the share the downlink shows), as
+    # the downlink's is.
+    needed_ul = capacity_ul / (own_efficiency * np.maximum(airtime, 1e-3))
+    index_ul = np.minimum(np.searchsorted(tables.phy_mbps, needed_ul), len(tables.phy_mbps) - 1)
     if nonideal.wifi_contention_loss > 0:
         # the others' share of the channel costs efficiency, so the capacity takes more airtime
         others = (
