@@ -21,7 +21,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from agent.guard import RequestGuard
-from agent.probes import ProbeError, iperf3_probe
+from agent.probes import PathDownError, ProbeError, iperf3_probe, truth_probe
 from agent.service import (
     MAX_EPOCH,
     ApplyFailedError,
@@ -275,6 +275,17 @@ def create_app(service: WeightService, token: str | None) -> FastAPI:
         access = config.accesses.get(body.access)
         if access is None:
             raise HTTPException(404, f"unknown access {body.access!r}")
+        if config.probe_truth is not None:
+            try:
+                # a dry-run host's stand-in for iperf3 (agent/probes.py)
+                result = truth_probe(
+                    config.cpe_id, body.access, body.seconds, body.reverse, config.probe_truth
+                )
+            except PathDownError as error:
+                raise HTTPException(502, str(error)) from error
+            except ProbeError as error:  # no truth to read: says nothing of the path
+                raise HTTPException(503, str(error)) from error
+            return {"probe": result.__dict__}
         if config.probe_server is None:
             raise HTTPException(409, "no probe_server configured")
         try:

@@ -41,6 +41,9 @@ class AgentConfig(BaseModel):
     procfs_root: Path = Path("/proc")
     sysfs_root: Path = Path("/sys")  # module parameters (the WRR kernel's cwnd_limited)
     probe_server: IPv4Address | None = None  # the proxy's iperf3 server
+    # Dry-run only: answer probes from the simulator's ground truth (`e2sim run --truth`), in
+    # place of iperf3 over paths that a dry-run host does not have (the live benches).
+    probe_truth: Path | None = None
     # Rules (CPE × access) this agent writes at most: a CPE needs its accesses' few; a proxy
     # three per CPE it serves (30,000 for 10,000 CPEs).
     max_rules: int = Field(default=64, ge=1, le=100_000)
@@ -62,6 +65,8 @@ class AgentConfig(BaseModel):
     def _consistent(self) -> AgentConfig:
         if (self.tls_certificate is None) != (self.tls_key is None):
             raise ValueError("tls_certificate and tls_key go together")
+        if self.probe_truth is not None and self.backend != "dry-run":
+            raise ValueError("probe_truth answers probes on the dry-run backend only")
         if self.role == "cpe" and self.cpes:
             raise ValueError("cpes: only a proxy lists the CPEs it serves")
         for cpe_id, addresses in self.cpes.items():

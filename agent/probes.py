@@ -7,6 +7,7 @@ while traffic flows (it costs nothing, and measures what is carried, not what co
 
 from __future__ import annotations
 
+import bisect
 import json
 import subprocess
 import time
@@ -20,6 +21,10 @@ BUSY_WAIT_S = 0.5
 
 class ProbeError(RuntimeError):
     pass
+
+
+class PathDownError(ProbeError):
+    """The probe found no route: the path is down."""
 
 
 @dataclass(frozen=True)
@@ -139,4 +144,51 @@ def counter_probe(
         raise ProbeError(f"cannot read {counter}: {error}") from error
     return ProbeResult(
         access, "counters", (second - first) * 8 / seconds / 1e6, seconds, 0, "downlink"
+    )
+
+
+def truth_probe(
+    cpe_id: str, access: str, seconds: float, reverse: bool, truth_file: Path
+) -> ProbeResult:
+    """A probe on a dry-run host, answered from the simulator's ground truth: after the
+    probe's ``seconds`` (a probe takes its time), the mean capacity the truth gives the CPE's
+    path over them, for the direction (``reverse``: downlink). A path down when the probe
+    starts or ends has no route, as iperf3 would find."""
+    started = time.time()
+    time.sleep(seconds)
+    ended = time.time()
+    key = "capacity_dl_mbps" if reverse else "capacity_ul_mbps"
+    periods: list[tuple[float, float, bool]] = []
+    try:
+        lines = truth_file.read_text().splitlines()
+    except OSError as error:
+        raise ProbeError(f"probe_truth {truth_file}: {error.strerror}") from error
+    for line in lines:
+        try:
+            entry = json.loads(line)
+            if entry["cpe_id"] == cpe_id and entry["access"] == access:
+                periods.append(
+                    (float(entry["unix_s"]), float(entry[key]), bool(entry["available"]))
+                )
+        except (ValueError, KeyError, TypeError):
+            continue  # a line being written
+    periods.sort()
+    # each period's line is stamped with its start: the ones in force over the probe
+    starts = [at for at, _, _ in periods]
+    first = max(0, bisect.bisect_right(starts, started) - 1)
+    last = max(first, bisect.bisect_right(starts, ended) - 1)
+    window = periods[first : last + 1]
+    if not window:
+        raise ProbeError(f"probe_truth {truth_file}: nothing on {cpe_id} {access} yet")
+    if not window[0][2] or not window[-1][2]:
+        raise PathDownError(f"{access}: no route (the path is down)")
+    mbps = sum(capacity if up else 0.0 for _, capacity, up in window) / len(window)
+    return ProbeResult(
+        access,
+        "truth",
+        mbps,
+        ended - started,
+        int(mbps * 1e6 / 8 * seconds),
+        "downlink" if reverse else "uplink",
+        mbps,
     )

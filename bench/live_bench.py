@@ -110,13 +110,14 @@ def run_live(
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="atsss-live-")))
         workdir.mkdir(parents=True, exist_ok=True)
         history = WeightHistory()
+        truth = workdir / "truth.jsonl"
         with (
-            agent_process(workdir, "cpe", "cpe", ["cpe-1"]) as cpe,
+            # the CPE's agent probes the simulated paths from the truth, as `bench loop`'s do
+            agent_process(workdir, "cpe", "cpe", ["cpe-1"], probe_truth=str(truth)) as cpe,
             agent_process(workdir, "proxy", "proxy", ["cpe-1"]) as proxy,
         ):
             config = write_xapp_config(workdir, scenario, {"cpe-1": cpe.url}, proxy.url)
             xapp = start_xapp(workdir, config)
-            truth = workdir / "truth.jsonl"
             stop = threading.Event()
             poller = threading.Thread(
                 target=poll_agents,

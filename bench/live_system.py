@@ -66,7 +66,10 @@ class Agent:
         return dict(response.json())
 
 
-def write_agent_config(workdir: Path, name: str, role: str, cpe_ids: list[str]) -> tuple[Path, int]:
+def write_agent_config(
+    workdir: Path, name: str, role: str, cpe_ids: list[str], **extra: Any
+) -> tuple[Path, int]:
+    """``extra``: further settings of the agent's configuration."""
     port = free_port()
     token = workdir / "token"
     token.write_text(TOKEN + "\n")
@@ -93,14 +96,17 @@ def write_agent_config(workdir: Path, name: str, role: str, cpe_ids: list[str]) 
         config["max_rules"] = max(64, len(ACCESSES) * len(cpe_ids))  # a rule per CPE and access
     else:
         config["cpe_id"] = cpe_ids[0]
+    config.update(extra)
     path = workdir / f"{name}.yaml"
     path.write_text(yaml.safe_dump(config))
     return path, port
 
 
 @contextlib.contextmanager
-def agent_process(workdir: Path, name: str, role: str, cpe_ids: list[str]) -> Iterator[Agent]:
-    config, port = write_agent_config(workdir, name, role, cpe_ids)
+def agent_process(
+    workdir: Path, name: str, role: str, cpe_ids: list[str], **extra: Any
+) -> Iterator[Agent]:
+    config, port = write_agent_config(workdir, name, role, cpe_ids, **extra)
     log = (workdir / f"{name}.log").open("w")
     process = subprocess.Popen(
         atsss("agent", "run", "--config", str(config)),
