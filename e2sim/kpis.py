@@ -233,11 +233,13 @@ def wifi_report(
     index = np.minimum(np.searchsorted(tables.phy_mbps, needed_phy), len(tables.phy_mbps) - 1)
     phy = tables.phy_mbps[index]
     airtime = np.clip(needed_phy / phy, 0.0, 1.0)
-    # The uplink's PHY rate is the one its own capacity needs in the station's share of the
-    # channel's airtime (one channel for both directions: the share the downlink shows), as
-    # the downlink's is.
-    needed_ul = capacity_ul / (own_efficiency * np.maximum(airtime, 1e-3))
-    index_ul = np.minimum(np.searchsorted(tables.phy_mbps, needed_ul), len(tables.phy_mbps) - 1)
+    # The uplink's PHY rate, a mean over the period's frames (not one table rate: the station's
+    # uplink MCS moves within a period), is the one its capacity needs in the station's share
+    # of the channel's airtime (one channel for both directions: the share the downlink shows),
+    # at most the fastest configuration's.
+    phy_ul = np.minimum(
+        capacity_ul / (own_efficiency * np.maximum(airtime, 1e-3)), tables.phy_mbps[-1]
+    )
     if nonideal.wifi_contention_loss > 0:
         # the others' share of the channel costs efficiency, so the capacity takes more airtime
         others = (
@@ -262,7 +264,7 @@ def wifi_report(
         "WLAN.ChannelUtilization": busy,
         "WLAN.StaAirtime": np.round(np.where(available, airtime * utilisation * 100, 0.0), 1),
         "WLAN.StaPhyRateDl": np.round(phy, 1),
-        "WLAN.StaPhyRateUl": np.round(tables.phy_mbps[index_ul], 1),
+        "WLAN.StaPhyRateUl": np.round(phy_ul, 1),
         "WLAN.StaRetryRate": np.round(np.clip(10 - (snr - tables.snr_db[index]) * 2, 1, 30), 1),
         "WLAN.StaThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
         "WLAN.StaThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
