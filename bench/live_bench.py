@@ -31,8 +31,15 @@ import numpy as np
 
 from bench.closed_loop import LoopSettings, evaluate
 from bench.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
-from bench.live_demo import WeightHistory, poll_agents
-from bench.live_system import agent_process, start_simulator, start_xapp, write_xapp_config
+from bench.live_system import (
+    FIRST_PUSH,
+    WeightHistory,
+    agent_process,
+    poll_agents,
+    start_simulator,
+    start_xapp,
+    write_xapp_config,
+)
 from core.domain import Direction
 from core.scenario.load import load_scenario
 from core.scenario.model import Scenario
@@ -98,6 +105,7 @@ class LiveRun:
     history: WeightHistory
     unix_start_s: float  # the wall-clock time of the scenario's second 0
     delay_s: float | None  # the xApp's mean report → applied, None without a measured push
+    first_weights_s: float | None  # after the last access's first report (the xApp's log)
 
 
 def run_live(
@@ -145,11 +153,15 @@ def run_live(
                 poller.join(timeout=5)
                 simulator.kill()
                 xapp.terminate_within(5)
+            first = FIRST_PUSH.search(xapp.log())
         lines = [json.loads(line) for line in truth.read_text().splitlines() if line]
     if not lines:
         raise RuntimeError("the simulator wrote no ground truth: see its log")
-    first = lines[0]
-    return LiveRun(history, float(first["unix_s"]) - float(first["time_s"]), delay_s)
+    start = lines[0]
+    first_weights_s = float(first.group(2)) if first is not None else None
+    return LiveRun(
+        history, float(start["unix_s"]) - float(start["time_s"]), delay_s, first_weights_s
+    )
 
 
 _APPLIED = re.compile(r'^atsss_control_delay_seconds_(sum|count)\{stage="applied"\} (\S+)$', re.M)
@@ -209,7 +221,7 @@ def compare(
     figures = []
     for direction in (Direction.DOWNLINK, Direction.UPLINK):
         progress(f"scoring the live {direction.value}")
-        live_figure = live_efficiency(scenario, direction, _held_by(live, direction))
+        live_figure = live_efficiency(scenario, direction, held_by(live, direction))
         progress(f"simulating the {direction.value}")
         report = evaluate(
             scenario,
@@ -236,7 +248,7 @@ def compare(
     return LiveComparison(scenario.name, duration_s, delay_ms / 1000, measured, figures)
 
 
-def _held_by(live: LiveRun, direction: Direction) -> Callable[[str, float], dict[str, int] | None]:
+def held_by(live: LiveRun, direction: Direction) -> Callable[[str, float], dict[str, int] | None]:
     """What the live agents held at a second of the scenario."""
 
     def at(cpe_id: str, second: float) -> dict[str, int] | None:

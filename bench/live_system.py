@@ -4,6 +4,7 @@ service's tests start it the same way; nothing here needs root or a network."""
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import json
 import os
@@ -12,9 +13,11 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -338,3 +341,42 @@ def percentile(values: list[float], share: float) -> float | None:
         return None
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+@dataclass
+class WeightHistory:
+    """What each agent held, as seen by polling: (unix time, weights) per CPE and direction."""
+
+    seen: dict[tuple[str, str], list[tuple[float, dict[str, int], int]]] = field(
+        default_factory=lambda: defaultdict(list)
+    )
+
+    def record(self, cpe_id: str, direction: str, held: dict[str, object] | None) -> None:
+        if held is None:
+            return
+        applied = held["applied"]
+        assert isinstance(applied, dict)
+        sequence = int(applied["sequence"])
+        history = self.seen[(cpe_id, direction)]
+        if not history or history[-1][2] != sequence:
+            history.append((float(applied["applied_at_s"]), dict(applied["weights"]), sequence))
+
+    def at(self, cpe_id: str, direction: str, unix_s: float) -> dict[str, int] | None:
+        history = self.seen.get((cpe_id, direction), [])
+        index = bisect.bisect_right([t for t, _, _ in history], unix_s) - 1
+        return history[index][1] if index >= 0 else None
+
+
+def poll_agents(
+    agents: dict[str, Agent],
+    cpe_id: str,
+    history: WeightHistory,
+    stop: threading.Event,
+    interval_s: float = 0.25,
+) -> None:
+    """Until ``stop``: what each agent (direction → agent) holds for the CPE, into
+    ``history``; each set is placed at the time its agent says it applied it."""
+    while not stop.wait(interval_s):
+        for direction, agent in agents.items():
+            with contextlib.suppress(Exception):
+                history.record(cpe_id, direction, agent.weights(direction, cpe_id))

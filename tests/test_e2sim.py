@@ -179,6 +179,10 @@ def test_e2sim_bad_input_is_one_line() -> None:
             "cannot reach the xApp",
         ),
         (("e2sim", "dataset", "--scenario", "paper-static", "--out", "x.txt"), ".csv or .parquet"),
+        (
+            ("e2sim", "run", "--scenario", "paper-static", "--traffic-follows-agents"),
+            "needs --config",
+        ),
     ]:
         result = subprocess.run(
             [sys.executable, "-m", "atsss", *args], capture_output=True, text=True, timeout=120
