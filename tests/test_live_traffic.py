@@ -74,7 +74,7 @@ def test_a_push_within_the_period_counts_for_the_part_after_it() -> None:
     assert found[0, 2] == pytest.approx(0.5)
 
 
-@pytest.fixture()
+@pytest.fixture
 def dry_run_agent(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A CPE agent on the dry-run backend under uvicorn, probing from ``truth.jsonl``."""
     (tmp_path / "token").write_text(TOKEN + "\n")
@@ -104,11 +104,7 @@ def test_the_weights_an_agent_holds_are_read_into_the_timeline(
     deployment_file.write_text(
         json.dumps(
             {
-                "e2": {
-                    "nodes": [
-                        {"name": "gnb", "access": "nr", "measurements": ["DRB.UEThpUl"]}
-                    ]
-                },
+                "e2": {"nodes": [{"name": "gnb", "access": "nr", "measurements": ["DRB.UEThpUl"]}]},
                 "cpes": [
                     {"id": "cpe-1", "accesses": {"nr": {"ue_id": "1"}}, "agent": {"url": url}}
                 ],
@@ -174,7 +170,8 @@ def test_a_dry_run_probe_measures_the_truth_over_its_seconds(
     )
     assert downlink.status_code == 200, downlink.text
     probe = downlink.json()["probe"]
-    assert probe["direction"] == "downlink" and probe["method"] == "truth"
+    assert probe["direction"] == "downlink"
+    assert probe["method"] == "truth"
     assert 304.0 <= probe["path_mbps"] <= 306.0  # the periods the probe's seconds fall in
     uplink = httpx.post(
         f"{url}/v1/probes", json={"access": "nr", "seconds": 0.1}, headers=headers, timeout=10
@@ -183,7 +180,8 @@ def test_a_dry_run_probe_measures_the_truth_over_its_seconds(
     down = httpx.post(
         f"{url}/v1/probes", json={"access": "lifi", "seconds": 0.1}, headers=headers, timeout=10
     )
-    assert down.status_code == 502 and "no route" in down.json()["detail"]
+    assert down.status_code == 502
+    assert "no route" in down.json()["detail"]
 
 
 def test_probe_truth_is_for_the_dry_run_backend_only() -> None:

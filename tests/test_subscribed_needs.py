@@ -57,7 +57,8 @@ def test_with_the_default_subscription_a_path_held_back_is_still_measured(
     estimator.update(samples, 3.0)
     cpe_id = truth.cpe_ids[0]
     estimate = estimator.estimate(cpe_id, access, direction, 3.0)
-    assert estimate is not None and not estimate.lower_bound
+    assert estimate is not None
+    assert not estimate.lower_bound
     a = truth.accesses.index(access)
     assert estimate.capacity_mbps == pytest.approx(float(capacity[0, a]), rel=0.25)
     assert np.isfinite(estimate.stddev_mbps)
