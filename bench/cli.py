@@ -244,6 +244,9 @@ def bench_live(
         ),
     ] = None,
     duration: Annotated[float, typer.Option(help="Seconds of each scenario to run.")] = 60.0,
+    reporting_period_ms: Annotated[
+        int, typer.Option(help="The nodes' reporting period, live and simulated (10 ms steps).")
+    ] = 1000,
     workdir: Annotated[
         Path | None,
         typer.Option(
@@ -257,7 +260,7 @@ def bench_live(
     processes, the stations carrying what the held weights let them) and in simulated time
     (`bench loop`, fused estimator, the live xApp's measured control delay), scored alike;
     both efficiencies per direction side by side. Exits 1 when they differ by more than 0.02."""
-    from bench.live_bench import TOLERANCE, compare
+    from bench.live_bench import MIN_SHARE, NEAR, SETTLING_S, TOLERANCE, compare
     from bench.live_system import LiveSystemError
 
     if duration <= 0:
@@ -269,7 +272,7 @@ def bench_live(
             with err.status(f"{name}: starting the live system …") as status:
                 say = _status_line(status, name)
                 folder = None if workdir is None else workdir / Path(name).stem
-                results.append(compare(name, duration, say, folder))
+                results.append(compare(name, duration, say, folder, reporting_period_ms))
         except (ScenarioError, ValueError) as error:
             fail(str(error), getattr(error, "exit_code", 2))
         except (LiveSystemError, RuntimeError) as error:
@@ -285,6 +288,7 @@ def bench_live(
             "simulated",
             "difference",
             "pushes live / sim",
+            "live near",
         ):
             table.add_column(
                 column, justify="left" if column in ("scenario", "direction") else "right"
@@ -298,6 +302,7 @@ def bench_live(
                     f"{d.simulated:.3f}",
                     f"{d.difference:+.3f}",
                     f"{d.live_pushes} / {d.simulated_pushes}",
+                    f"{d.live_near:.0%}",
                 )
         delays = ", ".join(
             f"{r.scenario} {r.control_delay_s * 1000:.0f} ms"
@@ -305,8 +310,12 @@ def bench_live(
             for r in results
         )
         table.caption = (
-            f"{duration:g} s each. Simulated control delay: the live xApp's mean report → "
-            f"agent's answer ({delays}). Tolerance ±{TOLERANCE}."
+            f"{duration:g} s each, reports every {reporting_period_ms} ms. Simulated control "
+            f"delay: the live xApp's mean report → agent's answer ({delays}). "
+            f"Tolerance ±{TOLERANCE}. Live near: the share of "
+            f"the time after the first {SETTLING_S:g} s in which the live weights were within "
+            f"{NEAR:.0%} of the capacities (each path of at least {MIN_SHARE:.0%} of the "
+            "capacity, relative to the largest)."
         )
         out.print(table)
     if not all(r.within_tolerance for r in results):

@@ -61,6 +61,7 @@ class DirectionFigures:
     simulated: float
     live_pushes: int
     simulated_pushes: int
+    live_near: float  # share of the time the live weights were near the capacities
 
     @property
     def difference(self) -> float:
@@ -74,6 +75,7 @@ class LiveComparison:
     control_delay_s: float  # measured live, used by the simulated loop
     measured: bool  # False: the live xApp measured none, FALLBACK_DELAY_S was used
     directions: list[DirectionFigures]
+    period_ms: int = 1000
 
     @property
     def within_tolerance(self) -> bool:
@@ -83,6 +85,7 @@ class LiveComparison:
         return {
             "scenario": self.scenario,
             "duration_s": self.duration_s,
+            "reporting_period_ms": self.period_ms,
             "control_delay_ms": round(self.control_delay_s * 1000, 1),
             "control_delay_measured": self.measured,
             "directions": [
@@ -93,6 +96,7 @@ class LiveComparison:
                     "difference": round(d.difference, 4),
                     "live_pushes": d.live_pushes,
                     "simulated_pushes": d.simulated_pushes,
+                    "live_weights_near_capacities": round(d.live_near, 4),
                 }
                 for d in self.directions
             ],
@@ -109,10 +113,15 @@ class LiveRun:
 
 
 def run_live(
-    scenario: str, duration_s: float, progress: Progress, workdir: Path | None = None
+    scenario: str,
+    duration_s: float,
+    progress: Progress,
+    workdir: Path | None = None,
+    period_ms: int = 1000,
 ) -> LiveRun:
-    """The live system on ``scenario`` for ``duration_s`` (one CPE, cpe-1); its logs, the
-    agents' state and the truth go to ``workdir`` (default: a temporary folder)."""
+    """The live system on ``scenario`` for ``duration_s`` (one CPE, cpe-1), its nodes reporting
+    every ``period_ms``; its logs, the agents' state and the truth go to ``workdir`` (default: a
+    temporary folder)."""
     with contextlib.ExitStack() as stack:
         if workdir is None:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="atsss-live-")))
@@ -124,7 +133,9 @@ def run_live(
             agent_process(workdir, "cpe", "cpe", ["cpe-1"], probe_truth=str(truth)) as cpe,
             agent_process(workdir, "proxy", "proxy", ["cpe-1"]) as proxy,
         ):
-            config = write_xapp_config(workdir, scenario, {"cpe-1": cpe.url}, proxy.url)
+            config = write_xapp_config(
+                workdir, scenario, {"cpe-1": cpe.url}, proxy.url, period_ms=period_ms
+            )
             xapp = start_xapp(workdir, config)
             stop = threading.Event()
             poller = threading.Thread(
@@ -140,7 +151,12 @@ def run_live(
                 duration_s,
                 config,
                 truth,
-                extra=["--traffic-follows-agents", "--own-cells"],
+                extra=[
+                    "--traffic-follows-agents",
+                    "--own-cells",
+                    "--period-ms",
+                    str(period_ms),
+                ],
             )
             started = time.monotonic()
             try:
@@ -206,15 +222,59 @@ def live_efficiency(
     return carried / total if total else 0.0
 
 
+# "Near the capacities": each path carrying at least MIN_SHARE of the CPE's capacity has a weight,
+# relative to the largest path's, within NEAR of its capacity relative to the largest's (paths
+# below that share are left out: one unit of weight is already more than 10 % of them).
+NEAR = 0.10
+MIN_SHARE = 0.05
+SETTLING_S = 5.0  # the first seconds, before the first reports and weights, are not judged
+
+
+def weights_near_capacities(
+    scenario: Scenario,
+    direction: Direction,
+    weights_at: Callable[[str, float], dict[str, int] | None],
+    step_s: float = SCORING_STEP_S,
+) -> float:
+    """The share of the time after SETTLING_S, over every CPE, in which the weights held were
+    near the capacities (NEAR, MIN_SHARE)."""
+    truth = scenario_truth(scenario, direction, step_s)
+    near = judged = 0
+    for k, t in enumerate(truth.times_s):
+        if t < SETTLING_S:
+            continue
+        for c, cpe_id in enumerate(truth.cpe_ids):
+            capacity = truth.usable_mbps[k, c]
+            held = weights_at(cpe_id, float(t))
+            if capacity.sum() <= 0:
+                continue
+            judged += 1
+            if held is None:
+                continue
+            weights = np.array([held.get(a, 0) for a in truth.accesses], dtype=np.float64)
+            largest = int(np.argmax(capacity))
+            if weights[largest] <= 0:
+                continue
+            counted = capacity >= MIN_SHARE * capacity.sum()
+            wanted = capacity[counted] / capacity[largest]
+            given = weights[counted] / weights[largest]
+            near += bool(np.all(np.abs(given - wanted) <= NEAR * wanted))
+    return near / judged if judged else 0.0
+
+
 def compare(
     scenario_name: str,
     duration_s: float,
     progress: Progress = lambda text: None,
     workdir: Path | None = None,
+    period_ms: int = 1000,
 ) -> LiveComparison:
-    """``workdir``: where the live run's logs go (default: a temporary folder, removed)."""
+    """``workdir``: where the live run's logs go (default: a temporary folder, removed);
+    ``period_ms``: the nodes' reporting period, live and simulated."""
+    if period_ms < 10 or period_ms % 10:
+        raise ValueError(f"the reporting period is a multiple of 10 ms, got {period_ms}")
     scenario = load_scenario(scenario_name).cut(duration_s)
-    live = run_live(scenario_name, duration_s, progress, workdir)
+    live = run_live(scenario_name, duration_s, progress, workdir, period_ms)
     delay_s = live.delay_s if live.delay_s is not None else FALLBACK_DELAY_S
     # to 10 ms, the simulated loop's step: within 5 ms of what was measured
     delay_ms = max(10, round(delay_s * 100) * 10)
@@ -228,7 +288,7 @@ def compare(
             LoopSettings(
                 direction=direction,
                 step_s=0.01,
-                reporting_period_s=1.0,
+                reporting_period_s=period_ms / 1000,
                 control_delay_s=delay_ms / 1000,
                 estimators=("fused",),
                 contenders=("optimal",),
@@ -242,10 +302,11 @@ def compare(
                 simulated.efficiency,
                 sum(len(h) for (_, d), h in live.history.seen.items() if d == direction.value),
                 simulated.weight_pushes,
+                weights_near_capacities(scenario, direction, held_by(live, direction)),
             )
         )
     measured = live.delay_s is not None
-    return LiveComparison(scenario.name, duration_s, delay_ms / 1000, measured, figures)
+    return LiveComparison(scenario.name, duration_s, delay_ms / 1000, measured, figures, period_ms)
 
 
 def held_by(live: LiveRun, direction: Direction) -> Callable[[str, float], dict[str, int] | None]:

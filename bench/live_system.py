@@ -243,10 +243,18 @@ def start_simulator(
 
 
 def write_xapp_config(
-    workdir: Path, scenario: str, agents: dict[str, str], proxy: str | None, **extra: Any
+    workdir: Path,
+    scenario: str,
+    agents: dict[str, str],
+    proxy: str | None,
+    period_ms: int | None = None,
+    **extra: Any,
 ) -> Path:
+    """``period_ms``: every node's reporting period (default: the simulator's, 1 s)."""
     path = workdir / "xapp-config.json"
     args = ["e2sim", "config", "--scenario", scenario, "--out", str(path)]
+    if period_ms is not None:
+        args += ["--period-ms", str(period_ms)]
     for cpe_id, url in agents.items():
         args += ["--agent", f"{cpe_id}={url}"]
     if proxy:

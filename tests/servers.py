@@ -67,11 +67,14 @@ def redis_server() -> Iterator[int]:
 
 @contextlib.contextmanager
 def uvicorn_thread(app: Any, port: int | None = None) -> Iterator[int]:
-    """Serve ``app`` with uvicorn on 127.0.0.1 in a background thread; yields the port."""
-    chosen = port or free_port()
+    """Serve ``app`` with uvicorn on 127.0.0.1 in a background thread; yields the port. Without
+    ``port`` the socket is bound to port 0 first and the port read back from it, so a busy
+    machine's other servers cannot take it between the choice and the bind."""
+    sock = socket.create_server(("127.0.0.1", port or 0))
+    chosen = int(sock.getsockname()[1])
     config = uvicorn.Config(app, host="127.0.0.1", port=chosen, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
     while not server.started:
@@ -83,6 +86,7 @@ def uvicorn_thread(app: Any, port: int | None = None) -> Iterator[int]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+        sock.close()
 
 
 @contextlib.contextmanager
