@@ -281,3 +281,43 @@ def test_a_step_longer_than_half_a_period_does_not_skip_the_next_period_s_report
 
 def steps_after(moment: float, steps: list[float]) -> list[float]:
     return [s for s in steps if s >= moment - 0.05]
+
+
+def test_a_step_waits_for_as_many_reports_as_the_last_period_brought() -> None:
+    """The nodes report the same period over their own connections, some milliseconds apart:
+    a step waits until as many reports have come as the last period had, not only until they
+    pause (at 100 ms reports the pause is 2.5 ms: a step began after the first node's report
+    and the others' waited for the next, 27 ms median from report to decision)."""
+    period_s = 4.0  # a pause of 25 ms ends a gather without a count; the cap is 1 s
+    control = LiveControl(
+        e2_cpes(load_scenario("paper-static")),
+        LiveSettings(cpe_agents={}, proxy_agent=None, period_s=period_s),
+    )
+    steps: list[float] = []
+    stepped = threading.Event()
+
+    def step(now_s: float) -> list[object]:
+        steps.append(time.monotonic())
+        stepped.set()
+        return []
+
+    control.step = step  # type: ignore[assignment,method-assign]
+    control.react = lambda now_s: []  # type: ignore[method-assign]
+    sample = KpiSample("cpe-1", "nr", Direction.DOWNLINK, 1.0, 1.0, received_s=0.0)
+    control.start()
+    try:
+        for _ in range(3):  # the first period: three nodes at once, counted
+            control.source.add([sample])
+        assert stepped.wait(10 * period_s), "no step after the first reports"
+        time.sleep(period_s * 0.6)  # past the half period two steps are kept apart by
+        stepped.clear()
+        before = len(steps)
+        for _ in range(3):  # the next period: the same three, 200 ms apart
+            control.source.add([sample])
+            last_report = time.monotonic()
+            time.sleep(0.2)
+        assert stepped.wait(10 * period_s), "no step after the second period's reports"
+    finally:
+        control.stop()
+    assert len(steps) == before + 1, "the period's reports made more than one step"
+    assert steps[-1] >= last_report, "the step began before the period's last report"

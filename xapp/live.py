@@ -220,6 +220,12 @@ class LiveControl:
         self._wake = threading.Event()
         self._reported = threading.Event()  # reports came in since the last step
         self._last_report_at = 0.0  # monotonic
+        # Reports (indications) since the last step began, and how many the last gathered
+        # period had: a period's reports are in once as many have come (0: not known yet).
+        self._reports_since_step = 0
+        self._reports_per_period = 0
+        self._count_lock = threading.Lock()
+        self._report_arrived = threading.Event()  # wakes a gather at each report
         self.source.on_added = self._reports_in
         self._event_watcher: AgentEventWatcher | None = None
         self.access_events = 0
@@ -786,22 +792,42 @@ class LiveControl:
 
     def _reports_in(self) -> None:
         """Reports came in (the E2 transport's thread): the loop decides on them."""
+        with self._count_lock:
+            self._reports_since_step += 1
         self._last_report_at = time.monotonic()
         self._reported.set()
+        self._report_arrived.set()
         self._wake.set()
 
     def _gather(self, period: float) -> bool:
-        """Wait until the period's reports have stopped coming (quiet_s), at most gather_cap_s;
-        True when stopping meanwhile."""
+        """Wait for the period's reports: until as many have come as the last period had (the
+        nodes report at the same boundary but each on its own connection, some milliseconds
+        apart), or, while that is not known, until they have stopped coming (quiet_s); at most
+        gather_cap_s. True when stopping meanwhile."""
         started = time.monotonic()
         quiet, cap = quiet_s(period), gather_cap_s(period)
         while True:
+            self._report_arrived.clear()  # before the count: a report after it wakes the wait
             now = time.monotonic()
-            wait_s = min(self._last_report_at + quiet - now, started + cap - now)
+            with self._count_lock:
+                came, expected = self._reports_since_step, self._reports_per_period
+            if expected and came >= expected:
+                return False
+            until_quiet = self._last_report_at + quiet - now if not expected else math.inf
+            wait_s = min(until_quiet, started + cap - now)
             if wait_s <= 0:
                 return False
-            if self._stop.wait(wait_s):
+            # woken by each report (the count may be complete), and every quiet_s for a stop
+            self._report_arrived.wait(min(wait_s, quiet))
+            if self._stop.is_set():
                 return True
+
+    def _step_begins(self) -> None:
+        """The reports gathered so far are this step's: their count is what a period brings
+        (a node gone lowers it at the next step; a node added raises it)."""
+        with self._count_lock:
+            self._reports_per_period = self._reports_since_step
+            self._reports_since_step = 0
 
     def _run(self) -> None:
         """Steps follow the reports: a step starts when a period's reports are in (once they
@@ -832,6 +858,8 @@ class LiveControl:
                 continue
             if reported and self._gather(period):
                 break
+            if reported:
+                self._step_begins()
             self._reported.clear()
             last_step = time.monotonic()
             try:
