@@ -335,6 +335,8 @@ class ControlLoop:
         outcomes = []
         for key in landed:
             future, item = self._in_flight.pop(key)
+            if future.cancelled():
+                continue  # never sent: the pools were shut down (the loop is stopping)
             outcomes.append(self._finish(item, future.result(), saves))
         return outcomes
 
