@@ -929,9 +929,9 @@ def bench_xapp(
 
 def default_control_delay_ms(reporting_period_ms: int) -> int:
     """What the live system measures from a report's arrival to the agent's answer (`atsss
-    bench live`, this 2-core machine, one CPE: a mean of 70-90 ms at 1 s reports, where the
-    xApp waits up to 25 ms for a period's other reports, and 50 ms at 100 ms reports, where it
-    waits 2.5 ms), rounded up to the next 50 ms."""
+    bench live`, this 2-core machine, one CPE: a mean of 40-90 ms at 1 s reports over this
+    session's runs, and 50 ms at 100 ms reports), rounded up to the next 50 ms; at 1 s reports
+    the published figures keep 100 ms, the slow end."""
     return 100 if reporting_period_ms >= 1000 else 50
 
 
