@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bench.agent_reaction import AgentReaction
-from bench.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
+from bench.connection import DEFAULT_DETECTION_S, subflows_in_round
 from bench.contenders import (
     Contender,
     ControlledContender,
@@ -29,6 +29,7 @@ from bench.contenders import (
 )
 from bench.simulated import SimulatedKpis, SimulatedProber
 from core.domain import Direction
+from core.fluid import carried_mbps
 from core.scenario.model import Scenario
 from core.scenario.truth import Truth
 from e2sim.kpis import measured_radio

@@ -1,4 +1,5 @@
-"""What an MPTCP connection under the WRR scheduler carries, tick by tick, given the truth.
+"""What an MPTCP connection under the WRR scheduler carries, tick by tick, given the truth
+(per tick: core.fluid.carried_mbps).
 
 Beyond the fluid model this adds MPTCP's own reaction to outages (paper section 6.4): a subflow
 whose link died stays in the scheduler's round until the kernel notices (``detection_s``; while it
@@ -12,7 +13,6 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from core.fluid import aggregate_mbps_batch
 from core.scenario.truth import Truth
 
 FloatArray = npt.NDArray[np.float64]
@@ -37,18 +37,3 @@ def subflows_in_round(truth: Truth, detection_s: float = DEFAULT_DETECTION_S) ->
         in_round[k] = truth.has_path & (reconnected | not_yet_noticed)
         previous = now
     return in_round
-
-
-def carried_mbps(
-    weights: npt.NDArray[np.int64], capacity_mbps: FloatArray, in_round: BoolArray
-) -> FloatArray:
-    """(C, A): what each path carries for the weights in force at one tick."""
-    effective = np.where(in_round, weights, 0).astype(np.float64)
-    idle = effective.sum(axis=1) == 0
-    effective[idle] = in_round[idle].astype(np.float64)
-    aggregate = aggregate_mbps_batch(effective, capacity_mbps)
-    totals = effective.sum(axis=1)
-    share = np.divide(
-        effective, totals[:, None], out=np.zeros_like(effective), where=totals[:, None] > 0
-    )
-    return np.asarray(aggregate[:, None] * share, dtype=np.float64)

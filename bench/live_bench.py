@@ -30,7 +30,7 @@ import httpx
 import numpy as np
 
 from bench.closed_loop import LoopSettings, evaluate
-from bench.connection import DEFAULT_DETECTION_S, carried_mbps, subflows_in_round
+from bench.connection import DEFAULT_DETECTION_S, subflows_in_round
 from bench.live_system import (
     FIRST_PUSH,
     WeightHistory,
@@ -41,6 +41,7 @@ from bench.live_system import (
     write_xapp_config,
 )
 from core.domain import Direction
+from core.fluid import carried_mbps
 from core.scenario.load import load_scenario
 from core.scenario.model import Scenario
 from e2sim.world import scenario_truth

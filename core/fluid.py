@@ -9,11 +9,13 @@ the whole connection.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def aggregate_mbps(weights: Sequence[float], capacities_mbps: Sequence[float]) -> float:
@@ -45,3 +47,21 @@ def aggregate_mbps_batch(weights: FloatArray, capacities_mbps: FloatArray) -> Fl
     round_rate = ratios.min(axis=-1)
     round_rate = np.where(np.isfinite(round_rate), round_rate, 0.0)
     return np.asarray(np.where(weighted, weights, 0.0).sum(axis=-1) * round_rate)
+
+
+def carried_mbps(
+    weights: npt.NDArray[Any], capacity_mbps: FloatArray, in_round: BoolArray
+) -> FloatArray:
+    """(C, A): what each path carries at one instant for the weights in force (C, A), on
+    paths of these capacities; paths out of the scheduler's round (``in_round`` False) carry
+    nothing, and a connection whose weighted paths are all out falls back to the rest, round
+    robin, as MPTCP does."""
+    effective = np.where(in_round, weights, 0).astype(np.float64)
+    idle = effective.sum(axis=1) == 0
+    effective[idle] = in_round[idle].astype(np.float64)
+    aggregate = aggregate_mbps_batch(effective, capacity_mbps)
+    totals = effective.sum(axis=1)
+    share = np.divide(
+        effective, totals[:, None], out=np.zeros_like(effective), where=totals[:, None] > 0
+    )
+    return np.asarray(aggregate[:, None] * share, dtype=np.float64)

@@ -29,7 +29,7 @@ import numpy.typing as npt
 
 from core.deployment import AgentConfig, Deployment
 from core.domain import Direction
-from core.fluid import aggregate_mbps_batch
+from core.fluid import carried_mbps
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -155,17 +155,7 @@ def utilisation_under_weights(
     for c, chosen in enumerate(weights):
         for a, access in enumerate(accesses):
             held[c, a] = 1.0 if chosen is None else float(chosen.get(access, 0))
-    effective = np.where(in_round, held, 0.0)
-    idle = effective.sum(axis=1) == 0
-    effective[idle] = in_round[idle].astype(np.float64)
-    aggregate = aggregate_mbps_batch(effective, capacity_mbps)
-    totals = effective.sum(axis=1)
-    carried = np.divide(
-        aggregate[:, None] * effective,
-        totals[:, None],
-        out=np.zeros_like(effective),
-        where=totals[:, None] > 0,
-    )
+    carried = carried_mbps(held, capacity_mbps, in_round)
     return np.asarray(
         np.clip(
             np.divide(carried, capacity_mbps, out=np.zeros_like(carried), where=capacity_mbps > 0),

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from bench.connection import carried_mbps, subflows_in_round
+from bench.connection import subflows_in_round
 from core.domain import Direction
+from core.fluid import carried_mbps
 from core.scenario.load import parse_scenario
 from core.scenario.truth import Truth, sample_truth
 
