@@ -44,6 +44,7 @@ from core.domain import Direction
 from core.fluid import carried_mbps
 from core.scenario.load import load_scenario
 from core.scenario.model import Scenario
+from core.scenario.truth import Truth
 from e2sim.world import scenario_truth
 
 # Live and simulated may differ by this much before the difference is a finding.
@@ -194,16 +195,17 @@ def _measured_delay(http_url: str) -> float | None:
     return None
 
 
+def scoring_truth(scenario: Scenario, direction: Direction) -> Truth:
+    """The truth both sides are scored on: every SCORING_STEP_S, as `bench loop` takes it."""
+    return scenario_truth(scenario, direction, SCORING_STEP_S)
+
+
 def live_efficiency(
-    scenario: Scenario,
-    direction: Direction,
-    weights_at: Callable[[str, float], dict[str, int] | None],
-    step_s: float = SCORING_STEP_S,
+    truth: Truth, weights_at: Callable[[str, float], dict[str, int] | None]
 ) -> float:
-    """Data carried over the sum of the capacities, every ``step_s`` of the truth, with the
-    weights ``weights_at(cpe_id, second of the scenario)`` says were in force (None: round
-    robin), through `bench loop`'s connection model."""
-    truth = scenario_truth(scenario, direction, step_s)
+    """Data carried over the sum of the capacities, every step of ``truth`` (scoring_truth),
+    with the weights ``weights_at(cpe_id, second of the scenario)`` says were in force (None:
+    round robin), through `bench loop`'s connection model."""
     in_round = subflows_in_round(truth, DEFAULT_DETECTION_S)
     carried = 0.0
     for k, t in enumerate(truth.times_s):
@@ -232,14 +234,10 @@ SETTLING_S = 5.0  # the first seconds, before the first reports and weights, are
 
 
 def weights_near_capacities(
-    scenario: Scenario,
-    direction: Direction,
-    weights_at: Callable[[str, float], dict[str, int] | None],
-    step_s: float = SCORING_STEP_S,
+    truth: Truth, weights_at: Callable[[str, float], dict[str, int] | None]
 ) -> float:
     """The share of the time after SETTLING_S, over every CPE, in which the weights held were
-    near the capacities (NEAR, MIN_SHARE)."""
-    truth = scenario_truth(scenario, direction, step_s)
+    near the capacities (NEAR, MIN_SHARE), every step of ``truth`` (scoring_truth)."""
     near = judged = 0
     for k, t in enumerate(truth.times_s):
         if t < SETTLING_S:
@@ -282,7 +280,8 @@ def compare(
     figures = []
     for direction in (Direction.DOWNLINK, Direction.UPLINK):
         progress(f"scoring the live {direction.value}")
-        live_figure = live_efficiency(scenario, direction, held_by(live, direction))
+        truth = scoring_truth(scenario, direction)
+        live_figure = live_efficiency(truth, held_by(live, direction))
         progress(f"simulating the {direction.value}")
         report = evaluate(
             scenario,
@@ -303,7 +302,7 @@ def compare(
                 simulated.efficiency,
                 sum(len(h) for (_, d), h in live.history.seen.items() if d == direction.value),
                 simulated.weight_pushes,
-                weights_near_capacities(scenario, direction, held_by(live, direction)),
+                weights_near_capacities(truth, held_by(live, direction)),
             )
         )
     measured = live.delay_s is not None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
-from bench.live_bench import held_by, live_efficiency, run_live
+from bench.live_bench import held_by, live_efficiency, run_live, scoring_truth
 from core.domain import Direction
 from core.scenario.load import load_scenario
 
@@ -34,13 +34,13 @@ def run_live_demo(
         live = run_live(scenario, duration_s, say)
         status.update("scoring …")
         loaded = load_scenario(scenario).cut(duration_s)
-        figures = {
-            direction: (
-                live_efficiency(loaded, direction, held_by(live, direction)),
-                live_efficiency(loaded, direction, lambda cpe_id, second: None),
+        figures = {}
+        for direction in (Direction.DOWNLINK, Direction.UPLINK):
+            truth = scoring_truth(loaded, direction)
+            figures[direction] = (
+                live_efficiency(truth, held_by(live, direction)),
+                live_efficiency(truth, lambda cpe_id, second: None),
             )
-            for direction in (Direction.DOWNLINK, Direction.UPLINK)
-        }
     table = Table(title=f"cpe-1 on {scenario}, live", title_justify="left")
     for column in (
         "direction",

@@ -205,11 +205,9 @@ def test_a_carrier_return_whose_event_was_missed_is_taken_from_the_agents_health
         control.stop()
 
 
-def test_a_step_follows_the_reports_not_a_timer_of_its_own() -> None:
-    """Reports that come in start a step a moment later (before: they waited for the loop's
-    own timer, up to a period: 230 ms median, 504 ms p99 at 1 s reports); without reports a
-    step still comes every period and a half; reports close together make one step."""
-    period_s = 4.0
+def timed_steps(period_s: float) -> tuple[LiveControl, list[float], threading.Event]:
+    """A live loop over paper-static whose steps only note when they began (and set the
+    event): the loop's timing alone, no agents."""
     control = LiveControl(
         e2_cpes(load_scenario("paper-static")),
         LiveSettings(cpe_agents={}, proxy_agent=None, period_s=period_s),
@@ -224,6 +222,15 @@ def test_a_step_follows_the_reports_not_a_timer_of_its_own() -> None:
 
     control.step = step  # type: ignore[assignment,method-assign]
     control.react = lambda now_s: []  # type: ignore[method-assign]
+    return control, steps, stepped
+
+
+def test_a_step_follows_the_reports_not_a_timer_of_its_own() -> None:
+    """Reports that come in start a step a moment later (before: they waited for the loop's
+    own timer, up to a period: 230 ms median, 504 ms p99 at 1 s reports); without reports a
+    step still comes every period and a half; reports close together make one step."""
+    period_s = 4.0
+    control, steps, stepped = timed_steps(period_s)
     control.start()
     try:
         # the timer's step (nothing reported): a period and a half after the start at most
@@ -289,20 +296,7 @@ def test_a_step_waits_for_as_many_reports_as_the_last_period_brought() -> None:
     pause (at 100 ms reports the pause is 2.5 ms: a step began after the first node's report
     and the others' waited for the next, 27 ms median from report to decision)."""
     period_s = 4.0  # a pause of 25 ms ends a gather without a count; the cap is 1 s
-    control = LiveControl(
-        e2_cpes(load_scenario("paper-static")),
-        LiveSettings(cpe_agents={}, proxy_agent=None, period_s=period_s),
-    )
-    steps: list[float] = []
-    stepped = threading.Event()
-
-    def step(now_s: float) -> list[object]:
-        steps.append(time.monotonic())
-        stepped.set()
-        return []
-
-    control.step = step  # type: ignore[assignment,method-assign]
-    control.react = lambda now_s: []  # type: ignore[method-assign]
+    control, steps, stepped = timed_steps(period_s)
     sample = KpiSample("cpe-1", "nr", Direction.DOWNLINK, 1.0, 1.0, received_s=0.0)
     control.start()
     try:
