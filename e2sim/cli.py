@@ -170,7 +170,10 @@ def run(
     with contextlib.ExitStack() as stack:
         traffic = None
         if config is not None and traffic_follows_agents:
-            held = AgentWeights(load_deployment(config))
+            try:
+                held = AgentWeights(load_deployment(config))
+            except OSError as error:
+                _fail(f"--traffic-follows-agents: an agent's token file: {error}")
             held.start()
             stack.callback(held.close)
             traffic = WeightedTraffic(held, world.downlink.cpe_ids, world.accesses)

@@ -85,7 +85,11 @@ class AgentWeights:
             downlink = proxy or cpe.agent
             if downlink is not None:
                 self._asks.append((cpe.id, Direction.DOWNLINK, downlink))
-        self._default_token = deployment.agents.token_file
+        # each agent's token, read once (asked ten times a second)
+        default = deployment.agents.token_file
+        self._tokens = {
+            agent.url: _read_token(agent.token_file or default) for _, _, agent in self._asks
+        }
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="agent-weights", daemon=True)
         self._failures: set[str] = set()
@@ -101,10 +105,6 @@ class AgentWeights:
     def weights_at(self, cpe_id: str, direction: Direction, unix_s: float) -> dict[str, int] | None:
         return self.timeline.weights_at(cpe_id, direction, unix_s)
 
-    def _token(self, agent: AgentConfig) -> str | None:
-        path = agent.token_file or self._default_token
-        return Path(path).read_text().strip() if path is not None else None
-
     def _run(self) -> None:
         with httpx.Client(timeout=2.0) as client:
             while not self._stop.is_set():
@@ -115,7 +115,7 @@ class AgentWeights:
     def _ask(
         self, client: httpx.Client, cpe_id: str, direction: Direction, agent: AgentConfig
     ) -> None:
-        token = self._token(agent)
+        token = self._tokens[agent.url]
         try:
             response = client.get(
                 f"{agent.url.rstrip('/')}/v1/weights/{direction.value}",
@@ -139,6 +139,10 @@ class AgentWeights:
         if problem not in self._failures:
             self._failures.add(problem)
             log.warning("cannot read the weights an agent holds: %s", problem)
+
+
+def _read_token(path: Path | None) -> str | None:
+    return Path(path).read_text().strip() if path is not None else None
 
 
 def utilisation_under_weights(
