@@ -146,6 +146,7 @@ class LiveControl:
         self.cpes = list(cpes)
         self.store = store if store is not None else MemoryStateStore()
         self.source = E2KpiSource()
+        self.source.on_decoded = self._heard
         self._bound_backlog()
         # Weights and overrides as the loop reads them: in memory, in front of SDL.
         self.state = CachedState(self.store)
@@ -232,11 +233,14 @@ class LiveControl:
         self.last_access_event: dict[str, dict[str, Any]] = {}  # by CPE
 
     def add_samples(self, samples: Sequence[KpiSample]) -> None:
-        """Called by the E2 transport's threads."""
+        """Called by the E2 transport's threads (samples they decoded themselves)."""
+        self._heard(samples)
+        self.source.add(samples)
+
+    def _heard(self, samples: Sequence[KpiSample]) -> None:
         now = time.time()
         for sample in samples:
             self._first_heard_s.setdefault((sample.cpe_id, sample.access), now)
-        self.source.add(samples)
 
     def reconfigure(self, cpes: Sequence[Cpe], settings: LiveSettings) -> None:
         """A reloaded configuration: CPEs added or removed, agents changed. What the loop knows
@@ -817,8 +821,10 @@ class LiveControl:
             wait_s = min(until_quiet, started + cap - now)
             if wait_s <= 0:
                 return False
-            # woken by each report (the count may be complete), and every quiet_s for a stop
+            # woken by each report (the count may be complete), and every quiet_s for a stop;
+            # each decoded while the others are awaited, not all at the step's start
             self._report_arrived.wait(min(wait_s, quiet))
+            self.source.decode_waiting()
             if self._stop.is_set():
                 return True
 
@@ -848,6 +854,7 @@ class LiveControl:
             self._wake.clear()
             if self._stop.is_set():
                 break
+            self.source.decode_waiting()  # reports read as they come while the loop is idle
             try:
                 self.react(time.time())
             except Exception:  # as for a step: logged in full, the loop goes on

@@ -204,6 +204,9 @@ class XappService:
         self.control = LiveControl(
             cpes, live_settings(deployment), store=self.store, on_step=self._observe_step
         )
+        # Indications are decoded in the loop's thread, the newest period of each (see
+        # xapp/e2/kpi_source.py): an xApp short of CPU decides late, not ever later.
+        self.control.source.decode_with(self.processor)
         # With SDL, replicas share the CPEs out through leases; alone in memory, all are ours.
         self.ownership: Ownership | None = None
         if self.uses_sdl:
@@ -352,6 +355,7 @@ class XappService:
                 self.store,
                 host,
                 port,
+                on_indication=self.control.source.add_indication,
             )
         except OSError as error:
             raise ServiceError(f"cannot listen for E2 on {host}:{port}: {error.strerror}") from None
@@ -369,7 +373,11 @@ class XappService:
 
         def handler_for(on_outcome: Callable[[SubscriptionOutcome], None]) -> E2MessageHandler:
             return E2MessageHandler(
-                self.processor, self.control.add_samples, on_outcome, healthy=self.alive
+                self.processor,
+                self.control.add_samples,
+                on_outcome,
+                healthy=self.alive,
+                on_indication=self.control.source.add_indication,
             )
 
         self._platform = RicPlatform(

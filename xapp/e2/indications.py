@@ -70,6 +70,12 @@ class IndicationProcessor:
         self.accepted = Counter(
             "atsss_e2_indications", "RIC indications decoded", ["version"], registry=self.registry
         )
+        self.superseded = Counter(
+            "atsss_e2_superseded",
+            "RIC indications never decoded: a newer period of the same subscription came before "
+            "the control loop could read them (the loop is short of CPU)",
+            registry=self.registry,
+        )
         self.decode_seconds = Histogram(
             "atsss_e2_decode_seconds",
             "Time to decode one RIC indication into KPI samples",
@@ -105,29 +111,47 @@ class IndicationProcessor:
 
     def handle_payload(self, node: str, payload: bytes) -> list[KpiSample]:
         """An E2AP RIC indication PDU as it arrives over RMR or the standalone stream."""
+        indication = self.read_payload(node, payload)
+        return [] if indication is None else self.handle_indication(node, indication)
+
+    def read_payload(self, node: str, payload: bytes) -> e2ap.Indication | None:
+        """The E2AP RIC indication in a PDU (its KPM contents not yet read), or None when the
+        PDU is not one (counted and logged)."""
         try:
             message = e2ap.decode(payload)
         except CodecError as error:
             self.reject(node, error.cause, str(error))
-            return []
+            return None
         if not isinstance(message, e2ap.Indication):
             self.reject(
                 node, "unexpected-message", f"{type(message).__name__} is not an indication"
             )
-            return []
-        return self.handle_indication(node, message)
+            return None
+        return message
 
-    def handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
+    def heard_from(self, node: str) -> None:
+        """An indication from the node arrived (decoded now or later): the node is alive."""
+        if node in self._nodes:  # configured nodes only: bounded
+            self.last_indication_s[node] = time.time()
+
+    def handle_indication(
+        self, node: str, indication: e2ap.Indication, received_s: float | None = None
+    ) -> list[KpiSample]:
+        """The indication's samples; ``received_s``: when it arrived (monotonic), if it
+        waited before being decoded (the control delay of what it leads to starts then)."""
         with self.decode_seconds.time():
-            return self._handle_indication(node, indication)
+            return self._handle_indication(node, indication, received_s)
 
-    def _handle_indication(self, node: str, indication: e2ap.Indication) -> list[KpiSample]:
-        received_s = time.monotonic()  # the control delay of what this report leads to starts
+    def _handle_indication(
+        self, node: str, indication: e2ap.Indication, received_s: float | None
+    ) -> list[KpiSample]:
+        if received_s is None:
+            received_s = time.monotonic()
         context = self._nodes.get(node)
         if context is None:
             self.reject(node, "unknown-node", "indication from an E2 node we did not subscribe to")
             return []
-        self.last_indication_s[node] = time.time()  # configured nodes only: bounded
+        self.heard_from(node)
         try:
             detection = decode_header(indication.header, context.version)
         except CodecError as error:

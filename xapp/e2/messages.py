@@ -50,8 +50,14 @@ class E2MessageHandler:
         on_samples: Callable[[Sequence[KpiSample]], None],
         on_outcome: Callable[[SubscriptionOutcome], None] = lambda outcome: None,
         healthy: Callable[[], bool] = lambda: True,
+        *,
+        on_indication: Callable[[str, e2ap.Indication], None] | None = None,
     ) -> None:
+        """``on_indication``: where indications go undecoded (the control loop's source,
+        which decodes them in its own thread); None: decoded here and the samples handed to
+        ``on_samples``."""
         self._processor = processor
+        self._on_indication = on_indication
         self._on_samples = on_samples
         self._on_outcome = on_outcome
         self._healthy = healthy
@@ -62,6 +68,11 @@ class E2MessageHandler:
             return Reply(RIC_HEALTH_CHECK_RESP, text)
         if payload is None:
             self._processor.reject(node, "empty", f"RMR message {message_type} without payload")
+            return None
+        if message_type == RIC_INDICATION and self._on_indication is not None:
+            indication = self._processor.read_payload(node, payload)
+            if indication is not None:
+                self._on_indication(node, indication)
             return None
         if message_type == RIC_INDICATION:
             samples = self._processor.handle_payload(node, payload)

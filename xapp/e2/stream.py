@@ -67,8 +67,14 @@ class StandaloneE2Termination:
         host: str = "127.0.0.1",
         port: int = 0,
         limits: StreamLimits | None = None,
+        *,
+        on_indication: Callable[[str, e2ap.Indication], None] | None = None,
     ) -> None:
+        """``on_indication``: where indications go undecoded (the control loop's source,
+        which decodes them in its own thread); None: decoded here, as they arrive, and the
+        samples handed to ``on_samples``."""
         self._settings = settings
+        self._on_indication = on_indication
         self._limits = limits or StreamLimits()
         self._open = 0  # connections being served
         self._refused_logged = False
@@ -238,7 +244,9 @@ class StandaloneE2Termination:
         except CodecError as error:
             self._processor.reject(node, error.cause, str(error))
             return
-        if isinstance(message, e2ap.Indication):
+        if isinstance(message, e2ap.Indication) and self._on_indication is not None:
+            self._on_indication(node, message)
+        elif isinstance(message, e2ap.Indication):
             samples = self._processor.handle_indication(node, message)
             if samples:
                 self._on_samples(samples)
