@@ -79,7 +79,8 @@ def test_a_newer_period_supersedes_one_the_loop_has_not_read() -> None:
     received = {s.received_s for s in samples}
     assert len(received) == 1
     (arrived,) = received
-    assert arrived is not None and before <= arrived
+    assert arrived is not None
+    assert before <= arrived
     assert source.poll(1.0) == []
 
 
@@ -120,9 +121,10 @@ def test_what_waits_is_bounded_and_a_flood_is_counted(monkeypatch: pytest.Monkey
     part = period_indication(START, 50.0, range(5))
     for _ in range(3):
         source.add_indication("gnb", part)
-    assert processor.registry.get_sample_value(
-        "atsss_e2_rejected_total", {"cause": "backlog-full"}
-    ) == 1
+    assert (
+        processor.registry.get_sample_value("atsss_e2_rejected_total", {"cause": "backlog-full"})
+        == 1
+    )
     assert source.decode_waiting() == 2
 
 
