@@ -49,8 +49,9 @@ class IndicationProcessor:
         *,
         fast_reader: bool = True,
     ) -> None:
-        """``fast_reader``: read indication messages with the strict fast reader first (the
-        generic reader takes what it does not); False: the generic reader only (benchmarks)."""
+        """``fast_reader``: read indications (the E2AP PDU and its E2SM-KPM message) with the
+        strict fast readers first (the generic readers take what they do not); False: the
+        generic readers only (benchmarks)."""
         self._catalogue = catalogue or load_catalogue()
         self._fast_reader = fast_reader
         self._nodes: dict[str, NodeContext] = {}
@@ -118,7 +119,7 @@ class IndicationProcessor:
         """The E2AP RIC indication in a PDU (its KPM contents not yet read), or None when the
         PDU is not one (counted and logged)."""
         try:
-            message = e2ap.decode(payload)
+            message = e2ap.decode(payload, fast=self._fast_reader)
         except CodecError as error:
             self.reject(node, error.cause, str(error))
             return None
