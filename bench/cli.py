@@ -442,11 +442,20 @@ def bench_testbed(
             "default; bbr; reno), or host for whatever the host is set to."
         ),
     ] = "cubic",
+    reporting_period_ms: Annotated[
+        int,
+        typer.Option(
+            help="The simulated nodes' reporting period (100 ms or more; below a second the "
+            "paths are shaped as often, and it divides a second)."
+        ),
+    ] = 1000,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run the whole system for real (root): the netns testbed shaped to the scenario, the KPM
     simulator, the xApp and the CPE agent (mainline MPTCP); a long MPTCP iperf3 transfer with
-    all paths active, then with the xApp in the loop, against the sum of the shaped capacities."""
+    all paths active, then with the xApp in the loop, against the sum of the shaped capacities.
+    With the xApp it counts what its pushes cost the connection: sets applied, endpoint flag
+    flips, MP_PRIO options sent and received."""
     from bench.testbed_bench import (
         TestbedBenchError,
         TestbedBenchSettings,
@@ -473,6 +482,11 @@ def bench_testbed(
     known = available.read_text().split() if available.exists() else ["cubic", "reno"]
     if congestion != "host" and congestion not in known:
         fail(f"--congestion: {congestion!r} is not one of host, {', '.join(known)}")
+    if reporting_period_ms < 100 or (reporting_period_ms < 1000 and 1000 % reporting_period_ms):
+        fail(
+            f"--reporting-period-ms must be 100 ms or more, and divide a second below one; "
+            f"got {reporting_period_ms}"
+        )
     # Its own addresses per prefix: two benches (or a bench and the tests) never share a subnet.
     subnet = 100 + zlib.crc32(prefix.encode()) % 100
     settings = TestbedBenchSettings(
@@ -486,6 +500,7 @@ def bench_testbed(
         prefix=prefix,
         subnet=subnet,
         congestion=congestion,
+        reporting_period_ms=reporting_period_ms,
     )
     try:
         result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))
@@ -500,7 +515,8 @@ def bench_testbed(
         "shaped Mbit/s",
         *(f"{n} Mbit/s" for n in names),
         *(f"{n} / shaped" for n in names),
-        title=f"{loaded.name} ×{scale:g}, {chosen.value}, {estimator}, {congestion}",
+        title=f"{loaded.name} ×{scale:g}, {chosen.value}, {estimator}, {congestion}, "
+        f"reports every {reporting_period_ms} ms",
     )
     for start, shaped, carried in result.steps():
         table.add_row(
@@ -520,6 +536,13 @@ def bench_testbed(
     for phase in result.phases:
         on_backup = sorted({a for flags in phase.backup for a, b in flags.items() if b})
         out.print(f"{phase.name}: on backup at some point: {', '.join(on_backup) or 'none'}")
+        if phase.churn is not None:
+            c = phase.churn
+            out.print(
+                f"{phase.name}: {c.pushes} sets applied in {c.seconds:g} s "
+                f"({c.pushes / max(c.seconds, 1e-9):.2f}/s), {c.flips} endpoint flag flips, "
+                f"MP_PRIO sent {c.mp_prio_sent} / received {c.mp_prio_received}"
+            )
 
 
 @bench_app.command("api")

@@ -19,6 +19,7 @@ capacities of the available paths and what each phase carried.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import json
 import math
@@ -74,6 +75,13 @@ class TestbedBenchSettings:
     # The transfer's TCP congestion control on every subflow (set on the sockets, so the host's
     # default does not decide it); "host" leaves the host's. The kernel's default is cubic.
     congestion: str = "cubic"
+    # The simulated nodes' reporting period; below a second the paths are shaped that often
+    # too, so that what the reports say is what the data meets.
+    reporting_period_ms: int = 1000
+
+    @property
+    def shaping_step_s(self) -> float:
+        return min(1.0, self.reporting_period_ms / 1000.0)
 
 
 @dataclass
@@ -85,6 +93,29 @@ class PhaseResult:
     backup: list[dict[str, bool]] = field(default_factory=list)  # endpoint flags per second
     shaping_error: str = ""
     log: str = ""
+    churn: Churn | None = None  # with the xApp: what its pushes cost the connection
+
+
+@dataclass(frozen=True)
+class Churn:
+    """What the xApp's pushes did to the connection over the transfer: sets the agent applied,
+    endpoint flag flips they made (mainline: weight 0 ⇄ > 0 is backup ⇄ active), and the
+    MP_PRIO options the kernel sent (CPE) and received (proxy) for them."""
+
+    pushes: int
+    flips: int
+    mp_prio_sent: int
+    mp_prio_received: int
+    seconds: float
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "pushes": self.pushes,
+            "flips": self.flips,
+            "mp_prio_sent": self.mp_prio_sent,
+            "mp_prio_received": self.mp_prio_received,
+            "seconds": self.seconds,
+        }
 
 
 @dataclass
@@ -119,6 +150,7 @@ class TestbedBenchResult:
         shaped, carried = self.totals()
         return {
             "scenario": self.settings.scenario.name,
+            "reporting_period_ms": self.settings.reporting_period_ms,
             "scale": self.settings.scale,
             "direction": self.settings.direction.value,
             "estimator": self.settings.estimator,
@@ -140,6 +172,7 @@ class TestbedBenchResult:
                 **{p.name: [round(c, 2) for c in p.carried_mbps] for p in self.phases},
             },
             "backup": {p.name: p.backup for p in self.phases},
+            "churn": {p.name: p.churn.as_dict() for p in self.phases if p.churn is not None},
         }
 
 
@@ -158,7 +191,7 @@ def run_testbed_bench(
         raise TestbedBenchError(f"the testbed has no path for {', '.join(sorted(missing))}")
     total_s = settings.first_push_timeout_s + settings.settle_s + settings.duration_s + 10
     scenario = settings.scenario.cut(min(settings.scenario.duration_s, total_s))
-    world = SimWorld(scenario, 1.0, capacity_scale=settings.scale)
+    world = SimWorld(scenario, settings.shaping_step_s, capacity_scale=settings.scale)
     schedule = _Schedule(world, settings.direction)
     bed = Testbed(prefix=settings.prefix, subnet=settings.subnet)
     bed.down()
@@ -167,7 +200,7 @@ def run_testbed_bench(
     with contextlib.ExitStack() as stack:
         stack.callback(bed.down)
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="atsss-bench-")))
-        bed.shape(*_symmetric(schedule.rates(0)))
+        bed.shape(*_symmetric(schedule.rates_at(0)))
         for argv in (
             ["iperf3", "-s", "-p", str(PROBE_PORT)],
             ["mptcpize", "run", "iperf3", "-s", "-p", str(MPTCP_PORT)],
@@ -215,15 +248,24 @@ def run_testbed_bench(
 
 
 class _Schedule:
-    """The scenario's per-second capacities of the testbed's one CPE, as shaping rates."""
+    """The scenario's capacities of the testbed's one CPE, as shaping rates, on the world's
+    ticks (a second, or the reporting period below a second)."""
 
     def __init__(self, world: SimWorld, direction: Direction) -> None:
         self.world = world
         self.direction = direction
+        self.ticks_per_s = max(1, round(1.0 / world.period_s))
 
     def rates(self, second: int) -> dict[str, float]:
-        """Available access → rate in the measured direction at this second of the clock."""
-        tick = min(second, self.world.ticks - 1)
+        """Available access → mean rate in the measured direction over this second of the
+        clock (a path down for part of it counts 0 then)."""
+        ticks = [self.rates_at(second * self.ticks_per_s + t) for t in range(self.ticks_per_s)]
+        accesses = {a for rates in ticks for a in rates}
+        return {a: sum(r.get(a, 0.0) for r in ticks) / len(ticks) for a in sorted(accesses)}
+
+    def rates_at(self, tick: int) -> dict[str, float]:
+        """Available access → rate in the measured direction at this tick of the clock."""
+        tick = min(tick, self.world.ticks - 1)
         out = {}
         for access in self.world.accesses:
             truth = self.world.truth(tick, access)
@@ -298,6 +340,7 @@ def _measure(
                 start_s += settings.step_s
         result.start_s = start_s
         time.sleep(max(0.0, clock_start + start_s - time.monotonic()))
+        counted_from, counters_before = time.time(), _prio_counters(bed)
         argv = ["mptcpize", "run", "iperf3", "-c", str(bed.server), "-p", str(MPTCP_PORT)]
         argv += ["-t", f"{settings.duration_s:g}", "-i", "1", "--forceflush", "-f", "m"]
         if settings.congestion != "host":
@@ -305,6 +348,21 @@ def _measure(
         if settings.direction == Direction.DOWNLINK:
             argv.append("-R")
         intervals, failure = _transfer(bed.in_cpe(argv), settings.duration_s + 60)
+        if extra is not None:
+            counted_until, counters_after = time.time(), _prio_counters(bed)
+            pushes, flips = churn_in_log(
+                (workdir / "agent.log").read_text(errors="replace"),
+                settings.direction,
+                counted_from,
+                counted_until,
+            )
+            result.churn = Churn(
+                pushes,
+                flips,
+                counters_after[0] - counters_before[0],
+                counters_after[1] - counters_before[1],
+                round(counted_until - counted_from, 1),
+            )
     if result.shaping_error:
         raise TestbedBenchError(f"{name}: shaping failed: {result.shaping_error}")
     if not intervals:
@@ -322,6 +380,57 @@ def _measure(
     for log in sorted(workdir.glob(f"{name}-*.log")):
         result.log += log.read_text()[-2000:]
     return result
+
+
+_APPLIED = re.compile(
+    r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3}) .*applied (\w+) weights (\{[^}]*\}) "
+    r"for .* as asked by xapp"
+)
+
+
+def churn_in_log(
+    agent_log: str, direction: Direction, since_unix_s: float, until_unix_s: float
+) -> tuple[int, int]:
+    """From the CPE agent's log: the sets the xApp had applied in the direction between the two
+    times, and how many endpoint flags they flipped (a path going from weight 0 to more, or
+    back: on the mainline lever each is an `ip mptcp endpoint change` and an MP_PRIO per
+    subflow on it). The set in force before the window is where the flips count from."""
+    pushes = flips = 0
+    previous: dict[str, bool] | None = None
+    for line in agent_log.splitlines():
+        found = _APPLIED.match(line)
+        if found is None or found.group(3) != direction.value:
+            continue
+        stamp = time.mktime(time.strptime(found.group(1), "%Y-%m-%d %H:%M:%S"))
+        at = stamp + int(found.group(2)) / 1000
+        if at > until_unix_s:
+            break
+        carries = {a: int(w) > 0 for a, w in ast.literal_eval(found.group(4)).items()}
+        if at >= since_unix_s:
+            pushes += 1
+            if previous is not None:
+                flips += sum(carries.get(a, False) != c for a, c in previous.items())
+        previous = carries
+    return pushes, flips
+
+
+def _prio_counters(bed: Testbed) -> tuple[int, int]:
+    """MP_PRIO options sent by the CPE's kernel and received by the proxy's, so far."""
+    sent = _mptcp_counter(bed.in_cpe(["cat", "/proc/net/netstat"]), "MPTcpExtMPPrioTx")
+    received = _mptcp_counter(bed.in_proxy(["cat", "/proc/net/netstat"]), "MPTcpExtMPPrioRx")
+    return sent, received
+
+
+def _mptcp_counter(argv: list[str], name: str) -> int:
+    """One counter of /proc/net/netstat (its "MPTcpExt:" lines: names, then values)."""
+    shown = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+    lines = [line.split() for line in shown.splitlines() if line.startswith("MPTcpExt:")]
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        counters = dict(zip(names[1:], values[1:], strict=False))
+        key = name.removeprefix("MPTcpExt")
+        if key in counters:
+            return int(counters[key])
+    raise TestbedBenchError(f"the kernel counts no {name} (/proc/net/netstat)")
 
 
 _INTERVAL = re.compile(r"\s([\d.]+)-([\d.]+)\s+sec\s+[\d.]+ \w?Bytes\s+([\d.]+) Mbits/sec")
@@ -373,12 +482,15 @@ def _follow_clock(
     result: PhaseResult,
     outage: str,
 ) -> None:
-    second = max(0, int(time.monotonic() - clock_start))
-    result.backup.extend({} for _ in range(second))
+    """Every tick (a second, or the reporting period below it): shape to the scenario's
+    capacities of that tick; every second, note the backup flags."""
+    per_s = schedule.ticks_per_s
+    tick = max(0, int((time.monotonic() - clock_start) * per_s))
+    result.backup.extend({} for _ in range(tick // per_s))
     applied: dict[str, float] = {}
     down: set[str] = set()
     while not stop.is_set():
-        rates = schedule.rates(second)
+        rates = schedule.rates_at(tick)
         for access in ACCESSES:
             if access in rates and abs(rates[access] - applied.get(access, -1)) > 1e-6:
                 for side in ("cpe", "proxy"):
@@ -390,9 +502,10 @@ def _follow_clock(
                 else:
                     bed.set_outage(access, access not in rates)
                 down.symmetric_difference_update({access})
-        result.backup.append(bed.backup_flags())
-        second += 1
-        stop.wait(max(0.0, clock_start + second - time.monotonic()))
+        if tick % per_s == 0:
+            result.backup.append(bed.backup_flags())
+        tick += 1
+        stop.wait(max(0.0, clock_start + tick / per_s - time.monotonic()))
 
 
 def _simulator_clock(truth: Path, timeout_s: float) -> float:
@@ -420,11 +533,13 @@ def _xapp_argv(
     xapp += ["--listen", f"127.0.0.1:{settings.e2_port}", "--duration", f"{total_s:g}"]
     xapp += ["--agent", f"{cpe_id}={agent_url}", "--direction", settings.direction.value]
     xapp += ["--estimator", settings.estimator]
+    xapp += ["--period-ms", str(settings.reporting_period_ms)]
     if settings.direction == Direction.DOWNLINK:
         xapp.append("--downlink-via-cpe")
     e2sim = [sys.executable, "-m", "atsss", "e2sim", "run", "--scenario", source]
     e2sim += ["--connect", f"127.0.0.1:{settings.e2_port}", "--scale", f"{settings.scale:g}"]
     e2sim += ["--duration", f"{total_s:g}", "--json"]
+    e2sim += ["--period-ms", str(settings.reporting_period_ms)]
     return [xapp, e2sim]
 
 

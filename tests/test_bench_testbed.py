@@ -48,3 +48,11 @@ def test_the_xapp_puts_the_slow_path_on_backup_and_the_transfer_uses_the_rest() 
     assert isinstance(ratio, dict)
     assert ratio["xapp"] > 0.6, result
     assert result["shaped_mbps"] == pytest.approx(34.2 + 119.0 + 1.21, rel=0.01)
+    # what the pushes cost the connection, counted by the kernel and from the agent's log
+    churn = result["churn"]
+    assert isinstance(churn, dict)
+    assert set(churn) == {"xapp"}
+    assert churn["xapp"]["seconds"] >= 8
+    # static capacities: LiFi went to backup before the transfer and stayed there
+    assert churn["xapp"]["flips"] == 0
+    assert churn["xapp"]["mp_prio_sent"] >= 0

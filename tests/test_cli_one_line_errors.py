@@ -25,6 +25,8 @@ def atsss(*args: str) -> subprocess.CompletedProcess[str]:
             ("xapp", "run", "--scenario", "paper-static", "--samples", "/nonexistent/s.jsonl"),
             "--samples: no directory /nonexistent",
         ),
+        (("bench", "testbed", "--reporting-period-ms", "300"), "--reporting-period-ms"),
+        (("bench", "testbed", "--reporting-period-ms", "50"), "--reporting-period-ms"),
         (("weights", "nr=nan"), "finite"),
         (("weights", "nr=inf,wifi=1"), "finite"),
     ],
