@@ -312,7 +312,11 @@ def bench_live(
                 )
         delays = ", ".join(
             f"{r.scenario} {r.control_delay_s * 1000:.0f} ms"
-            + ("" if r.measured else " (none measured: assumed)")
+            + (
+                f" (measured {r.measured_delay_s * 1000:.1f})"
+                if r.measured_delay_s is not None
+                else " (none measured: assumed)"
+            )
             for r in results
         )
         table.caption = (

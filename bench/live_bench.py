@@ -78,6 +78,7 @@ class LiveComparison:
     measured: bool  # False: the live xApp measured none, FALLBACK_DELAY_S was used
     directions: list[DirectionFigures]
     period_ms: int = 1000
+    measured_delay_s: float | None = None  # before rounding to the simulated loop's step
 
     @property
     def within_tolerance(self) -> bool:
@@ -90,6 +91,9 @@ class LiveComparison:
             "reporting_period_ms": self.period_ms,
             "control_delay_ms": round(self.control_delay_s * 1000, 1),
             "control_delay_measured": self.measured,
+            "measured_delay_ms": None
+            if self.measured_delay_s is None
+            else round(self.measured_delay_s * 1000, 1),
             "directions": [
                 {
                     "direction": d.direction,
@@ -306,7 +310,9 @@ def compare(
             )
         )
     measured = live.delay_s is not None
-    return LiveComparison(scenario.name, duration_s, delay_ms / 1000, measured, figures, period_ms)
+    return LiveComparison(
+        scenario.name, duration_s, delay_ms / 1000, measured, figures, period_ms, live.delay_s
+    )
 
 
 def held_by(live: LiveRun, direction: Direction) -> Callable[[str, float], dict[str, int] | None]:

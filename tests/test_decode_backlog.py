@@ -24,12 +24,16 @@ START = 1_700_000_000.0
 NAMES = ("DRB.UEThpDl", "DRB.UEThpUl")
 
 
-def fleet_processor() -> IndicationProcessor:
-    cpes = [
+def fleet_cpes() -> list[Cpe]:
+    """A fleet on one NR node, each CPE its own UE."""
+    return [
         Cpe(f"cpe-{i:04d}", {"nr": AccessIdentity("nr", e2_node_id="gnb", ue_id=f"gnb-du:{i}")})
         for i in range(FLEET)
     ]
-    processor = IndicationProcessor(cpes)
+
+
+def fleet_processor() -> IndicationProcessor:
+    processor = IndicationProcessor(fleet_cpes())
     processor.set_node(E2NodeConfig(node="gnb", access="nr", measurements=NAMES), V3)
     return processor
 

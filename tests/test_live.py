@@ -16,6 +16,7 @@ from core.scenario.load import load_scenario
 from tests.test_agent_api import TOKEN, agent, put, write_config
 from xapp.adapters.agent_events import AccessEvent
 from xapp.adapters.agent_http import AgentEndpoint
+from xapp.estimators.selection import EstimatorSettings
 from xapp.live import LiveControl, LiveSettings
 
 
@@ -315,3 +316,69 @@ def test_a_step_waits_for_as_many_reports_as_the_last_period_brought() -> None:
         control.stop()
     assert len(steps) == before + 1, "the period's reports made more than one step"
     assert steps[-1] >= last_report, "the step began before the period's last report"
+
+
+def test_reports_in_before_the_periods_last_reach_the_estimators_while_it_is_awaited() -> None:
+    """A node's report is decoded and fed to the estimators as it comes, while the loop waits
+    for the period's other reports: after the last one only its own work is left (at 100 ms
+    reports, one CPE: a mean report → agent's answer of 33 ms, 38 ms before)."""
+    from tests.test_decode_backlog import START, fleet_cpes, fleet_processor, period_indication
+
+    period_s = 4.0
+    control = LiveControl(
+        fleet_cpes(),
+        LiveSettings(
+            cpe_agents={},
+            proxy_agent=None,
+            period_s=period_s,
+            estimator=EstimatorSettings("kpi-only"),
+        ),
+    )
+    control.source.decode_with(fleet_processor())
+    control.prepare_without_waiting()
+    fed: list[tuple[float, int]] = []  # when the estimators were fed, and how many samples
+    update = control.estimator.update
+
+    def counted_update(samples: list[KpiSample], now_s: float) -> None:
+        if samples:
+            fed.append((time.monotonic(), len(samples)))
+        update(samples, now_s)
+
+    control.estimator.update = counted_update  # type: ignore[assignment,method-assign]
+    steps: list[float] = []
+    stepped = threading.Event()
+
+    def step(now_s: float) -> list[object]:
+        steps.append(time.monotonic())
+        stepped.set()
+        return []
+
+    control.step = step  # type: ignore[assignment,method-assign]
+    control.react = lambda now_s: []  # type: ignore[method-assign]
+    # a period in three parts, as three nodes would send them: 500 UEs, 400, 100
+    parts = [range(0, 500), range(500, 900), range(900, 1000)]
+    first = [period_indication(START, 10.0, part) for part in parts]
+    second = [period_indication(START + 1, 20.0, part) for part in parts]
+    control.start()
+    try:
+        for indication in first:  # the first period, counted: three reports a period
+            control.source.add_indication("gnb", indication)
+        assert stepped.wait(10 * period_s), "no step after the first reports"
+        time.sleep(period_s * 0.6)
+        stepped.clear()
+        fed.clear()
+        arrivals = []
+        for indication in second:  # the next period, 300 ms apart
+            control.source.add_indication("gnb", indication)
+            arrivals.append(time.monotonic())
+            time.sleep(0.3)
+        assert stepped.wait(10 * period_s), "no step after the second period's reports"
+    finally:
+        control.stop()
+    assert steps[-1] >= arrivals[-1], "the step began before the period's last report"
+    # the first two parts reached the estimators as they came, a sample per UE and direction;
+    # the last is taken as it comes or by the step (this one, a stand-in, takes nothing)
+    before_step = [(at, count) for at, count in fed if at < steps[-1]]
+    assert [count for _, count in before_step] in ([1000, 800], [1000, 800, 200])
+    assert arrivals[0] <= before_step[0][0] < arrivals[1]
+    assert arrivals[1] <= before_step[1][0] < arrivals[2]

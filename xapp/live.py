@@ -824,9 +824,16 @@ class LiveControl:
             # woken by each report (the count may be complete), and every quiet_s for a stop;
             # each decoded while the others are awaited, not all at the step's start
             self._report_arrived.wait(min(wait_s, quiet))
-            self.source.decode_waiting()
+            self._take_early()
             if self._stop.is_set():
                 return True
+
+    def _take_early(self) -> None:
+        """Reports in before the period's last: decoded and fed to the estimators while the
+        others are awaited (each node's own work, not all of it after the last report; the
+        step takes the last)."""
+        if self.source.decode_waiting() and self._loop is not None:
+            self._loop.take_reports(time.time())
 
     def _step_begins(self) -> None:
         """The reports gathered so far are this step's: their count is what a period brings
@@ -854,7 +861,7 @@ class LiveControl:
             self._wake.clear()
             if self._stop.is_set():
                 break
-            self.source.decode_waiting()  # reports read as they come while the loop is idle
+            self._take_early()  # reports read as they come while the loop is idle
             try:
                 self.react(time.time())
             except Exception:  # as for a step: logged in full, the loop goes on
