@@ -252,25 +252,35 @@ class IndicationProcessor:
         indication: e2ap.Indication,
         received_s: float | None = None,
     ) -> list[KpiSample]:
-        """The records as samples, per CPE, direction and period. A Format 3 message repeats
+        """The records as samples, per CPE, direction and period (in that order; a cell-level
+        value goes to every CPE of the node, after its own values). A Format 3 message repeats
         the same names, labels and UE keys for each of its thousand UEs: what each stands for
         (its catalogue entry, its CPE, its key in the sample) is looked up once per indication
-        (by identity, for the tuples and dicts the readers share between a UE's records)."""
+        (by identity, for the tuples and dicts the readers share between a UE's records), and
+        a UE's records, which come one after the other, go straight into its samples' values.
+        tests/test_indication_samples.py holds this to the plain one-record-at-a-time reading."""
         node = context.config.node
-        per_ue: dict[tuple[str, int], list[tuple[_Use, float]]] = defaultdict(list)
-        per_cell: dict[int, list[tuple[_Use, float]]] = defaultdict(list)
-        entries: dict[str, Measurement | None] = {}
-        uses: dict[tuple[str, int], _Use] = {}
+        per_ue: dict[tuple[str, int], _Collected] = {}
+        per_cell: dict[int, list[tuple[_Use, float]]] = {}
+        plain: dict[str, tuple[Measurement, _Use] | None] = {}  # by name, records without labels
+        labelled: dict[tuple[str, int], tuple[Measurement, _Use] | None] = {}
         cpe_of_keys: dict[int, str | None] = {}  # id(ue_keys): alive while records is
         cell_report = context.config.report == "cell"
+        # the UE the last record was of, and where its values go (None: a UE of no CPE)
+        last_keys: tuple[str, ...] | None = None
+        last_period = -1
+        collected: _Collected | None = None
         for record in records:
-            name = record.name
-            entry = (
-                entries[name]
-                if name in entries
-                else entries.setdefault(name, self._catalogue.get(name))
-            )
-            if entry is None:
+            name, labels = record.name, record.labels
+            if labels:
+                found = labelled.get((name, id(labels)), _UNSEEN)
+                if found is _UNSEEN:
+                    found = labelled[(name, id(labels))] = self._use_of(name, record)
+            else:
+                found = plain.get(name, _UNSEEN)
+                if found is _UNSEEN:
+                    found = plain[name] = self._use_of(name, record)
+            if found is None:
                 self.reject(
                     node,
                     "unknown-measurement",
@@ -278,45 +288,85 @@ class IndicationProcessor:
                     data=indication.message,
                 )
                 continue
+            entry, use = found
             value = record.value
             if value is None:
                 continue  # noValue: the node had nothing to report for this period
             if not entry.min <= value <= entry.max:  # NaN too: Measurement.check words it
                 self.reject(node, "out-of-range", entry.check(value) or "", data=indication.message)
                 continue
-            labels = record.labels
-            use = uses.get((name, id(labels) if labels else 0))
-            if use is None:
-                use = uses[(name, id(labels) if labels else 0)] = _Use.of(entry, record)
             keys = record.ue_keys
             if keys:
-                cpe_id = cpe_of_keys.get(id(keys), _UNSEEN)
-                if cpe_id is _UNSEEN:
-                    cpe_id = cpe_of_keys[id(keys)] = self._cpe_of_ue(node, keys)
-                if cpe_id is None:
+                if keys is not last_keys or record.period_index != last_period:
+                    last_keys, last_period = keys, record.period_index
+                    cpe_id = cpe_of_keys.get(id(keys), _UNSEEN)
+                    if cpe_id is _UNSEEN:
+                        cpe_id = cpe_of_keys[id(keys)] = self._cpe_of_ue(node, keys)
+                    collected = None
+                    if cpe_id is not None:
+                        slot = (cpe_id, last_period)
+                        collected = per_ue.get(slot)
+                        if collected is None:
+                            collected = per_ue[slot] = _Collected()
+                if collected is None:
                     self.reject(node, "unknown-ue", f"no CPE configured for UE {keys[0]}")
                     continue
-                per_ue[(cpe_id, record.period_index)].append((use, value))
+                collected.add(use, value)
             elif entry.scope == Scope.CELL or cell_report:
-                per_cell[record.period_index].append((use, value))
-        periods = {p for _, p in per_ue} | set(per_cell)
+                per_cell.setdefault(record.period_index, []).append((use, value))
         samples: list[KpiSample] = []
         access = context.config.access
-        for period in sorted(periods):
+        for period in sorted({p for _, p in per_ue} | set(per_cell)):
             cell = per_cell.get(period, [])
             cpe_ids = {c for c, p in per_ue if p == period} | (
                 set(self._cpes_by_node.get(node, [])) if cell else set()
             )
             time_s = start_s + (period + 1) * period_s
             for cpe_id in sorted(cpe_ids):
-                items = per_ue.get((cpe_id, period), []) + cell
-                for direction in (Direction.DOWNLINK, Direction.UPLINK):
-                    sample = self._sample(
-                        cpe_id, access, direction, time_s, period_s, items, received_s
+                values = per_ue.get((cpe_id, period))
+                if values is None:
+                    values = _Collected()
+                for use, value in cell:
+                    values.add(use, value)
+                if values.downlink:
+                    samples.append(
+                        KpiSample(
+                            cpe_id,
+                            access,
+                            Direction.DOWNLINK,
+                            time_s,
+                            period_s,
+                            values.downlink_throughput,
+                            None,
+                            None,
+                            values.downlink_available,
+                            values.downlink,
+                            received_s,
+                        )
                     )
-                    if sample is not None:
-                        samples.append(sample)
+                if values.uplink:
+                    samples.append(
+                        KpiSample(
+                            cpe_id,
+                            access,
+                            Direction.UPLINK,
+                            time_s,
+                            period_s,
+                            values.uplink_throughput,
+                            None,
+                            None,
+                            values.uplink_available,
+                            values.uplink,
+                            received_s,
+                        )
+                    )
         return samples
+
+    def _use_of(self, name: str, record: MeasurementRecord) -> tuple[Measurement, _Use] | None:
+        """A measurement's catalogue entry and what it stands for in a sample; None when the
+        catalogue does not know the name."""
+        entry = self._catalogue.get(name)
+        return None if entry is None else (entry, _Use.of(entry, record))
 
     def _cpe_of_ue(self, node: str, keys: tuple[str, ...]) -> str | None:
         """``_cpe_for``, remembered."""
@@ -333,43 +383,6 @@ class IndicationProcessor:
             if cpe_id is not None:
                 return cpe_id
         return None
-
-    @staticmethod
-    def _sample(
-        cpe_id: str,
-        access: str,
-        direction: Direction,
-        time_s: float,
-        period_s: float,
-        items: Sequence[tuple[_Use, float]],
-        received_s: float | None = None,
-    ) -> KpiSample | None:
-        downlink = direction == Direction.DOWNLINK
-        measurements: dict[str, float] = {}
-        throughput: float | None = None
-        available: bool | None = None
-        for use, reported in items:
-            if not (use.downlink if downlink else use.uplink):
-                continue
-            value = reported * use.scale
-            measurements[use.key] = value
-            if use.role == "throughput":
-                throughput = value
-            elif use.role == "link_state":
-                available = value >= 0.5
-        if not measurements:
-            return None
-        return KpiSample(
-            cpe_id=cpe_id,
-            access=access,
-            direction=direction,
-            time_s=time_s,
-            period_s=period_s,
-            throughput_mbps=throughput,
-            available=available,
-            measurements=measurements,
-            received_s=received_s,
-        )
 
 
 _UNSEEN: Any = object()
@@ -396,6 +409,43 @@ class _Use:
             entry.role,
             entry.scale_to,
         )
+
+
+class _Collected:
+    """One CPE's values of one period, as its downlink and uplink samples will hold them."""
+
+    __slots__ = (
+        "downlink",
+        "downlink_available",
+        "downlink_throughput",
+        "uplink",
+        "uplink_available",
+        "uplink_throughput",
+    )
+
+    def __init__(self) -> None:
+        self.downlink: dict[str, float] = {}
+        self.uplink: dict[str, float] = {}
+        self.downlink_throughput: float | None = None
+        self.uplink_throughput: float | None = None
+        self.downlink_available: bool | None = None
+        self.uplink_available: bool | None = None
+
+    def add(self, use: _Use, reported: float) -> None:
+        """A value in the reported unit; a later one of the same key replaces an earlier."""
+        value = reported * use.scale
+        if use.downlink:
+            self.downlink[use.key] = value
+            if use.role == "throughput":
+                self.downlink_throughput = value
+            elif use.role == "link_state":
+                self.downlink_available = value >= 0.5
+        if use.uplink:
+            self.uplink[use.key] = value
+            if use.role == "throughput":
+                self.uplink_throughput = value
+            elif use.role == "link_state":
+                self.uplink_available = value >= 0.5
 
 
 def _measurement_key(record: MeasurementRecord) -> str:
