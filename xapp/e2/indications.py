@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +129,19 @@ class IndicationProcessor:
             )
             return None
         return message
+
+    def decoding_into(
+        self, on_samples: Callable[[Sequence[KpiSample]], None]
+    ) -> Callable[[str, e2ap.Indication], None]:
+        """Where a transport hands indications to be decoded at once, in its own thread, the
+        samples going to ``on_samples`` (without a control loop that decodes them itself)."""
+
+        def decode_now(node: str, indication: e2ap.Indication) -> None:
+            samples = self.handle_indication(node, indication)
+            if samples:
+                on_samples(samples)
+
+        return decode_now
 
     def heard_from(self, node: str) -> None:
         """An indication from the node arrived (decoded now or later): the node is alive."""
@@ -328,38 +341,26 @@ class IndicationProcessor:
                     values = _Collected()
                 for use, value in cell:
                     values.add(use, value)
-                if values.downlink:
-                    samples.append(
-                        KpiSample(
-                            cpe_id,
-                            access,
-                            Direction.DOWNLINK,
-                            time_s,
-                            period_s,
-                            values.downlink_throughput,
-                            None,
-                            None,
-                            values.downlink_available,
-                            values.downlink,
-                            received_s,
+                for direction, one in (
+                    (Direction.DOWNLINK, values.downlink),
+                    (Direction.UPLINK, values.uplink),
+                ):
+                    if one.measurements:
+                        samples.append(
+                            KpiSample(
+                                cpe_id,
+                                access,
+                                direction,
+                                time_s,
+                                period_s,
+                                one.throughput,
+                                None,
+                                None,
+                                one.available,
+                                one.measurements,
+                                received_s,
+                            )
                         )
-                    )
-                if values.uplink:
-                    samples.append(
-                        KpiSample(
-                            cpe_id,
-                            access,
-                            Direction.UPLINK,
-                            time_s,
-                            period_s,
-                            values.uplink_throughput,
-                            None,
-                            None,
-                            values.uplink_available,
-                            values.uplink,
-                            received_s,
-                        )
-                    )
         return samples
 
     def _use_of(self, name: str, record: MeasurementRecord) -> tuple[Measurement, _Use] | None:
@@ -411,41 +412,41 @@ class _Use:
         )
 
 
-class _Collected:
-    """One CPE's values of one period, as its downlink and uplink samples will hold them."""
+class _Values:
+    """One direction's values of a CPE's period, as its sample will hold them."""
 
-    __slots__ = (
-        "downlink",
-        "downlink_available",
-        "downlink_throughput",
-        "uplink",
-        "uplink_available",
-        "uplink_throughput",
-    )
+    __slots__ = ("available", "measurements", "throughput")
 
     def __init__(self) -> None:
-        self.downlink: dict[str, float] = {}
-        self.uplink: dict[str, float] = {}
-        self.downlink_throughput: float | None = None
-        self.uplink_throughput: float | None = None
-        self.downlink_available: bool | None = None
-        self.uplink_available: bool | None = None
+        self.measurements: dict[str, float] = {}
+        self.throughput: float | None = None
+        self.available: bool | None = None
+
+    def put(self, use: _Use, value: float) -> None:
+        """A value in canonical units; a later one of the same key replaces an earlier."""
+        self.measurements[use.key] = value
+        if use.role == "throughput":
+            self.throughput = value
+        elif use.role == "link_state":
+            self.available = value >= 0.5
+
+
+class _Collected:
+    """One CPE's values of one period, for its downlink and uplink samples."""
+
+    __slots__ = ("downlink", "uplink")
+
+    def __init__(self) -> None:
+        self.downlink = _Values()
+        self.uplink = _Values()
 
     def add(self, use: _Use, reported: float) -> None:
-        """A value in the reported unit; a later one of the same key replaces an earlier."""
+        """A value in the reported unit, to the directions it belongs to."""
         value = reported * use.scale
         if use.downlink:
-            self.downlink[use.key] = value
-            if use.role == "throughput":
-                self.downlink_throughput = value
-            elif use.role == "link_state":
-                self.downlink_available = value >= 0.5
+            self.downlink.put(use, value)
         if use.uplink:
-            self.uplink[use.key] = value
-            if use.role == "throughput":
-                self.uplink_throughput = value
-            elif use.role == "link_state":
-                self.uplink_available = value >= 0.5
+            self.uplink.put(use, value)
 
 
 def _measurement_key(record: MeasurementRecord) -> str:

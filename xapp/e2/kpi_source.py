@@ -91,29 +91,30 @@ class E2KpiSource:
             indication.ran_function_id,
             indication.action_id,
         )
+        superseded = 0
         with self._lock:
             period = self._waiting.get(stream)
             if period is not None and period.header != indication.header:
-                self._supersede(stream, period)
+                # a newer period came: the older one is never decoded
+                del self._waiting[stream]
+                superseded = len(period.parts)
+                self._waiting_count -= superseded
+                self.superseded += superseded
                 period = None
-            if self._waiting_count >= MAX_WAITING:
-                self._decoder.reject(
-                    node, "backlog-full", f"{MAX_WAITING} indications wait already; one skipped"
-                )
-                return
-            if period is None:
-                period = self._waiting[stream] = _Period(indication.header)
-            period.parts.append((indication, arrived))
-            self._waiting_count += 1
+            full = self._waiting_count >= MAX_WAITING
+            if not full:
+                if period is None:
+                    period = self._waiting[stream] = _Period(indication.header)
+                period.parts.append((indication, arrived))
+                self._waiting_count += 1
+        if superseded:
+            self._decoder.superseded.inc(superseded)
+        if full:
+            self._decoder.reject(
+                node, "backlog-full", f"{MAX_WAITING} indications wait already; one skipped"
+            )
+            return
         self.on_added()
-
-    def _supersede(self, stream: _Stream, period: _Period) -> None:
-        """(under the lock) A newer period came: the older one is never decoded."""
-        del self._waiting[stream]
-        self._waiting_count -= len(period.parts)
-        self.superseded += len(period.parts)
-        if self._decoder is not None:
-            self._decoder.superseded.inc(len(period.parts))
 
     def decode_waiting(self) -> int:
         """Decode what waits (the loop's thread): each subscription's newest period into the

@@ -57,8 +57,7 @@ class E2MessageHandler:
         which decodes them in its own thread); None: decoded here and the samples handed to
         ``on_samples``."""
         self._processor = processor
-        self._on_indication = on_indication
-        self._on_samples = on_samples
+        self._on_indication = on_indication or processor.decoding_into(on_samples)
         self._on_outcome = on_outcome
         self._healthy = healthy
 
@@ -69,15 +68,10 @@ class E2MessageHandler:
         if payload is None:
             self._processor.reject(node, "empty", f"RMR message {message_type} without payload")
             return None
-        if message_type == RIC_INDICATION and self._on_indication is not None:
+        if message_type == RIC_INDICATION:
             indication = self._processor.read_payload(node, payload)
             if indication is not None:
                 self._on_indication(node, indication)
-            return None
-        if message_type == RIC_INDICATION:
-            samples = self._processor.handle_payload(node, payload)
-            if samples:
-                self._on_samples(samples)
             return None
         if message_type in (RIC_SUB_RESP, RIC_SUB_FAILURE, RIC_SUB_DEL_RESP):
             self._outcome(node, payload)

@@ -74,12 +74,11 @@ class StandaloneE2Termination:
         which decodes them in its own thread); None: decoded here, as they arrive, and the
         samples handed to ``on_samples``."""
         self._settings = settings
-        self._on_indication = on_indication
+        self._on_indication = on_indication or processor.decoding_into(on_samples)
         self._limits = limits or StreamLimits()
         self._open = 0  # connections being served
         self._refused_logged = False
         self._processor = processor
-        self._on_samples = on_samples
         self._store = store
         self._lock = threading.Lock()
         self._connections: dict[str, _Connection] = {}
@@ -244,12 +243,8 @@ class StandaloneE2Termination:
         except CodecError as error:
             self._processor.reject(node, error.cause, str(error))
             return
-        if isinstance(message, e2ap.Indication) and self._on_indication is not None:
+        if isinstance(message, e2ap.Indication):
             self._on_indication(node, message)
-        elif isinstance(message, e2ap.Indication):
-            samples = self._processor.handle_indication(node, message)
-            if samples:
-                self._on_samples(samples)
         elif isinstance(message, e2ap.E2SetupRequest):
             self._setup(connection, message)
         elif isinstance(message, e2ap.SubscriptionResponse):
