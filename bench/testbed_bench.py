@@ -31,7 +31,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -108,15 +108,6 @@ class Churn:
     mp_prio_received: int
     seconds: float
 
-    def as_dict(self) -> dict[str, float]:
-        return {
-            "pushes": self.pushes,
-            "flips": self.flips,
-            "mp_prio_sent": self.mp_prio_sent,
-            "mp_prio_received": self.mp_prio_received,
-            "seconds": self.seconds,
-        }
-
 
 @dataclass
 class TestbedBenchResult:
@@ -172,7 +163,7 @@ class TestbedBenchResult:
                 **{p.name: [round(c, 2) for c in p.carried_mbps] for p in self.phases},
             },
             "backup": {p.name: p.backup for p in self.phases},
-            "churn": {p.name: p.churn.as_dict() for p in self.phases if p.churn is not None},
+            "churn": {p.name: asdict(p.churn) for p in self.phases if p.churn is not None},
         }
 
 
