@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from core.collector import settle_for_service
 from core.domain import Cpe, Direction, KpiSample, ProbeOutcome, ProbeRequest, WeightSet
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from core.scenario.load import load_scenario, parse_scenario
@@ -256,6 +257,7 @@ def run_xapp_bench(
     plain_readers = {name: getattr(module, name) for name, (module, _) in readers.items()}
     for name, (module, stage) in readers.items():
         setattr(module, name, watch.timed(stage, plain_readers[name]))
+    settle_for_service()  # as `xapp serve` does once it has started
     before_processing()
     decode_s: list[float] = []
     reports = 0

@@ -44,6 +44,7 @@ from urllib.parse import urlsplit
 import uvicorn
 from prometheus_client import CollectorRegistry, Gauge
 
+from core.collector import settle_for_service
 from core.deployment import AgentConfig, CpeConfig, Deployment, DeploymentError
 from core.domain import Direction, SubscriptionRecord
 from kpm.codec import compile_all
@@ -285,6 +286,7 @@ class XappService:
             self.operator.load()
         except Exception as error:  # SDL down at start: the API refuses writes until it answers
             log.error("operator overrides not loaded from SDL: %s", error)
+        settle_for_service()  # codecs, models and configuration are built: out of the GC's walks
         self._start_http()
         if self.options.e2_mode == "standalone":
             self._start_standalone()
