@@ -23,6 +23,7 @@ from core.scenario.load import (
 )
 from e2sim.nonideal import NonIdealities
 from xapp.policy.exploration import ExplorationConfig
+from xapp.policy.hysteresis import DEFAULT_MAX_PUSHES_PER_S
 from xapp.policy.weight_policy import PolicyConfig
 
 bench_app = typer.Typer(help="Benchmarks that print figures.", no_args_is_help=True)
@@ -131,12 +132,13 @@ def bench_loop(
         float, typer.Option(help="Predicted relative gain needed to push new weights.")
     ] = 0.01,
     max_pushes_per_s: Annotated[
-        float | None,
+        float,
         typer.Option(
-            help="At most this many pushes a second per CPE and direction for a gain alone "
-            "(first weights, overrides, paths lost or back always go); no limit when not given."
+            help="At most this many pushes a second per CPE and direction for a gain alone, on "
+            "average (first weights, overrides, paths lost or back always go); 0: no limit.",
+            min=0,
         ),
-    ] = None,
+    ] = DEFAULT_MAX_PUSHES_PER_S or 0.0,
     non_idealities: Annotated[
         str,
         typer.Option(
@@ -197,7 +199,7 @@ def bench_loop(
             estimators=tuple(dict.fromkeys(estimators)),
             estimator_noise=noise,
             min_gain=min_gain,
-            max_pushes_per_s=max_pushes_per_s,
+            max_pushes_per_s=max_pushes_per_s or None,
             policy=PolicyConfig(max_weight=max_weight),
             contenders=contenders,
             agent_reaction_s=None if agent_reaction_ms is None else agent_reaction_ms / 1000,

@@ -19,7 +19,7 @@ from core.domain import (
 )
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop
-from xapp.policy.hysteresis import Hysteresis
+from xapp.policy.hysteresis import Hysteresis, PushBudget
 from xapp.policy.weight_policy import make_policy
 from xapp.ports import WeightPushError
 
@@ -363,28 +363,59 @@ def test_a_push_without_a_report_s_arrival_has_no_delay() -> None:
 
 
 def test_pushes_for_a_gain_are_limited_per_cpe_and_direction_and_urgent_ones_never() -> None:
-    """With at most 2 pushes a second for a gain, decisions every 100 ms that each see a gain
-    push every 0.5 s; a lost path is pushed at once all the same."""
+    """With at most 2 pushes a second for a gain, decisions every 100 ms that each see a large
+    gain push at most the budget's burst plus 2 a second over a minute; a lost path is pushed at
+    once all the same, with the budget spent."""
     loop, sink, _, _, estimator = make_loop(paper_table())
     loop._hysteresis = Hysteresis(0.01, max_pushes_per_s=2.0)
     pushed_at = []
-    for tick in range(21):
+    ticks = 600
+    for tick in range(ticks):
         now = tick * 0.1
         # NR alternates between two capacities far enough apart that each is a gain
         nr = 342.0 if tick % 2 else 600.0
         estimator.table = {**paper_table(now), "nr": estimate("nr", nr, at_s=now)}
         for outcome in loop.step(now):
             if outcome.pushed is not None:
-                pushed_at.append(round(now, 1))
+                pushed_at.append(now)
             else:
                 assert "held back" in outcome.reason or "unchanged" in outcome.reason, outcome
-    assert pushed_at == [0.0, 0.5, 1.0, 1.5, 2.0], pushed_at
-    # a path lost is not a gain: it goes at once, inside the interval
-    estimator.table = {**paper_table(2.1), "wifi": estimate("wifi", 0.0, at_s=2.1, available=False)}
-    (lost,) = loop.step(2.1)
+    span_s = ticks * 0.1
+    burst = PushBudget.size_for(2.0)
+    assert len(pushed_at) <= burst + 2.0 * span_s + 1, len(pushed_at)
+    # the budget refills: pushes go on to the end, not a burst and then nothing
+    assert len([t for t in pushed_at if t >= span_s / 2]) >= 2.0 * span_s / 2 - 2
+    # a path lost is not a gain: it goes at once, even with the budget spent
+    loop._budgets[("cpe-1", DL)].tokens = 0.0
+    estimator.table = {
+        **paper_table(60.0),
+        "wifi": estimate("wifi", 0.0, at_s=60.0, available=False),
+    }
+    (lost,) = loop.step(60.0)
     assert lost.pushed is not None, lost.reason
     assert "lost" in lost.reason
-    assert len(sink.pushed) == 6
+    assert len(sink.pushed) == len(pushed_at) + 1
+
+
+def test_the_push_budget_keeps_large_gains_and_holds_back_small_ones() -> None:
+    """Half spent, the budget still lets a large gain through and holds back a small one; spent,
+    it holds back every gain until it refills."""
+    budget = PushBudget.full(2.0, now_s=0.0)
+    size = PushBudget.size_for(2.0)
+    assert budget.gain_needed(0.01) == pytest.approx(0.01)
+    for _ in range(int(size / 2)):
+        budget.spend()
+    needed = budget.gain_needed(0.01)
+    assert needed is not None
+    assert 0.015 < needed < 0.03
+    for _ in range(int(size)):
+        budget.spend()
+    assert budget.gain_needed(0.01) is None
+    budget.refill(0.5)  # one push's worth at 2 a second
+    assert budget.gain_needed(0.01) == pytest.approx(0.01 * size)
+    budget.refund()
+    budget.refill(1000.0)
+    assert budget.tokens == size
 
 
 def test_the_push_limit_must_be_positive() -> None:

@@ -105,10 +105,14 @@ def test_the_outage_stall_reaches_the_policy() -> None:
     assert live_settings(quick).policy.outage_stall_s == 0.1
 
 
-def test_the_push_limit_reaches_the_loop_and_is_off_by_default() -> None:
+def test_the_push_limit_reaches_the_loop_with_the_policys_default_and_null_lifts_it() -> None:
+    from xapp.policy.hysteresis import DEFAULT_MAX_PUSHES_PER_S
     from xapp.service import live_settings
 
-    assert live_settings(parse_deployment(good(), "f.json")).max_pushes_per_s is None
+    by_default = live_settings(parse_deployment(good(), "f.json")).max_pushes_per_s
+    assert by_default == DEFAULT_MAX_PUSHES_PER_S == 3.0
+    lifted = parse_deployment(edited(lambda d: d.update(policy={"max_pushes_per_s": None})), "f")
+    assert live_settings(lifted).max_pushes_per_s is None
     limited = parse_deployment(edited(lambda d: d.update(policy={"max_pushes_per_s": 2})), "f.json")
     assert live_settings(limited).max_pushes_per_s == 2
     with pytest.raises(DeploymentError, match=r"policy\.max_pushes_per_s"):

@@ -28,7 +28,7 @@ from core.domain import (
 )
 from core.sequence import is_after, next_after
 from xapp.policy.exploration import Exploration
-from xapp.policy.hysteresis import Hysteresis, PushDecision
+from xapp.policy.hysteresis import Hysteresis, PushBudget, PushDecision
 from xapp.policy.outage_risk import OutageRisk
 from xapp.policy.weight_policy import PathView, PolicyInput, Proposal, WeightPolicy
 from xapp.ports import (
@@ -198,8 +198,8 @@ class ControlLoop:
         self._may_push = may_push
         # When the newest report of each (CPE, direction) arrived (monotonic), if reports say.
         self._report_received_s: dict[tuple[str, Direction], float] = {}
-        # When each (CPE, direction) was last decided to be pushed (the push limit).
-        self._last_push_s: dict[tuple[str, Direction], float] = {}
+        # What each (CPE, direction) may still push for a gain (the push limit).
+        self._budgets: dict[tuple[str, Direction], PushBudget] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
         self._batched_pool: ThreadPoolExecutor | None = None
@@ -302,6 +302,11 @@ class ControlLoop:
         self._save(saves)
         return outcomes
 
+    def _refund(self, key: tuple[str, Direction]) -> None:
+        budget = self._budgets.get(key)
+        if budget is not None:
+            budget.refund()
+
     def _withdraw(self, key: tuple[str, Direction]) -> bool:
         """What is decided at once (an override, a carrier lost) replaces a push of an earlier
         step that is still waiting for a thread, behind slow agents' pushes in a busy fleet
@@ -311,7 +316,7 @@ class ControlLoop:
         if not future.cancel():
             return False
         del self._in_flight[key]
-        self._last_push_s.pop(key, None)  # never pushed: the push limit does not hold it
+        self._refund(key)  # never pushed: the push limit does not count it
         return True
 
     def _save(self, saves: _Saves) -> None:
@@ -413,7 +418,7 @@ class ControlLoop:
             self._carrier,
             self._last_usable_estimate,
             self._report_received_s,
-            self._last_push_s,
+            self._budgets,
         ]
         for history in histories:
             for key in [k for k in history if k[0] not in kept]:
@@ -541,20 +546,22 @@ class ControlLoop:
             mode_changed=begun.mode_changed,
             override_changed=begun.override_changed,
         )
-        if decision.push and decision.for_gain:
-            # A push for a gain alone comes at least the limit's interval after the last push.
-            last = self._last_push_s.get(key)
-            if (
-                last is not None
-                and begun.now_s - last < self._hysteresis.min_push_interval_s - 1e-9
-            ):
+        rate = self._hysteresis.max_pushes_per_s
+        if decision.push and rate is not None:
+            budget = self._budgets.get(key)
+            if budget is None:
+                budget = self._budgets[key] = PushBudget.full(rate, begun.now_s)
+            budget.refill(begun.now_s)
+            needed = budget.gain_needed(self._hysteresis.min_gain)
+            if decision.for_gain and (needed is None or decision.gain < needed):
                 decision = PushDecision(
                     False,
-                    f"{decision.reason}, held back: at most "
-                    f"{self._hysteresis.max_pushes_per_s:g} pushes a second for a gain",
+                    f"{decision.reason}, held back: "
+                    + ("the push budget is spent" if needed is None else f"{needed:.1%} needed")
+                    + f" (at most {rate:g} pushes a second for a gain)",
                 )
-        if decision.push:
-            self._last_push_s[key] = begun.now_s
+            else:
+                budget.spend()  # pushes that cannot wait count too, though never held back
         if not decision.push:
             self._last_rule[key] = rule
             self._last_override[key] = override_revision
@@ -593,7 +600,7 @@ class ControlLoop:
             if self._last_failure.get(key) != str(failure):
                 log.warning("push to %s %s failed: %s", item.cpe_id, item.direction, failure)
                 self._last_failure[key] = str(failure)
-            self._last_push_s.pop(key, None)  # not in force: the push limit does not hold it
+            self._refund(key)  # not in force: the push limit does not count it
             held, current = failure.held, item.current
             if held is not None and (
                 current is None
