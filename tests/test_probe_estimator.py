@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections import deque
 from collections.abc import Sequence
 
 import pytest
@@ -294,3 +295,27 @@ def test_each_cpe_feeds_only_the_estimators_its_mode_reads() -> None:
         estimate = selection.estimate(f"cpe-{n}", "wifi", DL, 1.0)
         assert estimate is not None
         assert estimate.capacity_mbps == pytest.approx(1190.0, rel=0.01)
+
+
+def test_updates_within_a_down_check_interval_consider_only_the_paths_they_report() -> None:
+    """The live loop feeds each node's reports as they come, three or four updates a period:
+    every path is considered once every down-check interval, and in between only the paths an
+    update is about (a 1,000-CPE xApp spent a sixth of its time considering every path of the
+    fleet at every update)."""
+    prober = ScriptedProber({"nr": 340.0, "wifi": 1190.0})
+    estimator = ProbeEstimator(prober, ProbeSettings(routine_gap_s=10.0, max_per_cpe=2))
+    first = [KpiSample(c, "nr", DL, 1.0, 1.0, throughput_mbps=30.0) for c in ("a", "b")]
+    estimator.update(first, 1.0)  # a sweep: both CPEs' NR paths
+    assert sorted(r.cpe_id for _, r in prober.started) == ["a", "b"]
+    prober.started.clear()
+    # b's Wi-Fi reports 0.3 s later, inside the interval: only that path is considered
+    estimator.update([KpiSample("b", "wifi", DL, 1.0, 1.0, throughput_mbps=90.0)], 1.3)
+    assert [(r.cpe_id, r.access) for _, r in prober.started] == [("b", "wifi")]
+    prober.started.clear()
+    # a's Wi-Fi was first seen then too but only probed at the next sweep, a second after the
+    # last one, whatever that update reports
+    estimator._history[("a", "wifi", DL)] = deque([KpiSample("a", "wifi", DL, 1.0, 1.0)])
+    estimator.update([], 1.9)
+    assert prober.started == []
+    estimator.update([], 2.0)
+    assert [(r.cpe_id, r.access) for _, r in prober.started] == [("a", "wifi")]

@@ -226,7 +226,9 @@ class LiveControl:
         self._reports_since_step = 0
         self._reports_per_period = 0
         self._count_lock = threading.Lock()
-        self._report_arrived = threading.Event()  # wakes a gather at each report
+        # Wakes a gather at each report, and at an override, which is acted on at once rather
+        # than after the period's last report.
+        self._report_arrived = threading.Event()
         self.source.on_added = self._reports_in
         self._event_watcher: AgentEventWatcher | None = None
         self.access_events = 0
@@ -385,13 +387,14 @@ class LiveControl:
         self.state.refresh((c.cpe_id, d) for c in cpes for d in self.settings.directions)
         started = time.perf_counter()
         self._loop.take_reports(now_s)
+        self._react_if_waiting()  # the estimators' update takes a while with a fleet
         # The parts' pushes share one wait (the loop's own per part would add up).
         push_until = time.monotonic() + self._push_wait_s()
         outcomes: list[StepOutcome] = []
         for first in range(0, len(cpes), STEP_PART):
             outcomes += self._loop.decide(cpes[first : first + STEP_PART], now_s, push_until)
-            if first + STEP_PART < len(cpes) and self._waiting():
-                self.react(time.time())
+            if first + STEP_PART < len(cpes):
+                self._react_if_waiting()
         self.on_step(time.perf_counter() - started, outcomes)
         self.steps += 1
         self._handle(outcomes, now_s)
@@ -444,12 +447,13 @@ class LiveControl:
         with self._events_lock:
             self._soon.add(cpe_id)
         self._wake.set()
+        self._report_arrived.set()
 
     def on_access_event(self, event: AccessEvent) -> None:
         """Called by the event watcher's threads; the loop's thread acts on it."""
         with self._events_lock:
             self._events[(event.agent_url, event.access)] = event
-        self._wake.set()
+        self._wake.set()  # not the gather's: a flooding agent would keep it from gathering
 
     def react(self, now_s: float) -> list[StepOutcome]:
         """Decide at once for the CPEs whose agents reported a carrier lost or back."""
@@ -825,8 +829,18 @@ class LiveControl:
             # each decoded while the others are awaited, not all at the step's start
             self._report_arrived.wait(min(wait_s, quiet))
             self._take_early()
+            self._react_if_waiting()
             if self._stop.is_set():
                 return True
+
+    def _react_if_waiting(self) -> None:
+        """An override or an agent's event that came while the loop was busy (a fleet's
+        step or gather lasts a good part of the period): acted on now, not after it."""
+        if self._waiting():
+            try:
+                self.react(time.time())
+            except Exception:  # as in _run: logged in full, the loop goes on
+                log.exception("reacting to an agent's event failed")
 
     def _take_early(self) -> None:
         """Reports in before the period's last: decoded and fed to the estimators while the

@@ -71,6 +71,8 @@ class FusedEstimator:
             raise ValueError("fusion needs at least one estimator")
         self.sources = list(sources)
         self.references = list(references)
+        # Fixed for the estimator's life: asked for every path of a fleet every period.
+        self._measuring = frozenset(reference.name for reference in self.references)
         # (path, source) → (comparisons, bias: slow mean relative error, mean squared error)
         self._errors: dict[tuple[Path, str], tuple[int, float, float]] = {}
         self.drift_ratio_per_s = drift_ratio_per_s
@@ -179,7 +181,7 @@ class FusedEstimator:
                 True,
                 lower_bound=True,
             )
-        measuring = {reference.name for reference in self.references}
+        measuring = self._measuring
         measured = [e.measured_at_s for e in exact if e.source in measuring]
         if measured:
             # A newer measurement of the path supersedes an older one (a probe of seconds ago
@@ -253,8 +255,7 @@ class FusedEstimator:
         """The source's mean relative error on this path, once it is worth correcting."""
         path = (estimate.cpe_id, estimate.access, estimate.direction)
         count, mean, _ = self._errors.get((path, estimate.source), (0, 0.0, 0.0))
-        measuring = {reference.name for reference in self.references}
-        if count < BIAS_AFTER or estimate.source in measuring or abs(mean) > MAX_BIAS:
+        if count < BIAS_AFTER or estimate.source in self._measuring or abs(mean) > MAX_BIAS:
             return None
         return mean
 
