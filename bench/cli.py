@@ -138,7 +138,7 @@ def bench_loop(
             "average (first weights, overrides, paths lost or back always go); 0: no limit.",
             min=0,
         ),
-    ] = DEFAULT_MAX_PUSHES_PER_S or 0.0,
+    ] = DEFAULT_MAX_PUSHES_PER_S,
     non_idealities: Annotated[
         str,
         typer.Option(

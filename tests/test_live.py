@@ -213,6 +213,31 @@ def timed_steps(period_s: float) -> tuple[LiveControl, list[float], threading.Ev
         e2_cpes(load_scenario("paper-static")),
         LiveSettings(cpe_agents={}, proxy_agent=None, period_s=period_s),
     )
+    return timed_steps_of(control)
+
+
+def fleet_control(period_s: float) -> LiveControl:
+    """A live loop over test_decode_backlog's fleet of 1,000 CPEs on one NR node, decoding
+    their indications in its own thread, without agents."""
+    from tests.test_decode_backlog import fleet_cpes, fleet_processor
+
+    control = LiveControl(
+        fleet_cpes(),
+        LiveSettings(
+            cpe_agents={},
+            proxy_agent=None,
+            period_s=period_s,
+            estimator=EstimatorSettings("kpi-only"),
+        ),
+    )
+    control.source.decode_with(fleet_processor())
+    control.prepare_without_waiting()
+    return control
+
+
+def timed_steps_of(control: LiveControl) -> tuple[LiveControl, list[float], threading.Event]:
+    """``control`` with steps that only note when they began (and set the event), and no
+    reactions."""
     steps: list[float] = []
     stepped = threading.Event()
 
@@ -322,20 +347,10 @@ def test_reports_in_before_the_periods_last_reach_the_estimators_while_it_is_awa
     """A node's report is decoded and fed to the estimators as it comes, while the loop waits
     for the period's other reports: after the last one only its own work is left (at 100 ms
     reports, one CPE: a mean report → agent's answer of 33 ms, 38 ms before)."""
-    from tests.test_decode_backlog import START, fleet_cpes, fleet_processor, period_indication
+    from tests.test_decode_backlog import START, period_indication
 
     period_s = 4.0
-    control = LiveControl(
-        fleet_cpes(),
-        LiveSettings(
-            cpe_agents={},
-            proxy_agent=None,
-            period_s=period_s,
-            estimator=EstimatorSettings("kpi-only"),
-        ),
-    )
-    control.source.decode_with(fleet_processor())
-    control.prepare_without_waiting()
+    control, steps, stepped = timed_steps_of(fleet_control(period_s))
     fed: list[tuple[float, int]] = []  # when the estimators were fed, and how many samples
     update = control.estimator.update
 
@@ -345,16 +360,6 @@ def test_reports_in_before_the_periods_last_reach_the_estimators_while_it_is_awa
         update(samples, now_s)
 
     control.estimator.update = counted_update  # type: ignore[assignment,method-assign]
-    steps: list[float] = []
-    stepped = threading.Event()
-
-    def step(now_s: float) -> list[object]:
-        steps.append(time.monotonic())
-        stepped.set()
-        return []
-
-    control.step = step  # type: ignore[assignment,method-assign]
-    control.react = lambda now_s: []  # type: ignore[method-assign]
     # a period in three parts, as three nodes would send them: 500 UEs, 400, 100
     parts = [range(0, 500), range(500, 900), range(900, 1000)]
     first = [period_indication(START, 10.0, part) for part in parts]
@@ -389,28 +394,10 @@ def test_an_override_is_acted_on_while_the_loop_awaits_the_periods_last_report()
     nodes send them over a good part of the period) is decided then, not after the step: with
     1,000 CPEs an override waited for the gather and the whole step (p99 2.4-3.5 s at 1 s
     reports in `atsss bench fleet --estimator fused`)."""
-    from tests.test_decode_backlog import START, fleet_cpes, fleet_processor, period_indication
+    from tests.test_decode_backlog import START, period_indication
 
     period_s = 4.0
-    control = LiveControl(
-        fleet_cpes(),
-        LiveSettings(
-            cpe_agents={},
-            proxy_agent=None,
-            period_s=period_s,
-            estimator=EstimatorSettings("kpi-only"),
-        ),
-    )
-    control.source.decode_with(fleet_processor())
-    control.prepare_without_waiting()
-    steps: list[float] = []
-    stepped = threading.Event()
-
-    def step(now_s: float) -> list[object]:
-        steps.append(time.monotonic())
-        stepped.set()
-        return []
-
+    control, steps, stepped = timed_steps_of(fleet_control(period_s))
     reacted: list[tuple[float, set[str]]] = []
     acted = threading.Event()
 
@@ -422,7 +409,6 @@ def test_an_override_is_acted_on_while_the_loop_awaits_the_periods_last_report()
             acted.set()
         return []
 
-    control.step = step  # type: ignore[assignment,method-assign]
     control.react = react  # type: ignore[assignment,method-assign]
     parts = [range(0, 500), range(500, 900), range(900, 1000)]
     first = [period_indication(START, 10.0, part) for part in parts]

@@ -28,7 +28,7 @@ from core.domain import (
 )
 from core.sequence import is_after, next_after
 from xapp.policy.exploration import Exploration
-from xapp.policy.hysteresis import Hysteresis, PushBudget, PushDecision
+from xapp.policy.hysteresis import Hysteresis, PushBudget
 from xapp.policy.outage_risk import OutageRisk
 from xapp.policy.weight_policy import PathView, PolicyInput, Proposal, WeightPolicy
 from xapp.ports import (
@@ -551,17 +551,7 @@ class ControlLoop:
             budget = self._budgets.get(key)
             if budget is None:
                 budget = self._budgets[key] = PushBudget.full(rate, begun.now_s)
-            budget.refill(begun.now_s)
-            needed = budget.gain_needed(self._hysteresis.min_gain)
-            if decision.for_gain and (needed is None or decision.gain < needed):
-                decision = PushDecision(
-                    False,
-                    f"{decision.reason}, held back: "
-                    + ("the push budget is spent" if needed is None else f"{needed:.1%} needed")
-                    + f" (at most {rate:g} pushes a second for a gain)",
-                )
-            else:
-                budget.spend()  # pushes that cannot wait count too, though never held back
+            decision = budget.admit(decision, self._hysteresis.min_gain, begun.now_s)
         if not decision.push:
             self._last_rule[key] = rule
             self._last_override[key] = override_revision

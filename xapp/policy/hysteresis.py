@@ -21,7 +21,7 @@ class PushDecision:
 # reports on a real NR trace (raca-driving) it takes a third of the pushes away for 0.0004 of
 # efficiency (0.932 with 1,970 pushes in 450 s, 0.9316 with 1,365), where two a second would
 # cost 0.004 (0.928; docs/estimators.md).
-DEFAULT_MAX_PUSHES_PER_S: float | None = 3.0
+DEFAULT_MAX_PUSHES_PER_S = 3.0
 # The budget holds this many seconds of pushes at the limit's rate: a burst of changes (a path
 # lost and back, a handover) is followed at once, and the threshold follows the long-run rate
 # (on raca-driving at 2 a second: 0.912 with 2 s, 0.926 with 5 s, 0.928 with 20 s and 60 s).
@@ -50,23 +50,45 @@ class PushBudget:
     def size_for(rate_per_s: float) -> float:
         return max(1.0, rate_per_s * BUDGET_SPAN_S)
 
+    @property
+    def size(self) -> float:
+        return self.size_for(self.rate_per_s)
+
     def refill(self, now_s: float) -> None:
         elapsed = max(0.0, now_s - self.at_s)
-        self.tokens = min(self.size_for(self.rate_per_s), self.tokens + elapsed * self.rate_per_s)
+        self.tokens = min(self.size, self.tokens + elapsed * self.rate_per_s)
         self.at_s = max(self.at_s, now_s)
 
     def gain_needed(self, min_gain: float) -> float | None:
         """The predicted gain a push for a gain needs now (None: the budget is spent)."""
         if self.tokens < 1.0 - 1e-9:
             return None
-        return min_gain * self.size_for(self.rate_per_s) / self.tokens
+        return min_gain * self.size / self.tokens
+
+    def admit(self, decision: PushDecision, min_gain: float, now_s: float) -> PushDecision:
+        """The hysteresis's decision as the budget lets it be: a push for a gain below what the
+        budget needs now is held back; every push that goes is spent, those that cannot wait
+        too (though never held back)."""
+        if not decision.push:
+            return decision
+        self.refill(now_s)
+        needed = self.gain_needed(min_gain)
+        if decision.for_gain and (needed is None or decision.gain < needed):
+            return PushDecision(
+                False,
+                f"{decision.reason}, held back: "
+                + ("the push budget is spent" if needed is None else f"{needed:.1%} needed")
+                + f" (at most {self.rate_per_s:g} pushes a second for a gain)",
+            )
+        self.spend()
+        return decision
 
     def spend(self) -> None:
         self.tokens = max(0.0, self.tokens - 1.0)
 
     def refund(self) -> None:
         """A push that never reached its agent (withdrawn, failed) costs nothing."""
-        self.tokens = min(self.size_for(self.rate_per_s), self.tokens + 1.0)
+        self.tokens = min(self.size, self.tokens + 1.0)
 
 
 @dataclass(frozen=True)
