@@ -54,6 +54,7 @@ BIAS_AFTER = 3  # comparisons before a source's bias is trusted enough to correc
 MAX_BIAS = 0.5  # a source more than 50 % off on average is discounted, not rescued
 
 Path = tuple[str, str, Direction]
+_NOT_SERVED = object()
 
 
 class FusedEstimator:
@@ -78,6 +79,8 @@ class FusedEstimator:
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights)
+        # The estimate last given out per path since its last update: the forecast to judge.
+        self._served: dict[Path, CapacityEstimate | None] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         paths = {(s.cpe_id, s.access, s.direction) for s in samples}
@@ -92,8 +95,13 @@ class FusedEstimator:
                 found.append(e)
                 if e.available and not e.lower_bound:
                     priors[(path, source.name)] = e
-            own = self._fuse(path, [e for e in found if e.age_s(now_s) <= self.max_age_s], now_s)
-            if own is not None and own.available and not own.lower_bound:
+            # Fusion's own forecast is what it last told the loop, which acted on it; only a
+            # path nobody asked about since its last update has it made now.
+            own = self._served.pop(path, _NOT_SERVED)
+            if own is _NOT_SERVED:
+                fresh = [e for e in found if e.age_s(now_s) <= self.max_age_s]
+                own = self._fuse(path, fresh, now_s)
+            if isinstance(own, CapacityEstimate) and own.available and not own.lower_bound:
                 priors[(path, self.name)] = own
         for source in self.sources:
             source.update(samples, now_s)
@@ -144,7 +152,9 @@ class FusedEstimator:
             if (e := source.estimate(cpe_id, access, direction, now_s)) is not None
             and e.age_s(now_s) <= self.max_age_s
         ]
-        return self._fuse((cpe_id, access, direction), found, now_s)
+        path = (cpe_id, access, direction)
+        fused = self._served[path] = self._fuse(path, found, now_s)
+        return fused
 
     def _fuse(
         self, path: Path, found: Sequence[CapacityEstimate], now_s: float
