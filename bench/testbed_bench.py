@@ -3,9 +3,9 @@
 Topology (agent/testbed.py): a CPE and an MPTCP proxy in two network namespaces, one veth pair
 per access, htb shaping each way, and a management link from the host's namespace to the CPE.
 The scenario's capacities, scaled to what this machine can shape, drive both the shaping
-(changed in place every second, outages as 100 % loss) and the KPM simulator, so the KPIs the
-xApp reads describe the paths the data really crosses. One long MPTCP iperf3 transfer runs
-per phase:
+(changed in place every 100 ms, the world's clock; outages as 100 % loss) and the KPM
+simulator, so the KPIs the xApp reads describe the paths the data really crosses. One long
+MPTCP iperf3 transfer runs per phase:
 
 1. **all active**: every path weighted 1, the kernel's own scheduler spreads the data (the
    baseline: what MPTCP does without us);
@@ -43,6 +43,7 @@ from agent.testbed import ACCESSES, Testbed
 from bench.live_system import FIRST_PUSH
 from core.domain import Direction
 from core.scenario.model import Scenario
+from core.scenario.truth import WORLD_CLOCK_S
 from core.sequence import epoch_at
 from e2sim.world import SimWorld
 
@@ -75,13 +76,14 @@ class TestbedBenchSettings:
     # The transfer's TCP congestion control on every subflow (set on the sockets, so the host's
     # default does not decide it); "host" leaves the host's. The kernel's default is cubic.
     congestion: str = "cubic"
-    # The simulated nodes' reporting period; below a second the paths are shaped that often
-    # too, so that what the reports say is what the data meets.
+    # The simulated nodes' reporting period. The paths are shaped on the world's clock
+    # whatever it is, so that runs at 1 s and at 100 ms reports cross the same paths, and a
+    # 1 s report says what the second's shaping was on average.
     reporting_period_ms: int = 1000
 
     @property
     def shaping_step_s(self) -> float:
-        return min(1.0, self.reporting_period_ms / 1000.0)
+        return WORLD_CLOCK_S
 
 
 @dataclass
@@ -240,7 +242,7 @@ def run_testbed_bench(
 
 class _Schedule:
     """The scenario's capacities of the testbed's one CPE, as shaping rates, on the world's
-    ticks (a second, or the reporting period below a second)."""
+    ticks (WORLD_CLOCK_S)."""
 
     def __init__(self, world: SimWorld, direction: Direction) -> None:
         self.world = world
@@ -473,8 +475,8 @@ def _follow_clock(
     result: PhaseResult,
     outage: str,
 ) -> None:
-    """Every tick (a second, or the reporting period below it): shape to the scenario's
-    capacities of that tick; every second, note the backup flags."""
+    """Every tick of the world's clock: shape to the scenario's capacities of that tick;
+    every second, note the backup flags."""
     per_s = schedule.ticks_per_s
     tick = max(0, int((time.monotonic() - clock_start) * per_s))
     result.backup.extend({} for _ in range(tick // per_s))

@@ -344,3 +344,19 @@ def test_a_shipped_scenario_without_its_trace_is_named_listed_and_skipped(
     assert "raca5g-download/driving/B_2019.12.16_14.23.32.csv not found" in line
     assert "Raca et al. 5G dataset" in line
     assert "https://github.com/uccmisl/5Gdataset" in line
+
+
+def test_a_scenarios_variability_is_one_world_whatever_grid_reads_it() -> None:
+    """1 s and 100 ms reports (and `bench loop`'s 10 ms steps) face the same fluctuations: a
+    coarse grid reads the mean of the world's 100 ms ticks, a fine one reads each tick held."""
+    scenario = load_scenario("paper-dynamic")  # NR: 342 Mbit/s with 3 % jitter over 5 s
+    nr = scenario.access_names.index("nr")
+    tenth = sample_truth(scenario, Direction.DOWNLINK, 0.1).capacity_mbps[:, 0, nr]
+    second = sample_truth(scenario, Direction.DOWNLINK, 1.0).capacity_mbps[:, 0, nr]
+    hundredth = sample_truth(scenario, Direction.DOWNLINK, 0.01).capacity_mbps[:, 0, nr]
+    assert tenth.std() > 0.01 * 342  # the jitter is there to be seen
+    np.testing.assert_allclose(second, tenth.reshape(-1, 10).mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(hundredth.reshape(-1, 10), np.repeat(tenth[:, None], 10, axis=1))
+    # A grid that is not a multiple of the clock still reads each step's mean.
+    quarter = sample_truth(scenario, Direction.DOWNLINK, 0.25).capacity_mbps[:, 0, nr]
+    np.testing.assert_allclose(quarter.reshape(-1, 4).mean(axis=1), second, rtol=1e-12)
