@@ -7,10 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from bench.live_system import persistent_redis
 from core.domain import Direction
 from tests.servers import misbehaving_server
 from tests.test_agent_api import agent, put, write_config
+from xapp.adapters.redis_documents import RedisDocuments
 from xapp.adapters.sdl_store import SdlStateStore
+from xapp.operator.state import SharedDocuments, StoreUnavailableError
 
 
 def export(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
@@ -61,3 +66,22 @@ def test_xapp_run_keeps_its_state_in_sdl(redis_port: int, tmp_path: Path) -> Non
     stored = SdlStateStore().load_weights("cpe-1", Direction.DOWNLINK)
     assert stored is not None
     assert stored.sequence == 9
+
+
+def test_shared_documents_read_while_redis_restarts_is_sdl_unavailable_then_reads(
+    tmp_path: Path,
+) -> None:
+    """Before: Redis gone between the version check and the read raised redis's own error,
+    which ended the thread that follows other replicas' changes: that replica never saw
+    another run-time CPE (tests/test_replicas_agree.py, once in a full run)."""
+    with persistent_redis(tmp_path / "redis") as server:
+        here = SharedDocuments(RedisDocuments("follow-test", port=server.port), "operator/cpe/")
+        there = SharedDocuments(RedisDocuments("follow-test", port=server.port), "operator/cpe/")
+        assert there.commit({"operator/cpe/cpe-7": {"cpe": {"id": "cpe-7"}}}, [])
+        assert here.moved()
+        server.kill()
+        with pytest.raises(StoreUnavailableError, match="SDL did not answer"):
+            here.read()
+        server.start()  # on the same data: what was committed is read now
+        assert here.read() == {"operator/cpe/cpe-7": {"cpe": {"id": "cpe-7"}}}
+        assert not here.moved()

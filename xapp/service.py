@@ -238,6 +238,7 @@ class XappService:
             audit_log=self.audit_log,
         )
         self.cpe_registry = CpeRegistry(self.store, self.operator)
+        self._registry_unapplied = False  # entries read from SDL, not yet in force here
         self.file_deployment = deployment  # as the file says; self.deployment: in force
         self.control.estimator.choice = self.operator.estimator_choice
         self._stopping = threading.Event()
@@ -450,7 +451,10 @@ class XappService:
         # a quarter period: another replica's change is in force here within the period
         check_s = min(SHARED_STATE_CHECK_S, reporting_period_s(self.deployment) / 4)
         while not self._stopping.wait(check_s):
-            self.follow_shared_state()
+            try:
+                self.follow_shared_state()
+            except Exception:  # one bad pass must not end the following for good
+                log.exception("changes of other replicas not followed this time")
             try:
                 expired = self.operator.expire()
             except StoreUnavailableError as error:
@@ -464,11 +468,16 @@ class XappService:
         of the version in SDL, and the documents only when it moved."""
         try:
             self.operator.refresh()
+            # The entries are read once when they move; until what they say is in force here
+            # (SDL can fail between the read and the apply) they are applied again each pass.
             if self.cpe_registry.refresh():
+                self._registry_unapplied = True
+            if self._registry_unapplied:
                 with self._reload_lock:
                     in_force = self.cpe_registry.apply(self.file_deployment, check=self._check_cpes)
                     if in_force != self.deployment:
                         self._apply(in_force)
+                self._registry_unapplied = False
         except StoreUnavailableError as error:
             log.warning("changes of other replicas not read: %s", error)
 

@@ -351,6 +351,10 @@ class SharedDocuments:
             self.version, found = self._documents.read_documents(self.prefix)
         except StaleVersionError as error:
             raise StoreUnavailableError(f"SDL is too busy to read: {error}") from error
+        except Exception as error:  # ricsdl and redis raise their own types
+            # SDL gone between the version and the read (a Redis restart): the caller's
+            # "SDL did not answer", never an error type it does not expect.
+            raise StoreUnavailableError(f"SDL did not answer: {error}") from error
         self.in_step_at = time.monotonic()
         return found
 
