@@ -18,9 +18,9 @@ class PushDecision:
 
 
 # Three a second: a one-second period never reaches it (one decision a period); at 100 ms
-# reports on a real NR trace (raca-driving) it takes a third of the pushes away for 0.0004 of
-# efficiency (0.932 with 1,970 pushes in 450 s, 0.9316 with 1,365), where two a second would
-# cost 0.004 (0.928; docs/estimators.md).
+# reports on a real NR trace (raca-driving) it takes three pushes in ten away for 0.002 of
+# efficiency (0.933 with 1,942 pushes in 450 s, 0.931 with 1,371), where two a second would
+# cost 0.0055 (0.9275; docs/estimators.md).
 DEFAULT_MAX_PUSHES_PER_S = 3.0
 # The budget holds this many seconds of pushes at the limit's rate: a burst of changes (a path
 # lost and back, a handover) is followed at once, and the threshold follows the long-run rate
