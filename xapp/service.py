@@ -450,11 +450,18 @@ class XappService:
     def _expire_overrides(self) -> None:
         # a quarter period: another replica's change is in force here within the period
         check_s = min(SHARED_STATE_CHECK_S, reporting_period_s(self.deployment) / 4)
+        failed: str | None = None  # the last pass's failure, if it failed
         while not self._stopping.wait(check_s):
             try:
                 self.follow_shared_state()
-            except Exception:  # one bad pass must not end the following for good
-                log.exception("changes of other replicas not followed this time")
+                failed = None
+            except Exception as error:  # one bad pass must not end the following for good
+                # With its traceback once; the same failure again at each pass, in a line.
+                if repr(error) != failed:
+                    log.exception("changes of other replicas not followed this time")
+                else:
+                    log.debug("changes of other replicas still not followed: %s", error)
+                failed = repr(error)
             try:
                 expired = self.operator.expire()
             except StoreUnavailableError as error:
