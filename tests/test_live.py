@@ -13,6 +13,7 @@ import pytest
 from core.domain import Direction, KpiSample
 from core.scenario.e2_identities import e2_cpes
 from core.scenario.load import load_scenario
+from kpm import e2ap
 from tests.test_agent_api import TOKEN, agent, put, write_config
 from xapp.adapters.agent_events import AccessEvent
 from xapp.adapters.agent_http import AgentEndpoint
@@ -251,6 +252,25 @@ def timed_steps_of(control: LiveControl) -> tuple[LiveControl, list[float], thre
     return control, steps, stepped
 
 
+def after_a_first_period(
+    control: LiveControl, stepped: threading.Event, period_s: float
+) -> list[e2ap.Indication]:
+    """Feed a started loop one period in three parts, as three nodes would send them (500
+    UEs, 400, 100), wait for its step and into the next period; the next period's three
+    parts, to send."""
+    from tests.test_decode_backlog import START, period_indication
+
+    parts = [range(0, 500), range(500, 900), range(900, 1000)]
+    first = [period_indication(START, 10.0, part) for part in parts]
+    second = [period_indication(START + 1, 20.0, part) for part in parts]
+    for indication in first:  # the first period, counted: three reports a period
+        control.source.add_indication("gnb", indication)
+    assert stepped.wait(10 * period_s), "no step after the first reports"
+    time.sleep(period_s * 0.6)
+    stepped.clear()
+    return second
+
+
 def test_a_step_follows_the_reports_not_a_timer_of_its_own() -> None:
     """Reports that come in start a step a moment later (before: they waited for the loop's
     own timer, up to a period: 230 ms median, 504 ms p99 at 1 s reports); without reports a
@@ -347,8 +367,6 @@ def test_reports_in_before_the_periods_last_reach_the_estimators_while_it_is_awa
     """A node's report is decoded and fed to the estimators as it comes, while the loop waits
     for the period's other reports: after the last one only its own work is left (at 100 ms
     reports, one CPE: a mean report → agent's answer of 33 ms, 38 ms before)."""
-    from tests.test_decode_backlog import START, period_indication
-
     period_s = 4.0
     control, steps, stepped = timed_steps_of(fleet_control(period_s))
     fed: list[tuple[float, int]] = []  # when the estimators were fed, and how many samples
@@ -360,17 +378,9 @@ def test_reports_in_before_the_periods_last_reach_the_estimators_while_it_is_awa
         update(samples, now_s)
 
     control.estimator.update = counted_update  # type: ignore[assignment,method-assign]
-    # a period in three parts, as three nodes would send them: 500 UEs, 400, 100
-    parts = [range(0, 500), range(500, 900), range(900, 1000)]
-    first = [period_indication(START, 10.0, part) for part in parts]
-    second = [period_indication(START + 1, 20.0, part) for part in parts]
     control.start()
     try:
-        for indication in first:  # the first period, counted: three reports a period
-            control.source.add_indication("gnb", indication)
-        assert stepped.wait(10 * period_s), "no step after the first reports"
-        time.sleep(period_s * 0.6)
-        stepped.clear()
+        second = after_a_first_period(control, stepped, period_s)
         fed.clear()
         arrivals = []
         for indication in second:  # the next period, 300 ms apart
@@ -394,8 +404,6 @@ def test_an_override_is_acted_on_while_the_loop_awaits_the_periods_last_report()
     nodes send them over a good part of the period) is decided then, not after the step: with
     1,000 CPEs an override waited for the gather and the whole step (p99 2.4-3.5 s at 1 s
     reports in `atsss bench fleet --estimator fused`)."""
-    from tests.test_decode_backlog import START, period_indication
-
     period_s = 4.0
     control, steps, stepped = timed_steps_of(fleet_control(period_s))
     reacted: list[tuple[float, set[str]]] = []
@@ -410,16 +418,9 @@ def test_an_override_is_acted_on_while_the_loop_awaits_the_periods_last_report()
         return []
 
     control.react = react  # type: ignore[assignment,method-assign]
-    parts = [range(0, 500), range(500, 900), range(900, 1000)]
-    first = [period_indication(START, 10.0, part) for part in parts]
-    second = [period_indication(START + 1, 20.0, part) for part in parts]
     control.start()
     try:
-        for indication in first:  # the first period, counted: three reports a period
-            control.source.add_indication("gnb", indication)
-        assert stepped.wait(10 * period_s), "no step after the first reports"
-        time.sleep(period_s * 0.6)
-        stepped.clear()
+        second = after_a_first_period(control, stepped, period_s)
         control.source.add_indication("gnb", second[0])  # the gather of the next period begins
         time.sleep(0.1)
         overridden_at = time.monotonic()
