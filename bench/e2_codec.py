@@ -56,8 +56,8 @@ def run_e2_bench(
     samples = 0
     payload = b""
     # The collector as `xapp serve` sets it once started (core/collector.py), and no garbage of
-    # the rows measured before this one: a full pass walking it landed in the 1,000-UE row's
-    # reads (fast 7.9-8.7 ms in the command against 7.1 ms alone).
+    # the rows measured before this one: with it, the collector's passes (as far as the fix
+    # tells) landed in the 1,000-UE row's reads (fast 7.9-8.7 ms in the command, 7.1 alone).
     settle_for_service()
     for _ in range(repeats):
         started = time.perf_counter()

@@ -208,13 +208,8 @@ class FusedEstimator:
         # How sure the result is: what the sources state. A track record inflated by a
         # volatile path would make the policy hedge where the sources' own σ says not to;
         # on the real 5G traces that cost up to 6 points.
-        # (Both as _sigma gives them, written out: this runs for every path of a fleet.)
-        records, sigmas = [], []
-        for e in exact:
-            drift = self.drift_ratio_per_s * e.capacity_mbps * max(0.0, now_s - e.measured_at_s)
-            record = self._track_record(e)
-            records.append(max(math.hypot(max(e.stddev_mbps, record), drift), MIN_STDDEV_MBPS))
-            sigmas.append(max(math.hypot(max(e.stddev_mbps, 0.0), drift), MIN_STDDEV_MBPS))
+        records = [self._sigma(e, now_s, self._track_record(e)) for e in exact]
+        sigmas = [self._sigma(e, now_s, 0.0) for e in exact]
         # A source far less reliable than the best one barely narrows the belief when its
         # errors are independent (twice the σ: 11 % narrower) and biases it when they are not,
         # as a model's on inputs unlike its training data are: it is left out.
