@@ -11,8 +11,9 @@ Vectorised over the stations of one node for one reporting period. Two ways in:
 
 ``utilisation`` is what each station carried over its capacity: one number for all (1.0 for a
 saturating transfer) or one per station (the closed-loop evaluator, where the weights decide);
-``utilisation_ul`` the same for the uplink where it differs (default: the same). The resource
-KPIs (PRBs, airtime) are the downlink's.
+``utilisation_ul`` the same for the uplink where it differs (default: the same). NR reports
+PRBs per direction (the uplink's share of its carrier follows from the uplink capacity); the
+Wi-Fi airtime is the downlink's.
 Cell-level values (PRB utilisation, channel busy share) sum over the stations of a cell: by
 default all stations share one cell; ``cells`` gives each station's cell index otherwise. With
 ``outside_load`` the part of the carrier or channel a station's capacity leaves out (1 − its
@@ -114,6 +115,18 @@ def _cell_mean(per_station: FloatArray, cells: npt.NDArray[np.int64] | None) -> 
     return np.asarray((sums / np.maximum(counts, 1))[cells], dtype=np.float64)
 
 
+def _prb_total_pct(
+    used_share: FloatArray,
+    share: FloatArray,
+    cells: npt.NDArray[np.int64] | None,
+    outside_load: bool,
+) -> FloatArray:
+    """A cell's PRB usage in % (RRU.PrbTot*): what its stations used, plus, with
+    ``outside_load``, what each station's share leaves to stations outside the simulation."""
+    outside = _cell_mean(1.0 - share, cells) if outside_load else 0.0
+    return np.clip((_cell_total(used_share, cells) + outside) * 100, 0, 100)
+
+
 def _noisy(values: FloatArray, relative: float, rng: np.random.Generator) -> FloatArray:
     return np.maximum(values * (1 + relative * rng.standard_normal(values.shape)), 0.0)
 
@@ -161,24 +174,28 @@ def nr_report(
     band_db = np.diff(np.append(tables.sinr_min_db, tables.sinr_min_db[-1] + 3.0))
     sinr = tables.sinr_min_db[index] + rng.uniform(0, 1, len(index)) * band_db[index]
     carried_dl = np.where(available, capacity_dl * utilisation, 0.0)
-    carried_ul = np.where(available, capacity_ul * _uplink(utilisation, utilisation_ul), 0.0)
+    uplink = _uplink(utilisation, utilisation_ul)
+    carried_ul = np.where(available, capacity_ul * uplink, 0.0)
     prbs = tables.carrier.prbs
     # the share of its free PRBs the UE used for what it carried (nonideal.py)
     used = prb_fraction(utilisation, nonideal.nr_selective_gain)
+    # The uplink's own channel: the slowest CQI-equivalent whose full-carrier uplink rate
+    # reaches the capacity, and the PRB share that makes it exact (the whole carrier where no
+    # rate of one layer reaches it).
+    index_ul = np.minimum(
+        np.searchsorted(tables.full_ul_mbps, capacity_ul), len(tables.full_ul_mbps) - 1
+    )
+    share_ul = np.clip(capacity_ul / tables.full_ul_mbps[index_ul], 0.0, 1.0)
+    used_ul = prb_fraction(uplink, nonideal.nr_selective_gain)
     values: dict[str, FloatArray] = {
         "DRB.UEThpDl": np.round(_noisy(carried_dl, 0.02, rng) * 1000),
         "DRB.UEThpUl": np.round(_noisy(carried_ul, 0.02, rng) * 1000),
         "RRU.PrbUsedDl": np.round(np.where(available, share * prbs * used, 0.0)),
         "RRU.PrbAvailDl": np.full(len(index), float(prbs)),
-        "RRU.PrbTotDl": np.clip(
-            (
-                _cell_total(share * used, cells)
-                + (_cell_mean(1.0 - share, cells) if outside_load else 0.0)
-            )
-            * 100,
-            0,
-            100,
-        ),
+        "RRU.PrbTotDl": _prb_total_pct(share * used, share, cells, outside_load),
+        "RRU.PrbUsedUl": np.round(np.where(available, share_ul * prbs * used_ul, 0.0)),
+        "RRU.PrbAvailUl": np.full(len(index), float(prbs)),
+        "RRU.PrbTotUl": _prb_total_pct(share_ul * used_ul, share_ul, cells, outside_load),
         "CARR.AverageLayersDl": tables.layers[index].astype(np.float64),
         "CARR.WBCQIDist": np.full(len(index), 100.0),  # reports in the period, all in one bin
         "CARR.PDSCHMCSDist": np.full(len(index), 100.0),

@@ -30,10 +30,11 @@ def test_the_models_get_every_kpi_they_were_trained_on(access: str) -> None:
     assert wanted <= set(DEFAULT_SUBSCRIBED[access])
 
 
-# The paths whose headroom the KPIs can tell (the catalogue has no NR uplink resource KPI:
-# NR's uplink is known from below, and explored, whatever is subscribed).
+# The paths whose headroom the KPIs can tell: all of them, NR's uplink through its own PRB
+# counters (without them it was known only from below, and explored).
 MEASURABLE = [
     ("nr", Direction.DOWNLINK),
+    ("nr", Direction.UPLINK),
     ("wifi", Direction.DOWNLINK),
     ("wifi", Direction.UPLINK),
     ("lifi", Direction.DOWNLINK),

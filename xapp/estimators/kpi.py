@@ -3,11 +3,13 @@
 Throughput is what the weights let a path carry, a lower bound of its capacity. The headroom
 comes from the share of the resource the path did not use:
 
-- NR: the UE used `RRU.PrbUsedDl` of the PRBs; what the other UEs left is
-  `RRU.PrbAvailDl − (RRU.PrbTotDl % of RRU.PrbAvailDl − the UE's PRBs)`; capacity ≈ throughput ×
-  free PRBs / the UE's PRBs (the UE's spectral efficiency carried over to the free PRBs). A UE
-  that carried nothing: the rate of its reported CQI (TS 38.214 table) and layers on the free
-  PRBs of the carrier (TS 38.306 rate, `NR_CARRIER`).
+- NR, each direction on its own PRBs: the UE used `RRU.PrbUsedDl` (`…Ul`) of the PRBs; what
+  the other UEs left is `RRU.PrbAvailDl − (RRU.PrbTotDl % of RRU.PrbAvailDl − the UE's PRBs)`;
+  capacity ≈ throughput × free PRBs / the UE's PRBs (the UE's spectral efficiency carried over
+  to the free PRBs). A UE that carried nothing on the downlink: the rate of its reported CQI
+  (TS 38.214 table) and layers on the free PRBs of the carrier (TS 38.306 rate, `NR_CARRIER`).
+  The uplink has no CQI: a UE that sent nothing (its weight 0, or just back from an outage) is
+  given the rate per PRB it last showed, on the PRBs free now.
 - Wi-Fi: capacity ≈ PHY rate × MAC efficiency × airtime available to the station (its own
   airtime plus what the channel left idle).
 - LiFi: the PHY rate while the link is up; unavailable while it is down.
@@ -54,14 +56,24 @@ class KpiEstimator:
         # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
         # airtime to measure it (a path just back, or given little weight) uses it.
         self._wifi_efficiency: dict[Path, float] = {}
+        # Each NR path's rate per PRB as last measured (Mbit/s per PRB): the uplink of a UE
+        # that sent nothing has no other news of its channel.
+        self._nr_rate_per_prb: dict[Path, float] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         for sample in samples:
             path = (sample.cpe_id, sample.access, sample.direction)
-            measured = measured_wifi_efficiency(sample)
-            if measured is not None:
-                self._wifi_efficiency[path] = measured
-            reading = _reading(sample, self._wifi_efficiency.get(path))
+            if sample.access == "wifi":
+                measured = measured_wifi_efficiency(sample)
+                if measured is not None:
+                    self._wifi_efficiency[path] = measured
+            elif sample.access == "nr" and sample.direction == Direction.UPLINK:
+                rate = measured_nr_rate_per_prb(sample)
+                if rate is not None:
+                    self._nr_rate_per_prb[path] = rate
+            reading = _reading(
+                sample, self._wifi_efficiency.get(path), self._nr_rate_per_prb.get(path)
+            )
             if reading is None:
                 continue
             capacity, stddev, available, lower_bound = reading
@@ -113,7 +125,9 @@ def _estimate(
 
 
 def _reading(
-    sample: KpiSample, wifi_efficiency: float | None = None
+    sample: KpiSample,
+    wifi_efficiency: float | None = None,
+    nr_rate_per_prb: float | None = None,
 ) -> tuple[float, float, bool, bool] | None:
     """What the sample says of its path: (capacity, σ, available, only a lower bound), or
     None. Plain numbers: the saturation labeller asks it of every sample too, and building a
@@ -123,8 +137,8 @@ def _reading(
     if sample.available is False:
         return 0.0, 0.0, False, False
     headroom: float | None = None
-    if sample.access == "nr" and sample.direction == Direction.DOWNLINK:
-        headroom = _nr(m, throughput)
+    if sample.access == "nr":
+        headroom = _nr(m, throughput, sample.direction, nr_rate_per_prb)
     elif sample.access == "wifi":
         if wifi_efficiency is None:
             wifi_efficiency = measured_wifi_efficiency(sample)
@@ -155,19 +169,49 @@ def utilisation(sample: KpiSample) -> float | None:
     return min(1.0, sample.throughput_mbps / capacity)
 
 
-def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
-    used, available, total_pct = (
-        m.get("RRU.PrbUsedDl"),
-        m.get("RRU.PrbAvailDl"),
-        m.get("RRU.PrbTotDl"),
-    )
-    if available is None:
+# (PRBs used by the UE, PRBs available, cell usage in %) per direction
+_NR_PRBS = {
+    Direction.DOWNLINK: ("RRU.PrbUsedDl", "RRU.PrbAvailDl", "RRU.PrbTotDl"),
+    Direction.UPLINK: ("RRU.PrbUsedUl", "RRU.PrbAvailUl", "RRU.PrbTotUl"),
+}
+
+
+def _nr_prbs(m: Mapping[str, float], direction: Direction) -> tuple[float, float] | None:
+    """(PRBs the UE used, PRBs free to it: its own and what the other UEs left), or None."""
+    used_name, available_name, total_name = _NR_PRBS[direction]
+    available = m.get(available_name)
+    if not available:
+        return None  # not reported, or no PRBs to speak of
+    used = m.get(used_name) or 0.0
+    total_pct = m.get(total_name)
+    others = max(0.0, total_pct / 100 * available - used) if total_pct is not None else 0.0
+    return used, max(used, available - others)
+
+
+def measured_nr_rate_per_prb(sample: KpiSample) -> float | None:
+    """What each PRB the UE used carried (Mbit/s), where it used any and carried something."""
+    prbs = _nr_prbs(sample.measurements, sample.direction)
+    throughput = sample.throughput_mbps
+    if prbs is None or prbs[0] <= 0 or not throughput:
         return None
-    used = used or 0.0
-    others = max(0.0, (total_pct or 0.0) / 100 * available - used) if total_pct is not None else 0.0
-    free = max(used, available - others)
+    return throughput / prbs[0]
+
+
+def _nr(
+    m: Mapping[str, float],
+    throughput: float | None,
+    direction: Direction,
+    rate_per_prb: float | None,
+) -> float | None:
+    prbs = _nr_prbs(m, direction)
+    if prbs is None:
+        return None
+    used, free = prbs
     if throughput is not None and used > 0:
         return throughput * free / used
+    if direction == Direction.UPLINK:
+        # Nothing sent: the rate per PRB it last showed, on the PRBs free now.
+        return None if rate_per_prb is None else rate_per_prb * free
     # Nothing carried (weight 0, or idle): the channel quality the UE reports still tells the
     # rate the free PRBs would give it.
     cqi = reported_cqi(m)
@@ -175,6 +219,7 @@ def _nr(m: Mapping[str, float], throughput: float | None) -> float | None:
         return None
     layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
     efficiency = nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2]
+    available = m["RRU.PrbAvailDl"]
     return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available
 
 
