@@ -141,3 +141,27 @@ def test_simulator_and_standalone_xapp(tmp_path: Path, version: str) -> None:
             )
             assert estimate is not None
             assert estimate.lower_bound == (not row["available"])
+    # NR's uplink has PRB counters of its own over E2: the KPI estimator reads its capacity,
+    # not only the lower bound its throughput is.
+    uplink = defaultdict(list)
+    for line in samples_file.read_text().splitlines():
+        sample = json.loads(line)
+        if sample["direction"] == "uplink" and sample["access"] == "nr":
+            uplink[sample["cpe_id"]].append(sample)
+    for i in range(3):
+        for sample, row in zip(uplink[f"cpe-{i}"], truth[(f"cpe-{i}", "nr")], strict=True):
+            assert "RRU.PrbUsedUl" in sample["measurements"]
+            estimate = estimate_from_sample(
+                KpiSample(
+                    sample["cpe_id"],
+                    "nr",
+                    Direction.UPLINK,
+                    sample["time_s"],
+                    sample["period_s"],
+                    throughput_mbps=sample["throughput_mbps"],
+                    measurements=sample["measurements"],
+                )
+            )
+            assert estimate is not None
+            assert not estimate.lower_bound
+            assert estimate.capacity_mbps == pytest.approx(row["capacity_ul_mbps"], rel=0.1)

@@ -154,3 +154,63 @@ def test_wifi_reads_the_rate_its_airtime_carried_and_remembers_the_efficiency() 
     fresh = estimate_from_sample(idle)
     assert fresh is not None
     assert fresh.capacity_mbps == pytest.approx(2400.0 * 1190.0 / 2401.96 * 0.8)
+
+
+def uplink(throughput: float, **measurements: float) -> KpiSample:
+    return KpiSample(
+        "cpe-1",
+        "nr",
+        Direction.UPLINK,
+        10.0,
+        1.0,
+        throughput_mbps=throughput,
+        measurements={k.replace("_", "."): v for k, v in measurements.items()},
+    )
+
+
+def test_nr_uplink_is_read_from_its_own_prbs() -> None:
+    # 9 Mbit/s on 10 of 133 uplink PRBs, the uplink 20 % busy: 133 − (26.6 − 10) are free to it.
+    estimate = estimate_from_sample(
+        uplink(9.0, RRU_PrbUsedUl=10, RRU_PrbAvailUl=133, RRU_PrbTotUl=20)
+    )
+    assert estimate is not None
+    assert not estimate.lower_bound
+    assert estimate.capacity_mbps == pytest.approx(9.0 * (133 - (0.2 * 133 - 10)) / 10)
+    # The downlink's counters say nothing of the uplink: only its throughput, from below.
+    blind = estimate_from_sample(uplink(9.0, RRU_PrbUsedDl=10, RRU_PrbAvailDl=133, RRU_PrbTotDl=20))
+    assert blind is not None
+    assert blind.lower_bound
+
+
+def test_nr_uplink_sending_nothing_keeps_the_rate_per_prb_it_last_showed() -> None:
+    """A UE whose uplink weight is 0 (or that just came back from an outage) sends nothing and
+    reports no uplink CQI: its last rate per PRB on the PRBs free now still tells its capacity,
+    where its throughput alone (0) would leave it to a probe."""
+    estimator = KpiEstimator()
+    # 0.5 Mbit/s per PRB on 100 PRBs, nobody else on the uplink
+    estimator.update([uplink(50.0, RRU_PrbUsedUl=100, RRU_PrbAvailUl=133, RRU_PrbTotUl=75)], 10.0)
+    # then nothing sent; the cell's other UEs now use 40 PRBs of the 133
+    estimator.update([uplink(0.0, RRU_PrbUsedUl=0, RRU_PrbAvailUl=133, RRU_PrbTotUl=30)], 11.0)
+    estimate = estimator.estimate("cpe-1", "nr", Direction.UPLINK, 11.0)
+    assert estimate is not None
+    assert not estimate.lower_bound
+    assert estimate.capacity_mbps == pytest.approx(0.5 * (133 - 0.3 * 133), rel=0.01)
+    # A UE that never sent has no such memory: a lower bound, to be explored.
+    never = KpiEstimator()
+    never.update([uplink(0.0, RRU_PrbUsedUl=0, RRU_PrbAvailUl=133, RRU_PrbTotUl=30)], 11.0)
+    found = never.estimate("cpe-1", "nr", Direction.UPLINK, 11.0)
+    assert found is not None
+    assert found.lower_bound
+
+
+def test_nr_without_available_prbs_is_not_a_division_by_zero() -> None:
+    idle = sample("nr", 0.0, RRU_PrbUsedDl=0, RRU_PrbAvailDl=0, RRU_PrbTotDl=0)
+    idle = KpiSample(
+        **{
+            **idle.__dict__,
+            "measurements": {**idle.measurements, "CARR.WBCQIDist|distBinX=16": 100.0},
+        }
+    )
+    estimate = estimate_from_sample(idle)
+    assert estimate is not None
+    assert estimate.lower_bound

@@ -3,8 +3,10 @@
 NR and Wi-Fi nodes report no link state for a station, so a dead path shows as a period with
 zero throughput. Zero alone proves nothing (the path may be on weight 0, or the application
 idle), so a path counts as silent only when the weights in force gave it a share and another
-access of the same CPE carried traffic in the same period. It stops being silent with the next
-period in which it carries traffic, or when someone (a probe) finds it usable again.
+access of the same CPE carried traffic in the same period, whether the two came in one batch of
+reports or each in its own (each node reports on its own connection). It stops being silent
+with the next period in which it carries traffic, or when someone (a probe) finds it usable
+again.
 """
 
 from __future__ import annotations
@@ -23,19 +25,30 @@ class SilenceTracker:
     def __init__(self, weights: WeightLookup | None = None) -> None:
         self._weights = weights or (lambda cpe_id, direction: None)
         self._since: dict[Path, float] = {}
+        # Per CPE and direction, the newest period heard of: each node's reports come on their
+        # own (the live loop feeds each as it arrives), so whether another access carried in
+        # the same period may be told by a later call.
+        self._periods: dict[tuple[str, Direction], _Period] = {}
 
     def update(self, samples: Sequence[KpiSample]) -> None:
-        carried: dict[tuple[str, Direction, float], int] = {}
         for s in samples:
-            if (s.throughput_mbps or 0.0) > 0:
-                key = (s.cpe_id, s.direction, s.time_s)
-                carried[key] = carried.get(key, 0) + 1
-        for s in samples:
+            key = (s.cpe_id, s.direction)
+            period = self._periods.get(key)
+            if period is None or s.time_s > period.time_s:
+                period = self._periods[key] = _Period(s.time_s)
             path = (s.cpe_id, s.access, s.direction)
             if (s.throughput_mbps or 0.0) > 0:
                 self._since.pop(path, None)
-            elif carried.get((s.cpe_id, s.direction, s.time_s), 0) > 0 and self._weighted(s):
-                self._since.setdefault(path, s.time_s)
+                if s.time_s == period.time_s and not period.carried:
+                    period.carried = True
+                    for quiet in period.quiet:
+                        self._since.setdefault(quiet, period.time_s)
+                    period.quiet.clear()
+            elif s.time_s == period.time_s and self._weighted(s):
+                if period.carried:
+                    self._since.setdefault(path, s.time_s)
+                else:
+                    period.quiet.append(path)
 
     def silent_since(self, path: Path) -> float | None:
         return self._since.get(path)
@@ -49,3 +62,15 @@ class SilenceTracker:
     def _weighted(self, sample: KpiSample) -> bool:
         weights = self._weights(sample.cpe_id, sample.direction)
         return weights is None or weights.get(sample.access, 0) > 0
+
+
+class _Period:
+    """One period of a CPE's direction: whether any access carried in it, and the weighted
+    paths that carried nothing in it while none had (silent once one does)."""
+
+    __slots__ = ("carried", "quiet", "time_s")
+
+    def __init__(self, time_s: float) -> None:
+        self.time_s = time_s
+        self.carried = False
+        self.quiet: list[Path] = []
