@@ -28,7 +28,7 @@ station carried: the capacity times its utilisation (1.0 for a saturating transf
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -56,16 +56,19 @@ class NodeReport:
     ``values`` hold what the models compute for every station (the training datasets use them
     all); ``unmeasured`` marks the stations whose link is down, for which a real node has no
     radio measurement at all: over E2 their ``radio_names`` go out as noValue, and only what
-    they carried (nothing), cell counters and a link state remain."""
+    they carried (nothing), cell counters and a link state remain. ``served_names`` are per-UE
+    counters a node keeps only for a UE it serves (the PRBs it used): noValue too for a station
+    whose link is down, but not radio measurements (never reported late, nonideal.RadioLag)."""
 
     values: dict[str, FloatArray]
     labels: dict[str, npt.NDArray[np.int64]]  # distBinX per station for distribution names
     unmeasured: npt.NDArray[np.bool_] | None = None
     radio_names: frozenset[str] = frozenset()
+    served_names: frozenset[str] = frozenset()
 
     def measured(self, name: str, station: int) -> bool:
         return not (
-            name in self.radio_names
+            (name in self.radio_names or name in self.served_names)
             and self.unmeasured is not None
             and bool(self.unmeasured[station])
         )
@@ -82,6 +85,9 @@ NR_RADIO_NAMES = frozenset(
         "L1M.SS-RSRP",
     }
 )
+# The PRBs a UE used: a gNB counts them only for a UE it serves. A UE whose link is down has
+# none, which is not the 0 of a UE that was served and sent nothing.
+NR_SERVED_NAMES = frozenset({"RRU.PrbUsedDl", "RRU.PrbUsedUl"})
 WIFI_RADIO_NAMES = frozenset(
     {
         "WLAN.StaRssi",
@@ -210,6 +216,7 @@ def nr_report(
         {"CARR.WBCQIDist": cqi.astype(np.int64) + 1, "CARR.PDSCHMCSDist": mcs + 1},
         unmeasured=~available,
         radio_names=NR_RADIO_NAMES,
+        served_names=NR_SERVED_NAMES,
     )
 
 
@@ -298,7 +305,7 @@ def lagged(report: NodeReport, lag: RadioLag, node: str) -> NodeReport:
     values, labels = lag.delay(
         node, report.values, report.labels, report.radio_names, report.unmeasured
     )
-    return NodeReport(values, labels, report.unmeasured, report.radio_names)
+    return replace(report, values=values, labels=labels)
 
 
 def lifi_report(
@@ -373,4 +380,4 @@ def with_measured(
             labels["CARR.WBCQIDist"] = np.where(given, cqi + 1, labels["CARR.WBCQIDist"])
         else:
             values[name] = np.where(given, np.round(given_values), values[name])
-    return NodeReport(values, labels, report.unmeasured, report.radio_names)
+    return replace(report, values=values, labels=labels)

@@ -16,6 +16,8 @@ import pytest
 from core.domain import Direction, KpiSample
 from core.scenario.e2_identities import e2_cpes, node_name
 from core.scenario.load import ScenarioError, load_scenario, parse_scenario
+from core.standards import nr as nr_standard
+from e2sim.kpis import NrTables, nr_report
 from e2sim.node import SimulatedNode
 from e2sim.world import SimWorld
 from xapp.adapters.memory_store import MemoryStateStore
@@ -249,3 +251,42 @@ def test_own_cells_report_the_rest_of_the_channel_as_others_load() -> None:
         assert reference[1:] == pytest.approx(frame["target_mbps"].to_numpy()[:-1], rel=0.06)
     finally:
         path.unlink(missing_ok=True)
+
+
+def test_nr_uplink_prbs_follow_the_uplink_and_only_served_ues_have_a_count() -> None:
+    """A thousand stations on one gNB: what each used of the uplink PRBs follows its uplink
+    capacity and what it carried; a station whose link is down is not served, so its PRB counts
+    go out as noValue while the cell's counters stay."""
+
+    tables = NrTables(nr_standard.NrCarrier())
+    rng = np.random.default_rng(3)
+    count = 1000
+    capacity_ul = rng.uniform(2.0, 50.0, count)
+    available = rng.uniform(size=count) > 0.1
+    report = nr_report(
+        tables,
+        np.full(count, 200.0),
+        capacity_ul,
+        available,
+        np.full(count, 20.0),
+        1.0,
+        rng,
+        np.arange(count),
+        True,
+        utilisation_ul=0.5,
+    )
+    used = report.values["RRU.PrbUsedUl"]
+    total = report.values["RRU.PrbTotUl"] / 100 * report.values["RRU.PrbAvailUl"]
+    up = np.flatnonzero(available)
+    # Each station alone in its cell: the PRBs it used carried half its capacity, and the free
+    # ones would carry the other half at the same rate per PRB.
+    carried = report.values["DRB.UEThpUl"][up] / 1000
+    free = report.values["RRU.PrbAvailUl"][up] - (total[up] - used[up])
+    estimate = carried * free / np.maximum(used[up], 1)
+    assert np.median(np.abs(estimate / capacity_ul[up] - 1)) < 0.05
+    down = int(np.flatnonzero(~available)[0])
+    assert not report.measured("RRU.PrbUsedUl", down)
+    assert not report.measured("RRU.PrbUsedDl", down)
+    assert report.measured("RRU.PrbAvailUl", down)
+    assert report.measured("RRU.PrbTotUl", down)
+    assert report.measured("RRU.PrbUsedUl", int(up[0]))

@@ -195,6 +195,12 @@ def test_nr_uplink_sending_nothing_keeps_the_rate_per_prb_it_last_showed() -> No
     assert estimate is not None
     assert not estimate.lower_bound
     assert estimate.capacity_mbps == pytest.approx(0.5 * (133 - 0.3 * 133), rel=0.01)
+    # Its link down, the gNB serves it no PRBs to count (noValue): the cell's counters alone
+    # say nothing of it, however fast it was.
+    estimator.update([uplink(0.0, RRU_PrbAvailUl=133, RRU_PrbTotUl=30)], 12.0)
+    down = estimator.estimate("cpe-1", "nr", Direction.UPLINK, 12.0)
+    assert down is not None
+    assert down.lower_bound
     # A UE that never sent has no such memory: a lower bound, to be explored.
     never = KpiEstimator()
     never.update([uplink(0.0, RRU_PrbUsedUl=0, RRU_PrbAvailUl=133, RRU_PrbTotUl=30)], 11.0)

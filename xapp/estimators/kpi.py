@@ -210,8 +210,11 @@ def _nr(
     if throughput is not None and used > 0:
         return throughput * free / used
     if direction == Direction.UPLINK:
-        # Nothing sent: the rate per PRB it last showed, on the PRBs free now.
-        return None if rate_per_prb is None else rate_per_prb * free
+        # Nothing sent by a UE the gNB serves (it counts its PRBs: 0): the rate per PRB it last
+        # showed, on the PRBs free now. A UE it does not serve (its link down) has no count.
+        if rate_per_prb is None or _NR_PRBS[direction][0] not in m:
+            return None
+        return rate_per_prb * free
     # Nothing carried (weight 0, or idle): the channel quality the UE reports still tells the
     # rate the free PRBs would give it.
     cqi = reported_cqi(m)
