@@ -106,7 +106,7 @@ def bench_loop(
         int | None,
         typer.Option(
             help="From a report to new weights in the kernel (default: what the live system "
-            "measures, `bench live`: 100 ms at 1 s reports or more, 33 ms below)."
+            "measures, `bench live`: 100 ms at 1 s reports or more, 12 ms below)."
         ),
     ] = None,
     step_ms: Annotated[
@@ -958,11 +958,12 @@ def bench_xapp(
 
 def default_control_delay_ms(reporting_period_ms: int) -> int:
     """What the live system measures from a report's arrival to the agent's answer (`atsss
-    bench live`, this 2-core machine, one CPE). Below 1 s reports: 33 ms, the mean of three
-    40 s runs at 100 ms reports (28.7, 33.4 and 36.8 ms on paper-dynamic, paper-interruption
-    and paper-static, each a node's report decoded and fed to the estimators as it comes). At
-    1 s reports or more the published figures keep 100 ms, the slow end (40-90 ms measured)."""
-    return 100 if reporting_period_ms >= 1000 else 33
+    bench live`, this 2-core machine, one CPE). Below 1 s reports: 12 ms, the mean of six 40 s
+    runs at 100 ms reports (10.5 and 10.7 ms on paper-dynamic, 13.1 and 14.3 on
+    paper-interruption, 12.8 and 10.3 on paper-static; 28.7-36.8 ms when first measured, with
+    each node's report fed to the estimators as it came). At 1 s reports or more the published
+    figures keep 100 ms, the slow end (17-90 ms measured)."""
+    return 100 if reporting_period_ms >= 1000 else 12
 
 
 def default_step_ms(reporting_period_ms: int, control_delay_ms: int) -> int:

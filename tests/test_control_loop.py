@@ -362,10 +362,10 @@ def test_a_push_without_a_report_s_arrival_has_no_delay() -> None:
     assert overridden.delay is None
 
 
-def test_pushes_for_a_gain_are_limited_per_cpe_and_direction_and_urgent_ones_never() -> None:
-    """With at most 2 pushes a second for a gain, decisions every 100 ms that each see a large
-    gain push at most the budget's burst plus 2 a second over a minute; a lost path is pushed at
-    once all the same, with the budget spent."""
+def test_pushes_are_limited_per_cpe_and_direction_and_urgent_ones_never_held_back() -> None:
+    """With at most 2 pushes a second, decisions every 100 ms that each see a large gain push
+    at most 2 a second over a minute, first weights included; a lost path is pushed at once
+    all the same, and the pushes for a gain after it wait until the budget has refilled."""
     loop, sink, _, _, estimator = make_loop(paper_table())
     loop._hysteresis = Hysteresis(0.01, max_pushes_per_s=2.0)
     pushed_at = []
@@ -381,12 +381,13 @@ def test_pushes_for_a_gain_are_limited_per_cpe_and_direction_and_urgent_ones_nev
             else:
                 assert "held back" in outcome.reason or "unchanged" in outcome.reason, outcome
     span_s = ticks * 0.1
-    burst = PushBudget.size_for(2.0)
-    assert len(pushed_at) <= burst + 2.0 * span_s + 1, len(pushed_at)
+    # every push counted, the first weights too: the limit holds over the whole span
+    assert len(pushed_at) <= 2.0 * span_s + 1, len(pushed_at)
     # the budget refills: pushes go on to the end, not a burst and then nothing
     assert len([t for t in pushed_at if t >= span_s / 2]) >= 2.0 * span_s / 2 - 2
     # a path lost is not a gain: it goes at once, even with the budget spent
-    loop._budgets[("cpe-1", DL)].tokens = 0.0
+    budget = loop._budgets[("cpe-1", DL)]
+    budget.tokens = 0.0
     estimator.table = {
         **paper_table(60.0),
         "wifi": estimate("wifi", 0.0, at_s=60.0, available=False),
@@ -395,27 +396,43 @@ def test_pushes_for_a_gain_are_limited_per_cpe_and_direction_and_urgent_ones_nev
     assert lost.pushed is not None, lost.reason
     assert "lost" in lost.reason
     assert len(sink.pushed) == len(pushed_at) + 1
+    # ... and it was borrowed: half a second later a gain still waits for the budget
+    assert budget.tokens < 0
+    estimator.table = {
+        **paper_table(60.5),
+        "wifi": estimate("wifi", 0.0, at_s=60.5, available=False),
+        "nr": estimate("nr", 900.0, at_s=60.5),
+    }
+    (waiting,) = loop.step(60.5)
+    assert waiting.pushed is None
+    assert "held back" in waiting.reason, waiting.reason
 
 
-def test_the_push_budget_keeps_large_gains_and_holds_back_small_ones() -> None:
-    """Half spent, the budget still lets a large gain through and holds back a small one; spent,
-    it holds back every gain until it refills."""
-    budget = PushBudget.full(2.0, now_s=0.0)
+def test_the_push_budget_starts_empty_keeps_large_gains_and_holds_back_small_ones() -> None:
+    """Empty at first (a full bucket let 20 s of pushes more through than the limit), it fills
+    at the limit's rate; half spent, it still lets a large gain through and holds back a small
+    one; spent, it holds back every gain until it refills."""
+    budget = PushBudget.empty(2.0, now_s=0.0)
     size = PushBudget.size_for(2.0)
+    assert budget.gain_needed(0.01) is None
+    budget.refill(1000.0)
+    assert budget.tokens == size
     assert budget.gain_needed(0.01) == pytest.approx(0.01)
     for _ in range(int(size / 2)):
         budget.spend()
     needed = budget.gain_needed(0.01)
     assert needed is not None
     assert 0.015 < needed < 0.03
-    for _ in range(int(size)):
+    for _ in range(int(size / 2)):
         budget.spend()
     assert budget.gain_needed(0.01) is None
-    budget.refill(0.5)  # one push's worth at 2 a second
+    budget.refill(1000.5)  # one push's worth at 2 a second
     assert budget.gain_needed(0.01) == pytest.approx(0.01 * size)
+    budget.spend()
+    budget.spend()  # a push that could not wait: in debt
+    assert budget.tokens == pytest.approx(-1.0)
     budget.refund()
-    budget.refill(1000.0)
-    assert budget.tokens == size
+    assert budget.tokens == pytest.approx(0.0)
 
 
 def test_the_push_limit_must_be_positive() -> None:

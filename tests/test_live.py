@@ -366,7 +366,7 @@ def test_a_step_waits_for_as_many_reports_as_the_last_period_brought() -> None:
 def test_reports_in_before_the_periods_last_reach_the_estimators_while_it_is_awaited() -> None:
     """A node's report is decoded and fed to the estimators as it comes, while the loop waits
     for the period's other reports: after the last one only its own work is left (at 100 ms
-    reports, one CPE: a mean report → agent's answer of 33 ms, 38 ms before)."""
+    reports, one CPE: a mean report → agent's answer of 33 ms when built, 38 ms before)."""
     period_s = 4.0
     control, steps, stepped = timed_steps_of(fleet_control(period_s))
     fed: list[tuple[float, int]] = []  # when the estimators were fed, and how many samples

@@ -110,7 +110,7 @@ def test_the_push_limit_reaches_the_loop_with_the_policys_default_and_null_lifts
     from xapp.service import live_settings
 
     by_default = live_settings(parse_deployment(good(), "f.json")).max_pushes_per_s
-    assert by_default == DEFAULT_MAX_PUSHES_PER_S == 3.0
+    assert by_default == DEFAULT_MAX_PUSHES_PER_S == 2.0
     lifted = parse_deployment(edited(lambda d: d.update(policy={"max_pushes_per_s": None})), "f")
     assert live_settings(lifted).max_pushes_per_s is None
     limited = parse_deployment(edited(lambda d: d.update(policy={"max_pushes_per_s": 2})), "f.json")

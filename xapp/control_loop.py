@@ -550,7 +550,7 @@ class ControlLoop:
         if decision.push and rate is not None:
             budget = self._budgets.get(key)
             if budget is None:
-                budget = self._budgets[key] = PushBudget.full(rate, begun.now_s)
+                budget = self._budgets[key] = PushBudget.empty(rate, begun.now_s)
             decision = budget.admit(decision, self._hysteresis.min_gain, begun.now_s)
         if not decision.push:
             self._last_rule[key] = rule

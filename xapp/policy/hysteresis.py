@@ -17,11 +17,10 @@ class PushDecision:
     gain: float = 0.0  # the predicted relative gain of a push for a gain
 
 
-# Three a second: a one-second period never reaches it (one decision a period); at 100 ms
-# reports on a real NR trace (raca-driving) it takes three pushes in ten away for 0.002 of
-# efficiency (0.933 with 1,942 pushes in 450 s, 0.931 with 1,371), where two a second would
-# cost 0.0055 (0.9275; docs/estimators.md).
-DEFAULT_MAX_PUSHES_PER_S = 3.0
+# Two a second: a one-second period never reaches it (one decision a period); at 100 ms reports
+# on a real NR trace (raca-driving, the measured 12 ms control delay) it halves the pushes for
+# 0.0055 of efficiency (0.9359 with 1,963 pushes in 450 s, 0.9305 with 887; docs/estimators.md).
+DEFAULT_MAX_PUSHES_PER_S = 2.0
 # The budget holds this many seconds of pushes at the limit's rate: a burst of changes (a path
 # lost and back, a handover) is followed at once, and the threshold follows the long-run rate
 # (on raca-driving at 2 a second: 0.912 with 2 s, 0.926 with 5 s, 0.928 with 20 s and 60 s).
@@ -30,21 +29,26 @@ BUDGET_SPAN_S = 20.0
 
 @dataclass
 class PushBudget:
-    """The pushes for a gain one CPE and direction may still make: a bucket of tokens filled at
-    the limit's rate, one spent per push. A push for a gain needs a larger predicted gain the
-    emptier the bucket is: ``min_gain`` when full, ``min_gain × size / tokens`` below that, none
-    under one token. A hard interval between pushes would hold back a large gain as readily as
-    a small one; with a threshold that rises as the budget is spent the pushes kept are the
-    ones worth most (on raca-driving at 100 ms reports, 2 pushes a second: 0.928, where a fixed
-    0.5 s interval between pushes gave 0.898)."""
+    """The pushes one CPE and direction may still make: a bucket of tokens filled at the limit's
+    rate, one spent per push. A push for a gain needs a larger predicted gain the emptier the
+    bucket is: ``min_gain`` when full, ``min_gain × size / tokens`` below that, none under one
+    token. A hard interval between pushes would hold back a large gain as readily as a small
+    one; with a threshold that rises as the budget is spent the pushes kept are the ones worth
+    most (on raca-driving at 100 ms reports, 2 pushes a second: 0.928, where a fixed 0.5 s
+    interval between pushes gave 0.898).
+
+    The limit holds on average over any span, every push counted: the bucket starts empty (a
+    full one let 20 s of pushes more through: 2.06 a second on raca-driving at a limit of 2),
+    and a push that cannot wait goes all the same, borrowing from the pushes for a gain after
+    it (the tokens go below zero)."""
 
     rate_per_s: float
     tokens: float
     at_s: float
 
     @classmethod
-    def full(cls, rate_per_s: float, now_s: float) -> PushBudget:
-        return cls(rate_per_s, cls.size_for(rate_per_s), now_s)
+    def empty(cls, rate_per_s: float, now_s: float) -> PushBudget:
+        return cls(rate_per_s, 0.0, now_s)
 
     @staticmethod
     def size_for(rate_per_s: float) -> float:
@@ -68,7 +72,7 @@ class PushBudget:
     def admit(self, decision: PushDecision, min_gain: float, now_s: float) -> PushDecision:
         """The hysteresis's decision as the budget lets it be: a push for a gain below what the
         budget needs now is held back; every push that goes is spent, those that cannot wait
-        too (though never held back)."""
+        too (though never held back: they may leave the budget in debt)."""
         if not decision.push:
             return decision
         self.refill(now_s)
@@ -78,13 +82,13 @@ class PushBudget:
                 False,
                 f"{decision.reason}, held back: "
                 + ("the push budget is spent" if needed is None else f"{needed:.1%} needed")
-                + f" (at most {self.rate_per_s:g} pushes a second for a gain)",
+                + f" (at most {self.rate_per_s:g} pushes a second)",
             )
         self.spend()
         return decision
 
     def spend(self) -> None:
-        self.tokens = max(0.0, self.tokens - 1.0)
+        self.tokens -= 1.0  # below zero after a push that could not wait: repaid by refills
 
     def refund(self) -> None:
         """A push that never reached its agent (withdrawn, failed) costs nothing."""
@@ -106,7 +110,7 @@ class Hysteresis:
     39 pushes in 250 s, 1 % 0.950 with 55, 0.5 % 0.951 with 75)."""
 
     min_gain: float = 0.01
-    # At most this many pushes a second per CPE and direction for a gain alone, on average
+    # At most this many pushes a second per CPE and direction, on average, every push counted
     # (None: no limit; see PushBudget). Each push is an HTTP request at an agent and, on the
     # mainline lever, an MP_PRIO per changed subflow: at 100 ms reports a path's estimate moves
     # every period and the pushes follow it (4.4 a second per CPE and direction on a real NR
