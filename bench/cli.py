@@ -134,8 +134,9 @@ def bench_loop(
     max_pushes_per_s: Annotated[
         float,
         typer.Option(
-            help="At most this many pushes a second per CPE and direction for a gain alone, on "
-            "average (first weights, overrides, paths lost or back always go); 0: no limit.",
+            help="At most this many pushes a second per CPE and direction on average, every "
+            "push counted (first weights, overrides, paths lost or back always go, and later "
+            "gains wait for them); 0: no limit.",
             min=0,
         ),
     ] = DEFAULT_MAX_PUSHES_PER_S,
