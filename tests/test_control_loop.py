@@ -415,6 +415,12 @@ def test_the_push_budget_starts_empty_keeps_large_gains_and_holds_back_small_one
     budget = PushBudget.empty(2.0, now_s=0.0)
     size = PushBudget.size_for(2.0)
     assert budget.gain_needed(0.01) is None
+    # Young, it judges what is left against what it has earned: two seconds in, with the first
+    # weights spent, 3 of 4 tokens are left, and a gain of 1.4 % goes (not 1 % × 40 / 3).
+    budget.spend()
+    budget.refill(2.0)
+    assert budget.gain_needed(0.01) == pytest.approx(0.01 * 4 / 3)
+    budget.spend()
     budget.refill(1000.0)
     assert budget.tokens == size
     assert budget.gain_needed(0.01) == pytest.approx(0.01)

@@ -40,15 +40,18 @@ class PushBudget:
     The limit holds on average over any span, every push counted: the bucket starts empty (a
     full one let 20 s of pushes more through: 2.06 a second on raca-driving at a limit of 2),
     and a push that cannot wait goes all the same, borrowing from the pushes for a gain after
-    it (the tokens go below zero)."""
+    it (the tokens go below zero). Until it has had time to fill, the threshold reads what is
+    left against what the bucket has earned so far, not against a full one: a young budget
+    would otherwise hold back every small gain of a CPE's first seconds."""
 
     rate_per_s: float
     tokens: float
     at_s: float
+    started_s: float = 0.0
 
     @classmethod
     def empty(cls, rate_per_s: float, now_s: float) -> PushBudget:
-        return cls(rate_per_s, 0.0, now_s)
+        return cls(rate_per_s, 0.0, now_s, started_s=now_s)
 
     @staticmethod
     def size_for(rate_per_s: float) -> float:
@@ -63,11 +66,17 @@ class PushBudget:
         self.tokens = min(self.size, self.tokens + elapsed * self.rate_per_s)
         self.at_s = max(self.at_s, now_s)
 
+    @property
+    def earned(self) -> float:
+        """What the bucket holds when nothing has been spent since it started (as of the last
+        refill): its size once it has had time to fill."""
+        return min(self.size, max(1.0, (self.at_s - self.started_s) * self.rate_per_s))
+
     def gain_needed(self, min_gain: float) -> float | None:
         """The predicted gain a push for a gain needs now (None: the budget is spent)."""
         if self.tokens < 1.0 - 1e-9:
             return None
-        return min_gain * self.size / self.tokens
+        return min_gain * self.earned / self.tokens
 
     def admit(self, decision: PushDecision, min_gain: float, now_s: float) -> PushDecision:
         """The hysteresis's decision as the budget lets it be: a push for a gain below what the
