@@ -19,7 +19,7 @@ class PushDecision:
 
 # Two a second: a one-second period never reaches it (one decision a period); at 100 ms reports
 # on a real NR trace (raca-driving, the measured 12 ms control delay) it halves the pushes for
-# 0.0055 of efficiency (0.9359 with 1,963 pushes in 450 s, 0.9305 with 887; docs/estimators.md).
+# 0.0055 of efficiency (0.9359 with 1,963 pushes in 450 s, 0.9304 with 887; docs/estimators.md).
 DEFAULT_MAX_PUSHES_PER_S = 2.0
 # The budget holds this many seconds of pushes at the limit's rate: a burst of changes (a path
 # lost and back, a handover) is followed at once, and the threshold follows the long-run rate
