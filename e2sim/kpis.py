@@ -130,7 +130,7 @@ def _prb_total_pct(
     """A cell's PRB usage in % (RRU.PrbTot*): what its stations used, plus, with
     ``outside_load``, what each station's share leaves to stations outside the simulation."""
     outside = _cell_mean(1.0 - share, cells) if outside_load else 0.0
-    return np.clip((_cell_total(used_share, cells) + outside) * 100, 0, 100)
+    return np.asarray(np.clip((_cell_total(used_share, cells) + outside) * 100, 0, 100))
 
 
 def _noisy(values: FloatArray, relative: float, rng: np.random.Generator) -> FloatArray:
