@@ -140,7 +140,7 @@ def test_the_default_control_delay_is_the_live_measure_for_the_period() -> None:
     from bench.cli import default_control_delay_ms, default_step_ms
 
     assert default_control_delay_ms(1000) == 100
-    assert default_control_delay_ms(100) == 33
+    assert default_control_delay_ms(100) == 12
     assert default_step_ms(100, default_control_delay_ms(100)) == 1  # the delay falls on a step
 
 

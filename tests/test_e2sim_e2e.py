@@ -8,6 +8,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,6 +41,19 @@ cpes:
 
 def atsss(*args: str) -> list[str]:
     return [sys.executable, "-m", "atsss", *args]
+
+
+def kpi_sample(written: dict[str, Any], direction: Direction) -> KpiSample:
+    """A sample as `xapp run --samples` wrote it, back into the estimators' form."""
+    return KpiSample(
+        written["cpe_id"],
+        written["access"],
+        direction,
+        written["time_s"],
+        written["period_s"],
+        throughput_mbps=written["throughput_mbps"],
+        measurements=written["measurements"],
+    )
 
 
 @pytest.mark.parametrize("version", ["v3.00", "v2.03"])
@@ -128,17 +142,7 @@ def test_simulator_and_standalone_xapp(tmp_path: Path, version: str) -> None:
     for i in range(3):
         for sample, row in zip(got[(f"cpe-{i}", "wifi")], truth[(f"cpe-{i}", "wifi")], strict=True):
             assert ("WLAN.StaPhyRateDl" in sample["measurements"]) == row["available"]
-            estimate = estimate_from_sample(
-                KpiSample(
-                    sample["cpe_id"],
-                    "wifi",
-                    Direction.DOWNLINK,
-                    sample["time_s"],
-                    sample["period_s"],
-                    throughput_mbps=sample["throughput_mbps"],
-                    measurements=sample["measurements"],
-                )
-            )
+            estimate = estimate_from_sample(kpi_sample(sample, Direction.DOWNLINK))
             assert estimate is not None
             assert estimate.lower_bound == (not row["available"])
     # NR's uplink has PRB counters of its own over E2: the KPI estimator reads its capacity,
@@ -151,17 +155,7 @@ def test_simulator_and_standalone_xapp(tmp_path: Path, version: str) -> None:
     for i in range(3):
         for sample, row in zip(uplink[f"cpe-{i}"], truth[(f"cpe-{i}", "nr")], strict=True):
             assert "RRU.PrbUsedUl" in sample["measurements"]
-            estimate = estimate_from_sample(
-                KpiSample(
-                    sample["cpe_id"],
-                    "nr",
-                    Direction.UPLINK,
-                    sample["time_s"],
-                    sample["period_s"],
-                    throughput_mbps=sample["throughput_mbps"],
-                    measurements=sample["measurements"],
-                )
-            )
+            estimate = estimate_from_sample(kpi_sample(sample, Direction.UPLINK))
             assert estimate is not None
             assert not estimate.lower_bound
             assert estimate.capacity_mbps == pytest.approx(row["capacity_ul_mbps"], rel=0.1)
