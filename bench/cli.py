@@ -456,6 +456,10 @@ def bench_testbed(
             "paths are shaped as often, and it divides a second)."
         ),
     ] = 1000,
+    workdir: Annotated[
+        Path | None,
+        typer.Option(help="Keep the run's logs (xApp, agent, simulator's truth) in this folder."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run the whole system for real (root): the netns testbed shaped to the scenario, the KPM
@@ -508,6 +512,7 @@ def bench_testbed(
         subnet=subnet,
         congestion=congestion,
         reporting_period_ms=reporting_period_ms,
+        workdir=workdir,
     )
     try:
         result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))

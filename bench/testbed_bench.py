@@ -73,6 +73,9 @@ class TestbedBenchSettings:
     outage: Literal["link", "loss"] = "link"
     prefix: str = "atb"
     subnet: int = 66
+    # Where the run's logs go (the xApp's, the agent's, the simulator's truth), kept after it;
+    # None: a temporary folder, removed.
+    workdir: Path | None = None
     # The transfer's TCP congestion control on every subflow (set on the sockets, so the host's
     # default does not decide it); "host" leaves the host's. The kernel's default is cubic.
     congestion: str = "cubic"
@@ -192,7 +195,11 @@ def run_testbed_bench(
     bed.up()
     with contextlib.ExitStack() as stack:
         stack.callback(bed.down)
-        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="atsss-bench-")))
+        if settings.workdir is None:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="atsss-bench-")))
+        else:
+            workdir = settings.workdir
+            workdir.mkdir(parents=True, exist_ok=True)
         bed.shape(*_symmetric(schedule.rates_at(0)))
         for argv in (
             ["iperf3", "-s", "-p", str(PROBE_PORT)],
