@@ -176,23 +176,27 @@ _NR_PRBS = {
 }
 
 
-def _nr_prbs(m: Mapping[str, float], direction: Direction) -> tuple[float, float] | None:
-    """(PRBs the UE used, PRBs free to it: its own and what the other UEs left), or None."""
+def _nr_prbs(
+    m: Mapping[str, float], direction: Direction
+) -> tuple[float | None, float, float] | None:
+    """(PRBs the UE used: None when the gNB counts none for it, as for a UE it does not serve;
+    PRBs free to it: its own and what the other UEs left; PRBs available), or None."""
     used_name, available_name, total_name = _NR_PRBS[direction]
     available = m.get(available_name)
     if not available:
         return None  # not reported, or no PRBs to speak of
-    used = m.get(used_name) or 0.0
+    used = m.get(used_name)
+    own = used or 0.0
     total_pct = m.get(total_name)
-    others = max(0.0, total_pct / 100 * available - used) if total_pct is not None else 0.0
-    return used, max(used, available - others)
+    others = max(0.0, total_pct / 100 * available - own) if total_pct is not None else 0.0
+    return used, max(own, available - others), available
 
 
 def measured_nr_rate_per_prb(sample: KpiSample) -> float | None:
     """What each PRB the UE used carried (Mbit/s), where it used any and carried something."""
     prbs = _nr_prbs(sample.measurements, sample.direction)
     throughput = sample.throughput_mbps
-    if prbs is None or prbs[0] <= 0 or not throughput:
+    if prbs is None or not prbs[0] or not throughput:
         return None
     return throughput / prbs[0]
 
@@ -206,13 +210,13 @@ def _nr(
     prbs = _nr_prbs(m, direction)
     if prbs is None:
         return None
-    used, free = prbs
-    if throughput is not None and used > 0:
+    used, free, available = prbs
+    if throughput is not None and used:
         return throughput * free / used
     if direction == Direction.UPLINK:
         # Nothing sent by a UE the gNB serves (it counts its PRBs: 0): the rate per PRB it last
         # showed, on the PRBs free now. A UE it does not serve (its link down) has no count.
-        if rate_per_prb is None or _NR_PRBS[direction][0] not in m:
+        if rate_per_prb is None or used is None:
             return None
         return rate_per_prb * free
     # Nothing carried (weight 0, or idle): the channel quality the UE reports still tells the
@@ -222,7 +226,6 @@ def _nr(
         return None
     layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
     efficiency = nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2]
-    available = m["RRU.PrbAvailDl"]
     return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available
 
 
