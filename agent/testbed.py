@@ -13,6 +13,17 @@ addresses and the limits allow them. The management link lets programs in the ho
 namespace (the xApp) reach the CPE's agent, as an operator's network would. Each side's egress
 is shaped with htb: the CPE's is the uplink rate, the proxy's the downlink rate. Needs root;
 everything is torn down by `down`.
+
+Two settings make the links and hosts more like the real ones (both off by default):
+
+- ``link_buffer_ms``: each shaped link buffers this much of its rate (a byte FIFO under the htb
+  class). Without it the class keeps the kernel's default FIFO of 1,000 packets, 1.4 MB: 340 ms
+  at NR's rate at a tenth of the paper's, and 10 s at LiFi's. Behind such a queue, data sent on
+  NR arrives a third of a second after data sent at the same moment on Wi-Fi, and the MPTCP
+  receiver holds the difference out of order.
+- ``receive_buffer_bytes``: both namespaces' default TCP receive buffer (`tcp_rmem`'s middle
+  value). A subflow that joins later announces at most about 0.9 of it as its window (its own
+  buffer is not auto-tuned), and the connection's window is what its subflows announce.
 """
 
 from __future__ import annotations
@@ -21,11 +32,14 @@ import json
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from ipaddress import IPv4Address
 from pathlib import Path
 
 ACCESSES = ("nr", "wifi", "lifi")
+# The least a shaped link buffers with ``link_buffer_ms`` (about 20 full packets): 50 ms of LiFi
+# at a tenth of 12 Mbit/s is 5 packets, too few for a TCP flow to hold its rate.
+MIN_LINK_BUFFER_BYTES = 30_000
 
 
 class TestbedError(RuntimeError):
@@ -38,6 +52,13 @@ class Testbed:
 
     prefix: str = "atsss"
     subnet: int = 77
+    # Each shaped link's buffer in milliseconds of its rate; None: the kernel's default FIFO.
+    link_buffer_ms: float | None = None
+    # Both namespaces' default TCP receive buffer in bytes; None: the kernel's (128 KiB).
+    receive_buffer_bytes: int | None = None
+    # (namespace, device) → the byte limit of its buffer; the devices whose packets are dropped.
+    _buffers: dict[tuple[str, str], int] = field(default_factory=dict, compare=False, repr=False)
+    _dropping: set[tuple[str, str]] = field(default_factory=set, compare=False, repr=False)
 
     @property
     def cpe_ns(self) -> str:
@@ -93,6 +114,8 @@ class Testbed:
         for ns in (cpe, proxy):
             _run(["ip", "-n", ns, "link", "set", "lo", "up"])
             _run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.mptcp.enabled=1"])
+            if self.receive_buffer_bytes is not None:
+                self._set_receive_buffer(ns, self.receive_buffer_bytes)
             _run(
                 [
                     "ip",
@@ -257,6 +280,7 @@ class Testbed:
                         f"{rate:g}mbit",
                     ]
                 )
+                self._set_link_buffer(ns, device, rate, "add")
 
     def set_rate(self, access: str, side: str, rate_mbps: float) -> None:
         """Change a shaped rate in place (``shape`` first); queues and flows are kept."""
@@ -267,6 +291,7 @@ class Testbed:
         device = self.interface(access, side)
         change = ["tc", "class", "change", "dev", device, "parent", "1:", "classid", "1:10"]
         _run(self.in_ns(ns, [*change, "htb", "rate", rate, "ceil", rate]))
+        self._set_link_buffer(ns, device, rate_mbps, "change")
 
     def set_outage(self, access: str, down: bool) -> None:
         """Drop every packet of the access both ways (``shape`` first), or stop dropping.
@@ -276,13 +301,47 @@ class Testbed:
         for side in ("cpe", "proxy"):
             ns = self.proxy_ns if side == "proxy" else self.cpe_ns
             device = self.interface(access, side)
-            leaf = ["dev", device, "parent", "1:10", "handle", "10:"]
+            leaf = _leaf(device)
             if down:
                 _run(self.in_ns(ns, ["tc", "qdisc", "replace", *leaf, "bfifo", "limit", "1"]))
+                self._dropping.add((ns, device))
+                continue
+            self._dropping.discard((ns, device))
+            limit = self._buffers.get((ns, device))
+            if limit is not None:
+                refill = ["tc", "qdisc", "replace", *leaf, "bfifo", "limit", f"{limit}"]
+                _run(self.in_ns(ns, refill))
             else:
                 subprocess.run(
                     self.in_ns(ns, ["tc", "qdisc", "del", *leaf]), capture_output=True, check=False
                 )
+
+    def _set_link_buffer(self, ns: str, device: str, rate_mbps: float, verb: str) -> None:
+        """The class's leaf: a byte FIFO of ``link_buffer_ms`` at the rate (``add`` with a new
+        class, ``change`` with its rate); nothing without ``link_buffer_ms``. A link dropping
+        every packet (an outage) keeps dropping: its buffer comes back with its end."""
+        if self.link_buffer_ms is None:
+            return
+        held = rate_mbps * 1e6 / 8 * self.link_buffer_ms / 1000
+        limit = max(MIN_LINK_BUFFER_BYTES, round(held))
+        self._buffers[(ns, device)] = limit
+        if (ns, device) in self._dropping:
+            return
+        _run(self.in_ns(ns, ["tc", "qdisc", verb, *_leaf(device), "bfifo", "limit", f"{limit}"]))
+
+    def _set_receive_buffer(self, ns: str, default_bytes: int) -> None:
+        """tcp_rmem's middle value in the namespace; its largest is raised to it if below."""
+        shown = subprocess.run(
+            self.in_ns(ns, ["sysctl", "-n", "net.ipv4.tcp_rmem"]),
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+        if len(shown) != 3:
+            raise TestbedError(f"{ns}: net.ipv4.tcp_rmem reads {' '.join(shown)!r}")
+        least, largest = int(shown[0]), max(int(shown[2]), default_bytes)
+        value = f"net.ipv4.tcp_rmem={least} {default_bytes} {largest}"
+        _run(self.in_ns(ns, ["sysctl", "-q", "-w", value]))
 
     def set_link(self, access: str, up: bool) -> None:
         """Take the access's link down or up at the proxy's end, as a radio link is lost: the
@@ -351,6 +410,11 @@ class Testbed:
     @staticmethod
     def in_ns(ns: str, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", ns, *argv]
+
+
+def _leaf(device: str) -> list[str]:
+    """The qdisc under the htb class that `shape` makes (the link's buffer)."""
+    return ["dev", device, "parent", "1:10", "handle", "10:"]
 
 
 def _run(argv: list[str]) -> None:

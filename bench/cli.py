@@ -460,6 +460,20 @@ def bench_testbed(
         Path | None,
         typer.Option(help="Keep the run's logs (xApp, agent, simulator's truth) in this folder."),
     ] = None,
+    link_buffer_ms: Annotated[
+        float,
+        typer.Option(
+            help="Each shaped link's buffer, in milliseconds of its rate (at least 30 kB); 0 "
+            "keeps the kernel's FIFO of 1,000 packets."
+        ),
+    ] = 50.0,
+    receive_buffer_kib: Annotated[
+        int,
+        typer.Option(
+            help="The CPE's and the proxy's default TCP receive buffer (tcp_rmem's middle "
+            "value); 0 keeps the kernel's."
+        ),
+    ] = 2048,
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
     """Run the whole system for real (root): the netns testbed shaped to the scenario, the KPM
@@ -498,6 +512,8 @@ def bench_testbed(
             f"--reporting-period-ms must be 100 ms or more, and divide a second below one; "
             f"got {reporting_period_ms}"
         )
+    if link_buffer_ms < 0 or receive_buffer_kib < 0:
+        fail("--link-buffer-ms and --receive-buffer-kib are 0 (the kernel's) or more")
     # Its own addresses per prefix: two benches (or a bench and the tests) never share a subnet.
     subnet = 100 + zlib.crc32(prefix.encode()) % 100
     settings = TestbedBenchSettings(
@@ -513,6 +529,8 @@ def bench_testbed(
         congestion=congestion,
         reporting_period_ms=reporting_period_ms,
         workdir=workdir,
+        link_buffer_ms=link_buffer_ms or None,
+        receive_buffer_kib=receive_buffer_kib or None,
     )
     try:
         result = run_testbed_bench(settings, lambda message: err.print(message, highlight=False))
@@ -528,7 +546,8 @@ def bench_testbed(
         *(f"{n} Mbit/s" for n in names),
         *(f"{n} / shaped" for n in names),
         title=f"{loaded.name} ×{scale:g}, {chosen.value}, {estimator}, {congestion}, "
-        f"reports every {reporting_period_ms} ms",
+        f"reports every {reporting_period_ms} ms, link buffers "
+        f"{f'{link_buffer_ms:g} ms' if link_buffer_ms else 'of the kernel'}",
     )
     for start, shaped, carried in result.steps():
         table.add_row(

@@ -83,6 +83,13 @@ class TestbedBenchSettings:
     # whatever it is, so that runs at 1 s and at 100 ms reports cross the same paths, and a
     # 1 s report says what the second's shaping was on average.
     reporting_period_ms: int = 1000
+    # Each shaped link's buffer (agent/testbed.py), in ms of its rate; None: the kernel's FIFO
+    # of 1,000 packets, which held 340 ms of NR and 10 s of LiFi at a tenth of the scenario's
+    # rates. Radio links hold tens of milliseconds.
+    link_buffer_ms: float | None = 50.0
+    # Both namespaces' default TCP receive buffer; None: the kernel's 128 KiB, which caps the
+    # window of a subflow that joins later at about 115 KiB (about 70 Mbit/s at NR's RTT).
+    receive_buffer_kib: int | None = 2048
 
     @property
     def shaping_step_s(self) -> float:
@@ -151,6 +158,8 @@ class TestbedBenchResult:
             "direction": self.settings.direction.value,
             "estimator": self.settings.estimator,
             "congestion": self.settings.congestion,
+            "link_buffer_ms": self.settings.link_buffer_ms,
+            "receive_buffer_kib": self.settings.receive_buffer_kib,
             "shaped_mbps": round(shaped, 2),
             "carried_mbps": {k: round(v, 2) for k, v in carried.items()},
             "ratio": {k: round(v / shaped, 3) for k, v in carried.items()},
@@ -189,7 +198,14 @@ def run_testbed_bench(
     scenario = settings.scenario.cut(min(settings.scenario.duration_s, total_s))
     world = SimWorld(scenario, settings.shaping_step_s, capacity_scale=settings.scale)
     schedule = _Schedule(world, settings.direction)
-    bed = Testbed(prefix=settings.prefix, subnet=settings.subnet)
+    bed = Testbed(
+        prefix=settings.prefix,
+        subnet=settings.subnet,
+        link_buffer_ms=settings.link_buffer_ms,
+        receive_buffer_bytes=(
+            None if settings.receive_buffer_kib is None else settings.receive_buffer_kib * 1024
+        ),
+    )
     bed.down()
     progress(f"testbed {bed.cpe_ns} / {bed.proxy_ns} up")
     bed.up()

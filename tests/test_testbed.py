@@ -353,3 +353,56 @@ def test_a_path_back_after_a_carrier_loss_carries_as_its_weight_says(
         transfer.kill()
         transfer.wait()
         testbed.set_link("wifi", True)
+
+
+def _buffer_limit(bed: Testbed, ns: str, device: str) -> str:
+    """The byte limit of the FIFO under the device's htb class, as tc shows it."""
+    shown = subprocess.run(
+        bed.in_ns(ns, ["tc", "qdisc", "show", "dev", device, "parent", "1:10"]),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    found = re.search(r"bfifo 10: .*limit (\S+)", shown)
+    assert found is not None, shown
+    return found.group(1)
+
+
+def test_link_buffers_follow_the_rate_and_the_receive_buffer_is_set() -> None:
+    """With the realistic settings, each shaped link buffers 50 ms of its rate (at least 30 kB),
+    through rate changes and an outage; both namespaces' default receive buffer is 2 MiB."""
+    pid = os.getpid()
+    bed = Testbed(
+        prefix=f"b{pid % 10000}",
+        subnet=190 + pid % 50,
+        link_buffer_ms=50.0,
+        receive_buffer_bytes=2 * 1024 * 1024,
+    )
+    bed.down()
+    bed.up()
+    try:
+        bed.shape(RATES, RATES)
+        # 34.2 Mbit/s × 50 ms = 213,750 bytes; LiFi's 7,562 is raised to the 30 kB floor.
+        assert _buffer_limit(bed, bed.proxy_ns, "nr1") == "213750b"
+        assert _buffer_limit(bed, bed.cpe_ns, "wifi0") == "743750b"
+        assert _buffer_limit(bed, bed.proxy_ns, "lifi1") == "30000b"
+        bed.set_rate("nr", "proxy", 10.0)
+        assert _buffer_limit(bed, bed.proxy_ns, "nr1") == "62500b"
+        bed.set_outage("nr", True)
+        assert _buffer_limit(bed, bed.proxy_ns, "nr1") == "1b"
+        bed.set_rate("nr", "proxy", 20.0)  # while it drops everything, it stays dropping
+        assert _buffer_limit(bed, bed.proxy_ns, "nr1") == "1b"
+        bed.set_outage("nr", False)
+        assert _buffer_limit(bed, bed.proxy_ns, "nr1") == "125000b"
+        for ns in (bed.cpe_ns, bed.proxy_ns):
+            rmem = subprocess.run(
+                bed.in_ns(ns, ["sysctl", "-n", "net.ipv4.tcp_rmem"]),
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout.split()
+            assert int(rmem[1]) == 2 * 1024 * 1024
+            assert int(rmem[2]) >= int(rmem[1])
+    finally:
+        bed.down()
+    assert not bed.exists()
