@@ -27,6 +27,8 @@ def atsss(*args: str) -> subprocess.CompletedProcess[str]:
         ),
         (("bench", "testbed", "--reporting-period-ms", "300"), "--reporting-period-ms"),
         (("bench", "testbed", "--reporting-period-ms", "50"), "--reporting-period-ms"),
+        (("bench", "testbed", "--link-buffer-ms", "-5"), "--link-buffer-ms"),
+        (("bench", "testbed", "--receive-buffer-kib", "-1"), "--receive-buffer-kib"),
         (("weights", "nr=nan"), "finite"),
         (("weights", "nr=inf,wifi=1"), "finite"),
     ],
