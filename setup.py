@@ -20,7 +20,7 @@ def _compiled(name: str, source: str, *, exact_floats: bool = False) -> Extensio
         [source],
         define_macros=[("SOURCE_SHA256", f'"{digest}"')],
         # The policy's core must round as numpy does: no fused multiply-adds.
-        extra_compile_args=["-ffp-contract=off"] if exact_floats else [],
+        extra_compile_args=["-ffp-contract=off", "-fno-trapping-math"] if exact_floats else [],
         optional=True,
     )
 

@@ -30,6 +30,18 @@
 #define MAX_WEIGHT_LIMIT 65535
 #define OPTIMAL_SCRATCH(paths, max_weight) (((size_t)(paths) * 3 + 2) * (size_t)(max_weight))
 
+/* The loops below are plain array operations the compiler vectorises. Where it can, each
+ * function carrying WIDE_VECTORS is compiled for AVX-512, AVX2 and the x86-64 baseline, and the
+ * loader picks the widest the CPU has (function multiversioning): the baseline has no vector
+ * truncation, and the weights' floor() was a scalar loop there, two thirds of a decision.
+ * The results do not depend on the choice: IEEE division, truncation and comparison give the
+ * same double in any vector width, and contraction is off in every build. */
+#if defined(__x86_64__) && defined(__linux__) && (defined(__clang__) || __GNUC__ >= 6)
+#define WIDE_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define WIDE_VECTORS
+#endif
+
 static const double FLOOR_GUARD = 1 + 1e-12; /* optimal.py: floor() against c/r = k - eps */
 static const double TIE = 1 - 1e-9;          /* optimal.py and robust.py: ties */
 
@@ -54,6 +66,7 @@ static inline double capped_floor(double x, int max_weight) {
  * (paths + 4) * max_weight doubles. Written as loops over the candidate rates of one path
  * (k = 1..max_weight), each a plain array operation the compiler vectorises: a candidate's
  * weights, then its weight sum, round rate and aggregate. */
+WIDE_VECTORS
 static void optimal_row(const double *c, int paths, int max_weight, double *scratch,
                         int64_t *weights) {
     double *aggregates = scratch;                      /* paths * max_weight, j-major */
@@ -61,20 +74,24 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
     double *divisor = totals + (size_t)paths * max_weight; /* max_weight */
     double *ratio = divisor + max_weight;                  /* max_weight */
     double *w = ratio + max_weight;                        /* paths * max_weight */
+    const double cap = (double)max_weight;
     double best = -INFINITY;
     for (int j = 0; j < paths; j++) {
         for (int k = 0; k < max_weight; k++) {
             const double rate = c[j] / (double)(k + 1);
             divisor[k] = rate > 0 ? rate : INFINITY;
         }
+        const double *restrict by = divisor;
         for (int i = 0; i < paths; i++) {
-            double *wi = w + (size_t)i * max_weight;
+            double *restrict wi = w + (size_t)i * max_weight;
             const double ci = c[i];
             for (int k = 0; k < max_weight; k++) {
                 /* min(max_weight, floor(x)) for x >= 0: truncation is floor there; x past
-                 * max_weight (infinity too) is max_weight either way. */
-                const double x = (ci / divisor[k]) * FLOOR_GUARD;
-                wi[k] = x >= max_weight ? (double)max_weight : (double)(int32_t)x;
+                 * max_weight (infinity too) is max_weight either way. trunc() and a select
+                 * rather than a cast, which the compiler cannot vectorise (a cast of a value
+                 * past INT32_MAX is undefined). */
+                const double x = trunc((ci / by[k]) * FLOOR_GUARD);
+                wi[k] = x < cap ? x : cap;
             }
         }
         double *total = totals + (size_t)j * max_weight;
@@ -149,6 +166,7 @@ static double order_statistic(double *values, int count, int rank) {
  * from its (paths, draws) capacities ``draws``, each weighted path's outage charged.
  * ``ratios`` holds paths * draws doubles: each path's capacity per segment of the round,
  * divided once and read again for the aggregate without each path. */
+WIDE_VECTORS
 static void aggregates_at_risk(const double *weights, const double *draws, const double *risks,
                                double stall, int paths, int count, double *ratios, double *full,
                                double *expected) {
@@ -167,10 +185,14 @@ static void aggregates_at_risk(const double *weights, const double *draws, const
             for (int d = 0; d < count; d++) ratio[d] = INFINITY;
         }
     }
+    /* The least ratio per draw, path by path (paths outer, draws inner: a vector loop). */
+    for (int d = 0; d < count; d++) full[d] = ratios[d];
+    for (int p = 1; p < paths; p++) {
+        const double *restrict ratio = ratios + (size_t)p * count;
+        for (int d = 0; d < count; d++) full[d] = least_of(full[d], ratio[d]);
+    }
     for (int d = 0; d < count; d++) {
-        double least = ratios[d];
-        for (int p = 1; p < paths; p++) least = least_of(least, ratios[(size_t)p * count + d]);
-        full[d] = total * (isfinite(least) ? least : 0.0);
+        full[d] = total * (isfinite(full[d]) ? full[d] : 0.0);
         expected[d] = full[d];
     }
     double after_stall = 0.5 - stall;
@@ -185,12 +207,15 @@ static void aggregates_at_risk(const double *weights, const double *draws, const
             rest_total = first ? counted[p] : rest_total + counted[p];
             first = 0;
         }
+        double least[MAX_DRAWS];
+        for (int d = 0; d < count; d++) least[d] = INFINITY;
+        for (int p = 0; p < paths; p++) {
+            if (p == path) continue;
+            const double *restrict ratio = ratios + (size_t)p * count;
+            for (int d = 0; d < count; d++) least[d] = least_of(least[d], ratio[d]);
+        }
         for (int d = 0; d < count; d++) {
-            double least = INFINITY;
-            for (int p = 0; p < paths; p++) {
-                if (p != path) least = least_of(least, ratios[(size_t)p * count + d]);
-            }
-            const double rest = rest_total * (isfinite(least) ? least : 0.0);
+            const double rest = rest_total * (isfinite(least[d]) ? least[d] : 0.0);
             const double dark = 0.5 * full[d] + after_stall * rest;
             expected[d] = expected[d] - probability * (full[d] - dark);
         }
@@ -198,6 +223,7 @@ static void aggregates_at_risk(const double *weights, const double *draws, const
 }
 
 /* (paths, count) capacities drawn from one CPE's beliefs, never below 0. */
+WIDE_VECTORS
 static void belief_draws(const double *means, const double *stddevs, const double *normal,
                          int paths, int count, double *draws) {
     for (int p = 0; p < paths; p++) {
