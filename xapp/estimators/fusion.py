@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.outage import SilenceTracker, WeightLookup
@@ -201,15 +200,35 @@ class FusedEstimator:
             exact = [
                 e for e in exact if e.source not in measuring or e.measured_at_s >= newest_measured
             ]
-        exact = [self._corrected(e) for e in exact]
-        # Who speaks for the path: each source as reliable as its track record, the RMS of
-        # its errors predicting what was measured next (a measurement taken as the forecast of
-        # the next period included), or as its stated σ until it has one.
-        # How sure the result is: what the sources state. A track record inflated by a
-        # volatile path would make the policy hedge where the sources' own σ says not to;
-        # on the real 5G traces that cost up to 6 points.
-        records = [self._sigma(e, now_s, self._track_record(e)) for e in exact]
-        sigmas = [self._sigma(e, now_s, 0.0) for e in exact]
+        # Each exact source as (capacity, σ, σ from its track record), corrected for its bias:
+        # plain numbers, as this runs for every path of a fleet at every step.
+        drift_per_s = self.drift_ratio_per_s
+        errors = self._errors
+        values: list[float] = []
+        records: list[float] = []
+        sigmas: list[float] = []
+        for e in exact:
+            capacity, stddev = e.capacity_mbps, e.stddev_mbps
+            found_errors = errors.get((path, e.source))
+            if found_errors is not None:
+                count, bias, square = found_errors
+                if count >= BIAS_AFTER and e.source not in measuring and abs(bias) <= MAX_BIAS:
+                    # undo the bounded relative error: (p - t) / max(p, t) = bias
+                    factor = 1 / (1 + bias) if bias < 0 else 1 - bias
+                    capacity, stddev = capacity * factor, stddev * factor
+                track = math.sqrt(square)
+            else:
+                track = 0.0
+            drift = drift_per_s * capacity * max(0.0, now_s - e.measured_at_s)
+            values.append(capacity)
+            # Who speaks for the path: each source as reliable as its track record, the RMS
+            # of its errors predicting what was measured next (a measurement taken as the
+            # forecast of the next period included), or as its stated σ until it has one.
+            records.append(max(math.hypot(max(stddev, track), drift), MIN_STDDEV_MBPS))
+            # How sure the result is: what the sources state. A track record inflated by a
+            # volatile path would make the policy hedge where the sources' own σ says not to;
+            # on the real 5G traces that cost up to 6 points.
+            sigmas.append(max(math.hypot(max(stddev, 0.0), drift), MIN_STDDEV_MBPS))
         # A source far less reliable than the best one barely narrows the belief when its
         # errors are independent (twice the σ: 11 % narrower) and biases it when they are not,
         # as a model's on inputs unlike its training data are: it is left out.
@@ -219,7 +238,7 @@ class FusedEstimator:
         sigmas = [sigmas[i] for i in kept]
         weights = [1.0 / records[i] ** 2 for i in kept]
         total = sum(weights)
-        mean = sum(w * e.capacity_mbps for w, e in zip(weights, exact, strict=True)) / total
+        mean = sum(w * values[i] for w, i in zip(weights, kept, strict=True)) / total
         floor = max((e.capacity_mbps for e in bounds), default=0.0)
         value = max(mean, floor)
         # The sources' errors are not independent (they all face the same next period), so
@@ -262,26 +281,6 @@ class FusedEstimator:
         drift = self.drift_ratio_per_s * mean * age_s
         shown = max(math.hypot(math.sqrt(square), drift), MIN_STDDEV_MBPS)
         return min(stated, shown)
-
-    def _bias(self, estimate: CapacityEstimate) -> float | None:
-        """The source's mean relative error on this path, once it is worth correcting."""
-        path = (estimate.cpe_id, estimate.access, estimate.direction)
-        count, mean, _ = self._errors.get((path, estimate.source), (0, 0.0, 0.0))
-        if count < BIAS_AFTER or estimate.source in self._measuring or abs(mean) > MAX_BIAS:
-            return None
-        return mean
-
-    def _corrected(self, estimate: CapacityEstimate) -> CapacityEstimate:
-        bias = self._bias(estimate)
-        if bias is None:
-            return estimate
-        # undo the bounded relative error: (p - t) / max(p, t) = bias
-        factor = 1 / (1 + bias) if bias < 0 else 1 - bias
-        return replace(
-            estimate,
-            capacity_mbps=estimate.capacity_mbps * factor,
-            stddev_mbps=estimate.stddev_mbps * factor,
-        )
 
     def _track_record(self, estimate: CapacityEstimate) -> float:
         """The RMS of the source's errors on this path, in Mbit/s (0: none yet)."""

@@ -234,12 +234,17 @@ class ProbeEstimator:
     def _plan(self, now_s: float, paths: Iterable[Path]) -> None:
         per_cpe = Counter(path[0] for path in self._in_flight)
         candidates: list[tuple[int, Path, str]] = []
+        # Whom to ask, per CPE and direction: the same for its every access in this sweep.
+        asked: dict[tuple[str, Direction], Sequence[CapacityEstimator] | None] = {}
         for path in paths:
             if path in self._in_flight or path in self._down:
                 continue
             if (path[0], path[1]) in self._carrier_word:
                 continue  # the agent's word stands for now
-            advisors = self.advisors_for(path[0], path[2])
+            key = (path[0], path[2])
+            if key not in asked:
+                asked[key] = self.advisors_for(*key)
+            advisors = asked[key]
             if advisors is None:
                 continue
             # once known, always known: not asked again each period for each of a fleet's paths
@@ -295,18 +300,21 @@ class ProbeEstimator:
             # Its node measures the headroom, so the KPIs already tell what it can carry: a
             # probe would only take the data's share of it (and, in a WRR round, of all paths).
             self._recovered.discard(path)
-        advice = [
-            e
-            for advisor in advisors
-            if (e := advisor.estimate(*path, now_s)) is not None
-            and e.available
-            and e.age_s(now_s) <= self.settings.fresh_s
-        ]
-        if not advice:
-            return "no-estimate"
-        exact = [e for e in advice if not e.lower_bound]
+        # Asked of every path of a fleet at every sweep: one pass over the advisors.
+        fresh_s = self.settings.fresh_s
+        exact = []
+        for advisor in advisors:
+            e = advisor.estimate(*path, now_s)
+            if (
+                e is not None
+                and e.available
+                and not e.lower_bound
+                and max(0.0, now_s - e.measured_at_s) <= fresh_s  # CapacityEstimate.age_s
+            ):
+                exact.append(e)
         if not exact:
-            return "no-estimate"  # nothing says what the path could carry, only what it did
+            # No fresh advice, or only what the path carried: nothing says what it could carry.
+            return "no-estimate"
         if len(exact) > 1:
             low = min(exact, key=lambda e: e.capacity_mbps)
             high = max(exact, key=lambda e: e.capacity_mbps)

@@ -22,11 +22,11 @@ the aggregate) is then left out rather than kept for its 1-2 %.
 from __future__ import annotations
 
 from functools import cache
-from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
 
+from core.domain import normal_quantile
 from xapp.policy.compiled import core, use_core
 from xapp.policy.optimal import MAX_CORE_WEIGHT, optimal_weights_batch
 
@@ -157,7 +157,7 @@ def robust_weights(
     if not (stddevs > 0).any() and not at_risk:
         exact: IntArray = optimal_weights_batch(means[None, :], max_weight)[0]
         return exact
-    z = NormalDist().inv_cdf(quantile)
+    z = normal_quantile(quantile)
     lowered = np.maximum(0.0, means + z * stddevs)
     draws = belief_draws(means, stddevs)
     paths = len(means)
@@ -237,7 +237,7 @@ def robust_weights_many(
                 paths,
                 DRAWS,
                 max_weight,
-                NormalDist().inv_cdf(quantile),
+                normal_quantile(quantile),
                 _rank(DRAWS, quantile),
                 CANDIDATE_DRAWS,
             )
@@ -330,7 +330,7 @@ def _robust_block(
     stalls: FloatArray,
 ) -> IntArray:
     rows, paths = means.shape
-    z = NormalDist().inv_cdf(quantile)
+    z = normal_quantile(quantile)
     lowered = np.maximum(0.0, means + z * stddevs)
     draws = _belief_draws_many(means, stddevs)
     # The starts of robust_weights, for every row: the point estimates, all lowered, each one
