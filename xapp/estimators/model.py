@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
@@ -29,7 +30,6 @@ from xapp.estimators.saturation import (
     HISTORY_PERIODS,
     SATURATED_PERIODS,
     SATURATED_UTILISATION,
-    saturated,
 )
 
 # The models learnt from saturating transfers; below SATURATED_UTILISATION in the history they
@@ -80,9 +80,11 @@ class ModelEstimator:
         if models is None:
             models = self._load_shipped()
         self._models = dict(models)
-        self._history: dict[Key, deque[KpiSample]] = {}
-        # the same periods as canonical feature inputs, converted once per sample
-        self._rows: dict[Key, deque[dict[str, float]]] = {}
+        # Each path's recent periods as canonical feature inputs, converted once per sample,
+        # one table per access: a fleet's batch is then cut from arrays, not built row by row.
+        self._histories = {access: _Histories(access) for access in KPI_COLUMNS}
+        # What the newest period of each path said: (available, carried Mbit/s, its time).
+        self._newest: dict[Key, tuple[bool | None, float | None, float]] = {}
         self._dirty: set[Key] = set()
         self._latest: dict[Key, CapacityEstimate] = {}
 
@@ -110,7 +112,7 @@ class ModelEstimator:
             raise ModelError(f"{model.card_path}: a model for {model.access}, not {access}")
         self._models[access] = model
         self.unavailable.pop(access, None)
-        self._dirty.update(key for key in self._history if key[1] == access)
+        self._dirty.update(self._histories[access].keys())
 
     def _load_shipped(self) -> dict[str, OnnxCapacityModel]:
         loaded = {}
@@ -133,8 +135,8 @@ class ModelEstimator:
             if sample.throughput_mbps is None:
                 continue
             key = (sample.cpe_id, sample.access, sample.direction)
-            self._history.setdefault(key, deque(maxlen=HISTORY_PERIODS)).append(sample)
-            self._rows.setdefault(key, deque(maxlen=HISTORY_PERIODS)).append(_row(sample))
+            self._histories[sample.access].append(key, _row(sample))
+            self._newest[key] = (sample.available, sample.throughput_mbps, sample.time_s)
             self._dirty.add(key)
 
     def estimate(
@@ -152,21 +154,9 @@ class ModelEstimator:
         for access, keys in by_access.items():
             # each path's periods, then one row for the period to predict (the features of a
             # row read only the periods before it)
-            rows: list[dict[str, float]] = []
-            groups: list[int] = []
-            last_rows = []
-            for number, key in enumerate(keys):
-                history = self._rows[key]
-                rows += history
-                rows.append(dict(history[-1], **{THROUGHPUT: math.nan}))
-                groups += [number] * (len(history) + 1)
-                last_rows.append(len(rows) - 1)
-            names = {name for row in rows for name in row}
-            columns = {
-                name: np.array([row.get(name, math.nan) for row in rows], dtype=np.float64)
-                for name in names
-            }
-            features = features_from_columns(columns, np.array(groups, dtype=np.int64), access)
+            batch = self._histories[access].batch(keys)
+            features = features_from_columns(batch.columns, batch.groups, access)
+            last_rows = batch.last_rows
             started = time.perf_counter()
             try:
                 prediction = self._models[access].predict(features[last_rows])
@@ -182,9 +172,9 @@ class ModelEstimator:
             column = feature_names(access).index("ref_from_resources")
             from_resources = features[last_rows, column] == 1.0
             for i, key in enumerate(keys):
-                latest = self._history[key][-1]
-                available = latest.available if latest.available is not None else True
-                carried = latest.throughput_mbps or 0.0
+                newest_available, newest_carried, newest_s = self._newest[key]
+                available = newest_available if newest_available is not None else True
+                carried = newest_carried or 0.0
                 estimate = float(prediction.estimate_mbps[i])
                 if not math.isfinite(estimate):
                     # Nothing the model could scale (no resource KPIs, no saturated period):
@@ -193,7 +183,7 @@ class ModelEstimator:
                 else:
                     spread = float(prediction.upper_mbps[i] - prediction.lower_mbps[i]) / Z_10_90
                     # A reference from throughput alone bounds a held-back path from below only.
-                    lower_bound = not from_resources[i] and not self._saturated(key)
+                    lower_bound = not from_resources[i] and not batch.saturated[i]
                     if lower_bound:
                         estimate = carried
                 self._latest[key] = CapacityEstimate(
@@ -203,27 +193,103 @@ class ModelEstimator:
                     capacity_mbps=estimate if available else 0.0,
                     stddev_mbps=max(spread, 0.0),
                     source=self.name,
-                    measured_at_s=latest.time_s,
+                    measured_at_s=newest_s,
                     available=available,
                     lower_bound=lower_bound,
                 )
 
-    def _saturated(self, key: Key) -> bool:
-        """Did the path carry what it could over the recent history (as far as KPIs tell)?"""
-        return saturated(list(self._history[key])[-SATURATED_PERIODS:])
+
+def row_columns(access: str) -> tuple[str, ...]:
+    """The canonical feature inputs a period of the access gives, in the order ``_row`` lists
+    them: the throughput first, whether the period was saturated last."""
+    extra = ("cqi",) if access == "nr" else ()
+    return (THROUGHPUT, *KPI_COLUMNS[access].values(), *extra, SATURATED)
 
 
-def _row(sample: KpiSample) -> dict[str, float]:
-    """One period of a path as the canonical feature inputs (models/features.py)."""
-    row = {THROUGHPUT: sample.throughput_mbps or 0.0}
-    for measurement, column in KPI_COLUMNS[sample.access].items():
-        value = sample.measurements.get(measurement)
-        row[column] = math.nan if value is None else float(value)
+def _row(sample: KpiSample) -> list[float]:
+    """One period of a path as the canonical feature inputs (models/features.py), in the
+    order of ``row_columns``."""
+    measurements = sample.measurements
+    row = [sample.throughput_mbps or 0.0]
+    for measurement in KPI_COLUMNS[sample.access]:
+        value = measurements.get(measurement)
+        row.append(math.nan if value is None else float(value))
     if sample.access == "nr":
-        row["cqi"] = _cqi(sample.measurements)
+        row.append(_cqi(measurements))
     share = utilisation(sample)
-    row[SATURATED] = math.nan if share is None else float(share >= SATURATED_UTILISATION)
+    row.append(math.nan if share is None else float(share >= SATURATED_UTILISATION))
     return row
+
+
+class _Batch(NamedTuple):
+    """A batch of paths to predict, cut from an access's histories (``_Histories.batch``)."""
+
+    columns: dict[str, npt.NDArray[np.float64]]  # every row of every path, by feature input
+    groups: npt.NDArray[np.int64]  # the path (its place in the batch) of each row
+    last_rows: npt.NDArray[np.int64]  # each path's row for the period to predict
+    saturated: npt.NDArray[np.bool_]  # per path: carried all it could of late
+
+
+class _Histories:
+    """The last HISTORY_PERIODS rows of every path of one access, in one array of
+    (paths, HISTORY_PERIODS, feature inputs): a path's newest row is the last of its block,
+    and its ``count`` real rows fill the block's end (NaN rows before them)."""
+
+    def __init__(self, access: str) -> None:
+        self.columns = row_columns(access)
+        self._throughput = self.columns.index(THROUGHPUT)
+        self._saturated = self.columns.index(SATURATED)
+        self._slot: dict[Key, int] = {}
+        self._rows = np.full((16, HISTORY_PERIODS, len(self.columns)), math.nan)
+        self._count = np.zeros(16, dtype=np.int64)
+
+    def keys(self) -> list[Key]:
+        return list(self._slot)
+
+    def append(self, key: Key, row: list[float]) -> None:
+        slot = self._slot.get(key)
+        if slot is None:
+            slot = self._slot[key] = len(self._slot)
+            if slot == len(self._count):
+                self._grow()
+        block = self._rows[slot]
+        block[:-1] = block[1:]
+        block[-1] = row
+        self._count[slot] = min(self._count[slot] + 1, HISTORY_PERIODS)
+
+    def _grow(self) -> None:
+        size = 2 * len(self._count)
+        rows = np.full((size, HISTORY_PERIODS, len(self.columns)), math.nan)
+        rows[: len(self._count)] = self._rows
+        count = np.zeros(size, dtype=np.int64)
+        count[: len(self._count)] = self._count
+        self._rows, self._count = rows, count
+
+    def batch(self, keys: list[Key]) -> _Batch:
+        """For ``keys``, in their order: every real row of each path, then one row for the
+        period to predict (its newest with the throughput unknown)."""
+        slots = np.fromiter((self._slot[key] for key in keys), dtype=np.intp, count=len(keys))
+        blocks = self._rows[slots]
+        count = self._count[slots]
+        ahead = blocks[:, -1:, :].copy()
+        ahead[:, 0, self._throughput] = math.nan
+        rows = np.concatenate([blocks, ahead], axis=1)
+        real = np.arange(HISTORY_PERIODS + 1)[None, :] >= (HISTORY_PERIODS - count)[:, None]
+        flat = rows[real]  # path by path, oldest first
+        columns = {name: np.ascontiguousarray(flat[:, i]) for i, name in enumerate(self.columns)}
+        # saturation.saturated() of each path's last periods: it carried something in the
+        # newest, and each of them whose utilisation is known (one at least) was at the limit.
+        recent = blocks[:, -SATURATED_PERIODS:, self._saturated]
+        in_history = np.arange(SATURATED_PERIODS)[None, :] >= (SATURATED_PERIODS - count)[:, None]
+        known = in_history & ~np.isnan(recent)
+        at_limit = np.where(known, recent == 1.0, True).all(axis=1)
+        carried = blocks[:, -1, self._throughput] > 0
+        return _Batch(
+            columns,
+            np.repeat(np.arange(len(keys), dtype=np.int64), count + 1),
+            np.cumsum(count + 1) - 1,
+            carried & known.any(axis=1) & at_limit,
+        )
 
 
 def _cqi(measurements: Mapping[str, float]) -> float:
