@@ -34,8 +34,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.ports import CapacityEstimator
 
@@ -154,6 +159,86 @@ class FusedEstimator:
         path = (cpe_id, access, direction)
         fused = self._served[path] = self._fuse(path, found, now_s)
         return fused
+
+    def estimate_many(self, paths: Sequence[Path], now_s: float) -> list[CapacityEstimate | None]:
+        """``estimate`` of every path, the fusion done for all of them at once
+        (fusion_many.py): what a fleet's step asks for every path it decides."""
+        if not paths:
+            return []
+        sources = self.sources
+        said = [[source.estimate(*path, now_s) for source in sources] for path in paths]
+        errors = self._errors
+        names = [source.name for source in sources]
+        records = [[errors.get((path, name)) for name in names] for path in paths]
+        own = [errors.get((path, self.name)) for path in paths]
+        silence = self._silence.silent_since
+
+        def table(field: str, absent: object) -> npt.NDArray[Any]:
+            return np.array(
+                [[absent if e is None else getattr(e, field) for e in row] for row in said]
+            )
+
+        def recorded(index: int) -> npt.NDArray[np.float64]:
+            return np.array([[0.0 if r is None else r[index] for r in row] for row in records])
+
+        fused = fuse_many(
+            SourceTable(
+                present=np.array([[e is not None for e in row] for row in said], dtype=bool),
+                capacity=table("capacity_mbps", 0.0).astype(np.float64),
+                stddev=table("stddev_mbps", 0.0).astype(np.float64),
+                measured_at=table("measured_at_s", 0.0).astype(np.float64),
+                available=table("available", False).astype(bool),
+                lower_bound=table("lower_bound", False).astype(bool),
+                measuring=np.array([name in self._measuring for name in names], dtype=bool),
+                recorded=np.array([[r is not None for r in row] for row in records], dtype=bool),
+                count=recorded(0).astype(np.int64),
+                bias=recorded(1),
+                square=recorded(2),
+                silent_since=np.array(
+                    [math.nan if (since := silence(path)) is None else since for path in paths]
+                ),
+                own_count=np.array([0 if r is None else r[0] for r in own], dtype=np.int64),
+                own_square=np.array([0.0 if r is None else r[2] for r in own]),
+            ),
+            now_s,
+            max_age_s=self.max_age_s,
+            drift_ratio_per_s=self.drift_ratio_per_s,
+            min_stddev=MIN_STDDEV_MBPS,
+            sharpness_ratio=SHARPNESS_RATIO,
+            bias_after=BIAS_AFTER,
+            max_bias=MAX_BIAS,
+            caught_up=CAUGHT_UP,
+            caught_up_after_s=CAUGHT_UP_AFTER_S,
+        )
+        out: list[CapacityEstimate | None] = []
+        served = self._served
+        for path, kind, capacity, stddev, measured_at, lower_bound in zip(
+            paths,
+            fused.kind.tolist(),
+            fused.capacity.tolist(),
+            fused.stddev.tolist(),
+            fused.measured_at.tolist(),
+            fused.lower_bound.tolist(),
+            strict=True,
+        ):
+            estimate = (
+                None
+                if kind == NONE
+                else CapacityEstimate(
+                    path[0],
+                    path[1],
+                    path[2],
+                    capacity,
+                    stddev,
+                    self.name,
+                    measured_at,
+                    kind != DOWN,
+                    lower_bound=kind != DOWN and lower_bound,
+                )
+            )
+            served[path] = estimate
+            out.append(estimate)
+        return out
 
     def _fuse(
         self, path: Path, found: Sequence[CapacityEstimate], now_s: float
