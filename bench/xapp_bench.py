@@ -73,7 +73,7 @@ STAGES = (
     "KPM",  # the indication header and message
     "samples",  # records to KPI samples per CPE
     "estimator update",  # the period's samples into the estimators
-    "state + estimate",  # per CPE and direction: weights in force, override, beliefs
+    "state + estimate",  # per CPE and direction: weights in force, override; the beliefs
     "policy",  # the weights for every CPE and direction, in one batch
     "conclude + push",  # hysteresis, the sets to the sink, saved
 )
@@ -226,6 +226,15 @@ def run_xapp_bench(
         own_s[id(begun)] = time.perf_counter() - started
         return begun
 
+    plain_ask = loop._ask_all
+
+    def timed_ask(deciding: Any) -> None:
+        started = time.perf_counter()
+        plain_ask(deciding)
+        share = (time.perf_counter() - started) / max(1, len(deciding))
+        for d in deciding:
+            own_s[id(d)] = own_s.get(id(d), 0.0) + share
+
     def timed_propose(deciding: Any) -> None:
         started = time.perf_counter()
         plain_propose(deciding)
@@ -242,6 +251,7 @@ def run_xapp_bench(
 
     watch = _Stopwatch()
     loop._begin = watch.timed("state + estimate", timed_begin)  # type: ignore[method-assign]
+    loop._ask_all = watch.timed("state + estimate", timed_ask)  # type: ignore[method-assign]
     loop._propose_all = watch.timed("policy", timed_propose)  # type: ignore[method-assign]
     loop._conclude = watch.timed("conclude + push", timed_conclude)  # type: ignore[method-assign]
     loop._push_all = watch.timed("conclude + push", loop._push_all)  # type: ignore[method-assign]

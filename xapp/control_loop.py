@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -35,6 +35,7 @@ from xapp.ports import (
     CapacityEstimator,
     CarrierAware,
     KpiSource,
+    ManyEstimates,
     StateStore,
     WeightPushError,
     WeightSink,
@@ -122,6 +123,10 @@ class _Deciding:
     request: PolicyInput | None = None  # None: the override's weights, no question
     proposal: Proposal | None = None
     now_s: float = 0.0  # the decision's time
+    # The policy is to be asked (its question is put, for the whole step at once, once every
+    # CPE's state is read), leaving out these accesses.
+    asks: bool = False
+    excluded: Collection[str] = ()
 
 
 @dataclass(frozen=True)
@@ -286,7 +291,9 @@ class ControlLoop:
                     begun.append(StepOutcome(cpe.cpe_id, direction, None, blocked))
                     continue
                 begun.append(self._begin(cpe, direction, now_s))
-        self._propose_all([d for d in begun if isinstance(d, _Deciding)])
+        deciding = [d for d in begun if isinstance(d, _Deciding)]
+        self._ask_all(deciding)
+        self._propose_all(deciding)
         planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures, late = self._push_all(pending, push_until, urgent)
@@ -447,6 +454,25 @@ class ControlLoop:
             if s.throughput_mbps is not None:
                 conditions.throughput_mbps = s.throughput_mbps
 
+    def _ask_all(self, deciding: Sequence[_Deciding]) -> None:
+        """The policy's questions for every CPE and direction the step decides: their paths'
+        estimates asked of the estimator at once where it answers for many (a fleet's step
+        fuses thousands of paths together), then each question put together."""
+        asking = [d for d in deciding if d.asks]
+        paths = [
+            (d.cpe.cpe_id, access, d.direction)
+            for d in asking
+            for access in d.cpe.access_names
+            if access not in d.excluded
+        ]
+        found: Iterator[CapacityEstimate | None] | None = None
+        if isinstance(self._estimator, ManyEstimates) and paths:
+            found = iter(self._estimator.estimate_many(paths, asking[0].now_s))
+        for d in asking:
+            d.request = self._policy_input(
+                d.cpe, d.direction, d.now_s, d.rule, d.current, d.excluded, found
+            )
+
     def _propose_all(self, deciding: Sequence[_Deciding]) -> None:
         """The policy's proposals for every CPE and direction the step decides, at once."""
         asking = [d for d in deciding if d.request is not None]
@@ -459,6 +485,7 @@ class ControlLoop:
         begun = self._begin(cpe, direction, now_s)
         if isinstance(begun, StepOutcome):
             return begun
+        self._ask_all([begun])
         self._propose_all([begun])
         return self._conclude(begun)
 
@@ -500,9 +527,8 @@ class ControlLoop:
                     None,
                     f"waiting for {', '.join(silent)} to report (warm-up); unchanged",
                 )
-            begun.request = self._policy_input(
-                cpe, direction, now_s, rule, current, override.excluded if override else ()
-            )
+            begun.asks = True
+            begun.excluded = override.excluded if override else ()
         return begun
 
     def _conclude(self, begun: _Deciding) -> StepOutcome | _Pending:
@@ -640,8 +666,11 @@ class ControlLoop:
         rule: SteeringRule,
         current: WeightSet | None,
         excluded: Collection[str] = (),
+        found: Iterator[CapacityEstimate | None] | None = None,
     ) -> PolicyInput:
-        """``excluded``: accesses the operator took out; they get no estimate, so weight 0."""
+        """``excluded``: accesses the operator took out; they get no estimate, so weight 0.
+        ``found``: the estimator's estimates of the other accesses, in order, asked already
+        (None: asked here)."""
         paths = []
         demand_mbps = 0.0
         demand_known = False
@@ -652,7 +681,8 @@ class ControlLoop:
             if access in excluded:
                 estimate, risk = None, self._outage_risk.probability(key)
             else:
-                estimate = self._estimate(cpe.cpe_id, access, direction, now_s)
+                said = next(found) if found is not None else self._estimator.estimate(*key, now_s)
+                estimate = self._estimate(cpe.cpe_id, access, direction, now_s, said)
                 usable = estimate is not None and estimate.available and estimate.capacity_mbps > 0
                 risk = self._outage_risk.observe(key, usable)
             estimates[access], risks[access] = estimate, risk
@@ -714,10 +744,15 @@ class ControlLoop:
         return usual
 
     def _estimate(
-        self, cpe_id: str, access: str, direction: Direction, now_s: float
+        self,
+        cpe_id: str,
+        access: str,
+        direction: Direction,
+        now_s: float,
+        estimate: CapacityEstimate | None,
     ) -> CapacityEstimate | None:
-        """The estimator's belief, corrected by what the agent said of the carrier since."""
-        estimate = self._estimator.estimate(cpe_id, access, direction, now_s)
+        """The estimator's belief (``estimate``), corrected by what the agent said of the
+        carrier since."""
         key = (cpe_id, access, direction)
         carrier = self._carrier.get((cpe_id, access))
         if carrier is not None and carrier.up and carrier.heard_after:

@@ -43,6 +43,16 @@ class CapacityEstimator(Protocol):
 
 
 @runtime_checkable
+class ManyEstimates(Protocol):
+    """An estimator that answers for many paths at once what ``estimate`` answers one by one
+    (a fleet's step asks for thousands)."""
+
+    def estimate_many(
+        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
+    ) -> list[CapacityEstimate | None]: ...
+
+
+@runtime_checkable
 class CarrierAware(Protocol):
     """An estimator that wants the agents' word on carrier (to hold its probes meanwhile)."""
 

@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from itertools import chain
 
 import numpy as np
-import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
@@ -59,6 +58,31 @@ MAX_BIAS = 0.5  # a source more than 50 % off on average is discounted, not resc
 
 Path = tuple[str, str, Direction]
 _NOT_SERVED = object()
+
+
+# A source's estimate as estimate_many's numbers: (1 said, 2 said a lower bound; capacity, σ,
+# measured at, available); (0, …) where it said nothing.
+_SAID_NOTHING = (0.0, 0.0, 0.0, 0.0, 0.0)
+_NO_RECORD = (0, 0, 0.0, 0.0)  # no track record: (recorded, comparisons, bias, mean sq. error)
+_NO_ERRORS = (0, 0.0, 0.0)
+
+
+def _quadrature(a: float, b: float) -> float:
+    """√(a² + b²), written out rather than math.hypot: fusion_many.py works it out with
+    numpy for a fleet, and CPython's hypot and the C library's can differ in the last bit."""
+    return math.sqrt(a * a + b * b)
+
+
+def _said(e: CapacityEstimate | None) -> tuple[float, float, float, float, float]:
+    if e is None:
+        return _SAID_NOTHING
+    return (
+        2.0 if e.lower_bound else 1.0,
+        e.capacity_mbps,
+        e.stddev_mbps,
+        e.measured_at_s,
+        1.0 if e.available else 0.0,
+    )
 
 
 class FusedEstimator:
@@ -166,39 +190,42 @@ class FusedEstimator:
         if not paths:
             return []
         sources = self.sources
-        said = [[source.estimate(*path, now_s) for source in sources] for path in paths]
+        count = len(paths)
+        width = len(sources)
+        # What each source said of each path, as one flat run of numbers: (paths, sources,
+        # fields). Read field by field through Python, this table cost more than the fusion.
+        said = [_said(source.estimate(*path, now_s)) for path in paths for source in sources]
+        values = np.fromiter(chain.from_iterable(said), np.float64, count * width * 5)
+        values = values.reshape(count, width, 5)
         errors = self._errors
         names = [source.name for source in sources]
-        records = [[errors.get((path, name)) for name in names] for path in paths]
-        own = [errors.get((path, self.name)) for path in paths]
+        records = [
+            _NO_RECORD if (r := errors.get((path, name))) is None else (1, *r)
+            for path in paths
+            for name in names
+        ]
+        record = np.fromiter(chain.from_iterable(records), np.float64, count * width * 4)
+        record = record.reshape(count, width, 4)
+        own = [errors.get((path, self.name)) or _NO_ERRORS for path in paths]
         silence = self._silence.silent_since
-
-        def table(field: str, absent: object) -> npt.NDArray[Any]:
-            return np.array(
-                [[absent if e is None else getattr(e, field) for e in row] for row in said]
-            )
-
-        def recorded(index: int) -> npt.NDArray[np.float64]:
-            return np.array([[0.0 if r is None else r[index] for r in row] for row in records])
-
         fused = fuse_many(
             SourceTable(
-                present=np.array([[e is not None for e in row] for row in said], dtype=bool),
-                capacity=table("capacity_mbps", 0.0).astype(np.float64),
-                stddev=table("stddev_mbps", 0.0).astype(np.float64),
-                measured_at=table("measured_at_s", 0.0).astype(np.float64),
-                available=table("available", False).astype(bool),
-                lower_bound=table("lower_bound", False).astype(bool),
+                present=values[:, :, 0] > 0,
+                capacity=values[:, :, 1],
+                stddev=values[:, :, 2],
+                measured_at=values[:, :, 3],
+                available=values[:, :, 4] > 0,
+                lower_bound=values[:, :, 0] > 1,
                 measuring=np.array([name in self._measuring for name in names], dtype=bool),
-                recorded=np.array([[r is not None for r in row] for row in records], dtype=bool),
-                count=recorded(0).astype(np.int64),
-                bias=recorded(1),
-                square=recorded(2),
+                recorded=record[:, :, 0] > 0,
+                count=record[:, :, 1].astype(np.int64),
+                bias=record[:, :, 2],
+                square=record[:, :, 3],
                 silent_since=np.array(
                     [math.nan if (since := silence(path)) is None else since for path in paths]
                 ),
-                own_count=np.array([0 if r is None else r[0] for r in own], dtype=np.int64),
-                own_square=np.array([0.0 if r is None else r[2] for r in own]),
+                own_count=np.array([r[0] for r in own], dtype=np.int64),
+                own_square=np.array([r[2] for r in own]),
             ),
             now_s,
             max_age_s=self.max_age_s,
@@ -309,11 +336,11 @@ class FusedEstimator:
             # Who speaks for the path: each source as reliable as its track record, the RMS
             # of its errors predicting what was measured next (a measurement taken as the
             # forecast of the next period included), or as its stated σ until it has one.
-            records.append(max(math.hypot(max(stddev, track), drift), MIN_STDDEV_MBPS))
+            records.append(max(_quadrature(max(stddev, track), drift), MIN_STDDEV_MBPS))
             # How sure the result is: what the sources state. A track record inflated by a
             # volatile path would make the policy hedge where the sources' own σ says not to;
             # on the real 5G traces that cost up to 6 points.
-            sigmas.append(max(math.hypot(max(stddev, 0.0), drift), MIN_STDDEV_MBPS))
+            sigmas.append(max(_quadrature(max(stddev, 0.0), drift), MIN_STDDEV_MBPS))
         # A source far less reliable than the best one barely narrows the belief when its
         # errors are independent (twice the σ: 11 % narrower) and biases it when they are not,
         # as a model's on inputs unlike its training data are: it is left out.
@@ -364,7 +391,7 @@ class FusedEstimator:
         if count < BIAS_AFTER:
             return stated
         drift = self.drift_ratio_per_s * mean * age_s
-        shown = max(math.hypot(math.sqrt(square), drift), MIN_STDDEV_MBPS)
+        shown = max(_quadrature(math.sqrt(square), drift), MIN_STDDEV_MBPS)
         return min(stated, shown)
 
     def _track_record(self, estimate: CapacityEstimate) -> float:
@@ -376,4 +403,4 @@ class FusedEstimator:
     def _sigma(self, estimate: CapacityEstimate, now_s: float, shown_error: float) -> float:
         drift = self.drift_ratio_per_s * estimate.capacity_mbps * estimate.age_s(now_s)
         stated = max(estimate.stddev_mbps, shown_error)
-        return max(math.hypot(stated, drift), MIN_STDDEV_MBPS)
+        return max(_quadrature(stated, drift), MIN_STDDEV_MBPS)

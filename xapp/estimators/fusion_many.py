@@ -61,6 +61,11 @@ class FusedTable:
     lower_bound: BoolArray
 
 
+def _quadrature(a: FloatArray, b: FloatArray) -> FloatArray:
+    """√(a² + b²) as fusion.py's ``_quadrature`` works it out, operation for operation."""
+    return np.asarray(np.sqrt(a * a + b * b), dtype=np.float64)
+
+
 def fuse_many(
     table: SourceTable,
     now_s: float,
@@ -108,7 +113,7 @@ def fuse_many(
     best_capacity = table.capacity[rows, best]
     best_drift = drift_ratio_per_s * best_capacity * age[rows, best]
     best_sigma = np.maximum(
-        np.hypot(np.maximum(table.stddev[rows, best], track[rows, best]), best_drift), min_stddev
+        _quadrature(np.maximum(table.stddev[rows, best], track[rows, best]), best_drift), min_stddev
     )
 
     # Exact sources: of the measurements only the newest speaks.
@@ -127,8 +132,8 @@ def fuse_many(
     capacity = np.where(corrects, table.capacity * factor, table.capacity)
     stddev = np.where(corrects, table.stddev * factor, table.stddev)
     drift = drift_ratio_per_s * capacity * age
-    records = np.maximum(np.hypot(np.maximum(stddev, track), drift), min_stddev)
-    sigmas = np.maximum(np.hypot(np.maximum(stddev, 0.0), drift), min_stddev)
+    records = np.maximum(_quadrature(np.maximum(stddev, track), drift), min_stddev)
+    sigmas = np.maximum(_quadrature(np.maximum(stddev, 0.0), drift), min_stddev)
     most_reliable = np.where(exact, records, np.inf).min(axis=1)
     kept = exact & (records <= sharpness_ratio * most_reliable[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -141,7 +146,7 @@ def fuse_many(
     stated = np.where(kept, sigmas, np.inf).min(axis=1)
     # Fusion's own record, once it has one, where it forecasts better than the sources state.
     own_drift = drift_ratio_per_s * mean * age[rows, newest]
-    shown = np.maximum(np.hypot(np.sqrt(table.own_square), own_drift), min_stddev)
+    shown = np.maximum(_quadrature(np.sqrt(table.own_square), own_drift), min_stddev)
     sigma = np.where(table.own_count >= bias_after, np.minimum(stated, shown), stated)
     # Bounded below by what the path carried just now.
     floored = floor > 0

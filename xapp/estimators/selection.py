@@ -143,6 +143,28 @@ class EstimatorSelection:
         mode = self.mode_for(cpe_id, direction)
         return self._by_mode[mode].estimate(cpe_id, access, direction, now_s)
 
+    def estimate_many(
+        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
+    ) -> list[CapacityEstimate | None]:
+        """``estimate`` of every path: fusion's paths fused together, the others one by one."""
+        out: list[CapacityEstimate | None] = [None] * len(paths)
+        fused: list[int] = []
+        modes: dict[tuple[str, Direction], str] = {}
+        for index, (cpe_id, access, direction) in enumerate(paths):
+            key = (cpe_id, direction)
+            mode = modes.get(key)
+            if mode is None:
+                mode = modes[key] = self.mode_for(*key)
+            if mode == "fused":
+                fused.append(index)
+            else:
+                out[index] = self._by_mode[mode].estimate(cpe_id, access, direction, now_s)
+        for index, estimate in zip(
+            fused, self.fused.estimate_many([paths[i] for i in fused], now_s), strict=True
+        ):
+            out[index] = estimate
+        return out
+
     def _advisors_for(
         self, cpe_id: str, direction: Direction
     ) -> Sequence[CapacityEstimator] | None:
