@@ -1,16 +1,25 @@
 """`FusedEstimator.estimate_many` fuses a fleet's paths in arrays (fusion_many.py); it must give
 exactly the estimates `estimate` gives path by path, whatever the sources say, their track
-records, biases and silences, and whoever is the newest, the most reliable or a lower bound."""
+records, biases and silences, and whoever is the newest, the most reliable or a lower bound.
+And `update` judges every source's forecasts for a fleet at once: exactly as the former code
+did path by path (kept here as the reference)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.domain import CapacityEstimate, Direction
-from xapp.estimators.fusion import BIAS_AFTER, FusedEstimator
+from core.domain import CapacityEstimate, Direction, KpiSample
+from xapp.estimators.fusion import (
+    BIAS_AFTER,
+    BIAS_WEIGHT,
+    ERROR_WEIGHT,
+    MIN_STDDEV_MBPS,
+    FusedEstimator,
+)
 
 Path = tuple[str, str, Direction]
 SOURCES = ("kpi", "model", "probe")
@@ -28,6 +37,9 @@ class Said:
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None:
         return self.estimates.get((cpe_id, access, direction))
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        pass
 
 
 NOW_S = 100.0
@@ -102,6 +114,118 @@ def test_what_many_paths_at_once_serve_is_judged_at_the_next_update() -> None:
     source.estimates = {path: CapacityEstimate(*path, 300.0, 30.0, "kpi", NOW_S - 1)}
     fusion = FusedEstimator([source], references=[source])
     (served,) = fusion.estimate_many([path], NOW_S)
-    assert served is not None and served.capacity_mbps == 300.0
+    assert served is not None
+    assert served.capacity_mbps == 300.0
     assert fusion._served[path] == served
     assert fusion.estimate_many([], NOW_S) == []
+
+
+class Moving(Said):
+    """A source whose estimates become ``after`` once it is updated."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.after: Mapping[Path, CapacityEstimate] = {}
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        self.estimates = self.after
+
+
+NOT_SERVED = object()
+
+
+class ReferenceFusion(FusedEstimator):
+    """The former update, which judged the forecasts path by path (kept as the reference)."""
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        paths = {(s.cpe_id, s.access, s.direction) for s in samples}
+        priors: dict[tuple[Path, str], CapacityEstimate] = {}
+        for path in paths:
+            found = []
+            for source in self.sources:
+                e = source.estimate(*path, now_s)
+                if e is None:
+                    continue
+                found.append(e)
+                if e.available and not e.lower_bound:
+                    priors[(path, source.name)] = e
+            own = self._served.pop(path, NOT_SERVED)
+            if own is NOT_SERVED:
+                fresh = [e for e in found if e.age_s(now_s) <= self.max_age_s]
+                own = self._fuse(path, fresh, now_s)
+            if isinstance(own, CapacityEstimate) and own.available and not own.lower_bound:
+                priors[(path, self.name)] = own
+        for source in self.sources:
+            source.update(samples, now_s)
+        for path in paths:
+            measured = [
+                e
+                for reference in self.references
+                if (e := reference.estimate(*path, now_s)) is not None
+                and e.available
+                and not e.lower_bound
+            ]
+            if not measured:
+                continue
+            truth = max(measured, key=lambda e: e.measured_at_s)
+            for name in [source.name for source in self.sources] + [self.name]:
+                prior = priors.get((path, name))
+                if prior is None or prior.measured_at_s >= truth.measured_at_s:
+                    continue
+                error = prior.capacity_mbps - truth.capacity_mbps
+                relative = error / max(prior.capacity_mbps, truth.capacity_mbps, MIN_STDDEV_MBPS)
+                key = (path, name)
+                count, bias, square = self._errors.get(key, (0, relative, error**2))
+                slow = max(1.0 / (count + 1), BIAS_WEIGHT)
+                self._errors[key] = (
+                    count + 1,
+                    (1 - slow) * bias + slow * relative,
+                    (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * error**2,
+                )
+
+
+@st.composite
+def judged_fleets(
+    draw: st.DrawFn,
+) -> tuple[list[Path], dict[str, tuple[dict[Path, CapacityEstimate], ...]], dict[Any, Any]]:
+    """Paths, what each source says before and after the update, and the records before."""
+    paths: list[Path] = [
+        (f"cpe-{c}", access, Direction.DOWNLINK)
+        for c in range(draw(st.integers(1, 4)))
+        for access in ("nr", "wifi", "lifi")
+    ]
+    said_by: dict[str, tuple[dict[Path, CapacityEstimate], ...]] = {}
+    for name in SOURCES:
+        said_by[name] = tuple(
+            {path: e for path in paths if (e := draw(said(path, name))) is not None}
+            for _ in range(2)
+        )
+    errors: dict[Any, Any] = {}
+    for path in paths:
+        for name in (*SOURCES, "fused"):
+            record = draw(records)
+            if record is not None:
+                errors[(path, name)] = record
+    return paths, said_by, errors
+
+
+@settings(max_examples=400, deadline=None)
+@given(judged_fleets(), st.booleans())
+def test_the_forecasts_are_judged_as_path_by_path(
+    fleet: tuple[list[Path], dict[str, tuple[dict[Path, CapacityEstimate], ...]], dict[Any, Any]],
+    served_first: bool,
+) -> None:
+    paths, said_by, errors = fleet
+    judged = []
+    for kind in (FusedEstimator, ReferenceFusion):
+        sources = [Moving(name) for name in SOURCES]
+        for source in sources:
+            source.estimates, source.after = said_by[source.name]
+        fusion = kind(sources, references=[s for s in sources if s.name in MEASURING])
+        fusion._errors = dict(errors)
+        if served_first:  # the loop asked for some paths: their forecast is what it was told
+            fusion.estimate_many(paths[::2], NOW_S - 1)
+        samples = [KpiSample(*path, NOW_S, 1.0, throughput_mbps=1.0) for path in paths]
+        fusion.update(samples, NOW_S)
+        judged.append(fusion._errors)
+    assert judged[0] == judged[1]

@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from itertools import chain
 
 import numpy as np
+import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
@@ -71,6 +72,13 @@ def _quadrature(a: float, b: float) -> float:
     """√(a² + b²), written out rather than math.hypot: fusion_many.py works it out with
     numpy for a fleet, and CPython's hypot and the C library's can differ in the last bit."""
     return math.sqrt(a * a + b * b)
+
+
+def _forecast(e: CapacityEstimate | None) -> tuple[float, float]:
+    """A usable exact estimate as (capacity, measured at); (NaN, NaN) for any other."""
+    if e is None or not e.available or e.lower_bound:
+        return math.nan, math.nan
+    return e.capacity_mbps, e.measured_at_s
 
 
 def _said(e: CapacityEstimate | None) -> tuple[float, float, float, float, float]:
@@ -111,65 +119,92 @@ class FusedEstimator:
         self._served: dict[Path, CapacityEstimate | None] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        paths = {(s.cpe_id, s.access, s.direction) for s in samples}
-        priors: dict[tuple[Path, str], CapacityEstimate] = {}
+        paths = list(dict.fromkeys((s.cpe_id, s.access, s.direction) for s in samples))
+        # What each source, and fusion itself, forecast for the period just reported: a usable
+        # exact estimate's (capacity, time), NaN where there is none; paths × (sources, fusion).
+        forecasts: list[tuple[float, float]] = []
+        served = self._served
         for path in paths:
             # Each source asked once: for its own prior and for the fused one made from them.
             found = []
             for source in self.sources:
                 e = source.estimate(*path, now_s)
-                if e is None:
-                    continue
-                found.append(e)
-                if e.available and not e.lower_bound:
-                    priors[(path, source.name)] = e
+                if e is not None:
+                    found.append(e)
+                forecasts.append(_forecast(e))
             # Fusion's own forecast is what it last told the loop, which acted on it; only a
             # path nobody asked about since its last update has it made now.
-            own = self._served.pop(path, _NOT_SERVED)
+            own = served.pop(path, _NOT_SERVED)
             if own is _NOT_SERVED:
                 fresh = [e for e in found if e.age_s(now_s) <= self.max_age_s]
                 own = self._fuse(path, fresh, now_s)
-            if isinstance(own, CapacityEstimate) and own.available and not own.lower_bound:
-                priors[(path, self.name)] = own
+            forecasts.append(_forecast(own if isinstance(own, CapacityEstimate) else None))
         for source in self.sources:
             source.update(samples, now_s)
         self._silence.update(samples)
-        if self.references:
-            self._score(paths, priors, now_s)
+        if self.references and paths:
+            table = np.array(forecasts, dtype=np.float64).reshape(len(paths), -1, 2)
+            self._score(paths, table[:, :, 0], table[:, :, 1], now_s)
 
     def _score(
-        self, paths: set[Path], priors: dict[tuple[Path, str], CapacityEstimate], now_s: float
+        self,
+        paths: list[Path],
+        forecast_mbps: npt.NDArray[np.float64],
+        forecast_at_s: npt.NDArray[np.float64],
+        now_s: float,
     ) -> None:
-        """Each source's error: its last estimate against what was measured since."""
+        """Each source's error: its last estimate against what was measured since (the newest
+        usable exact measurement of the path), folded into its running statistics; worked
+        out for all the period's paths at once."""
+        truths = []
         for path in paths:
-            measured = [
-                e
-                for reference in self.references
-                if (e := reference.estimate(*path, now_s)) is not None
-                and e.available
-                and not e.lower_bound
-            ]
-            if not measured:
-                continue
-            truth = max(measured, key=lambda e: e.measured_at_s)
-            for name in [source.name for source in self.sources] + [self.name]:
-                prior = priors.get((path, name))
-                if prior is None or prior.measured_at_s >= truth.measured_at_s:
-                    continue
-                error = prior.capacity_mbps - truth.capacity_mbps
-                # relative to the larger of the two, so a stalled period (a truth near 0)
-                # cannot blow the bias up: in (-1, 1), ≈ error / truth for small errors
-                relative = error / max(prior.capacity_mbps, truth.capacity_mbps, MIN_STDDEV_MBPS)
-                key = (path, name)
-                count, bias, square = self._errors.get(key, (0, relative, error**2))
-                # the bias is a slow average (a plain mean at first): one period's measurement
-                # noise must not pass for it
-                slow = max(1.0 / (count + 1), BIAS_WEIGHT)
-                self._errors[key] = (
-                    count + 1,
-                    (1 - slow) * bias + slow * relative,
-                    (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * error**2,
-                )
+            newest: CapacityEstimate | None = None
+            for reference in self.references:
+                e = reference.estimate(*path, now_s)
+                if (
+                    e is not None
+                    and e.available
+                    and not e.lower_bound
+                    and (newest is None or e.measured_at_s > newest.measured_at_s)
+                ):
+                    newest = e
+            truths.append(_forecast(newest))
+        truth_mbps, truth_at_s = np.array(truths, dtype=np.float64).reshape(-1, 2).T
+        with np.errstate(invalid="ignore"):
+            judged = forecast_at_s < truth_at_s[:, None]  # NaN on either side: not judged
+        rows, columns = np.nonzero(judged)
+        if not len(rows):
+            return
+        names = [source.name for source in self.sources] + [self.name]
+        keys = [
+            (paths[row], names[column])
+            for row, column in zip(rows.tolist(), columns.tolist(), strict=True)
+        ]
+        prior = forecast_mbps[rows, columns]
+        truth = truth_mbps[rows]
+        error = prior - truth
+        # relative to the larger of the two, so a stalled period (a truth near 0) cannot blow
+        # the bias up: in (-1, 1), ≈ error / truth for small errors
+        relative = error / np.maximum(np.maximum(prior, truth), MIN_STDDEV_MBPS)
+        errors = self._errors
+        # A source judged the first time starts from this error alone.
+        before = np.array(
+            [
+                errors.get(key, (0, r, e * e))
+                for key, r, e in zip(keys, relative.tolist(), error.tolist(), strict=True)
+            ],
+            dtype=np.float64,
+        ).reshape(-1, 3)
+        count, bias, square = before.T
+        # the bias is a slow average (a plain mean at first): one period's measurement noise
+        # must not pass for it
+        slow = np.maximum(1.0 / (count + 1), BIAS_WEIGHT)
+        bias = (1 - slow) * bias + slow * relative
+        square = (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * error**2
+        for key, judged_count, judged_bias, judged_square in zip(
+            keys, count.astype(np.int64).tolist(), bias.tolist(), square.tolist(), strict=True
+        ):
+            errors[key] = (judged_count + 1, judged_bias, judged_square)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
