@@ -894,7 +894,13 @@ def _in_periods(seconds: float | None, period_s: float) -> str:
 @bench_app.command("xapp")
 def bench_xapp(
     cpes: Annotated[list[int] | None, typer.Option(help="CPEs (× 3 accesses); repeatable.")] = None,
-    periods: Annotated[int, typer.Option(help="Reporting periods to run.")] = 2,
+    periods: Annotated[
+        int,
+        typer.Option(
+            help="Reporting periods to run; the busy time is the median of the second half "
+            "(the estimators' histories fill over the first periods)."
+        ),
+    ] = 8,
     period_ms: Annotated[int, typer.Option(help="Reporting period.")] = 1000,
     replicas: Annotated[
         int,
