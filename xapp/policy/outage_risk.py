@@ -37,7 +37,9 @@ class OutageRisk:
 
     def observe(self, path: Hashable, usable: bool) -> float:
         """The path's state at this decision; returns its probability of going dark next."""
-        record = self._paths.setdefault(path, _PathRecord(observed=self.prior))
+        record = self._paths.get(path)
+        if record is None:  # (not setdefault: a fleet's every path asks at every decision)
+            record = self._paths[path] = _PathRecord(observed=self.prior)
         if record.usable_before:
             went_dark = 0.0 if usable else 1.0
             record.observed += 1
