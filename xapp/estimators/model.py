@@ -170,20 +170,24 @@ class ModelEstimator:
             self.inferences += 1
             self.unavailable.pop(access, None)
             column = feature_names(access).index("ref_from_resources")
-            from_resources = features[last_rows, column] == 1.0
+            # As plain numbers once (read element by element, numpy's scalars cost more than
+            # the rest of the loop); the interval's width in the model's own precision.
+            estimates = prediction.estimate_mbps.tolist()
+            widths = (prediction.upper_mbps - prediction.lower_mbps).tolist()
+            bounded_only = (~(features[last_rows, column] == 1.0) & ~batch.saturated).tolist()
             for i, key in enumerate(keys):
                 newest_available, newest_carried, newest_s = self._newest[key]
                 available = newest_available if newest_available is not None else True
                 carried = newest_carried or 0.0
-                estimate = float(prediction.estimate_mbps[i])
+                estimate = float(estimates[i])
                 if not math.isfinite(estimate):
                     # Nothing the model could scale (no resource KPIs, no saturated period):
                     # what the path carried is all that is known.
                     estimate, spread, lower_bound = carried, LOWER_BOUND_ERROR * carried, True
                 else:
-                    spread = float(prediction.upper_mbps[i] - prediction.lower_mbps[i]) / Z_10_90
+                    spread = float(widths[i]) / Z_10_90
                     # A reference from throughput alone bounds a held-back path from below only.
-                    lower_bound = not from_resources[i] and not batch.saturated[i]
+                    lower_bound = bool(bounded_only[i])
                     if lower_bound:
                         estimate = carried
                 self._latest[key] = CapacityEstimate(
