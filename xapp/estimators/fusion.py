@@ -70,7 +70,9 @@ _NO_ERRORS = (0, 0.0, 0.0)
 
 def _quadrature(a: float, b: float) -> float:
     """√(a² + b²), written out rather than math.hypot: fusion_many.py works it out with
-    numpy for a fleet, and CPython's hypot and the C library's can differ in the last bit."""
+    numpy for a fleet, and CPython's hypot and the C library's can differ in the last bit.
+    Squares are products throughout, for the same reason (Python's ``x ** 2`` is the C
+    library's pow, which may round differently from numpy's x·x)."""
     return math.sqrt(a * a + b * b)
 
 
@@ -200,7 +202,7 @@ class FusedEstimator:
         # must not pass for it
         slow = np.maximum(1.0 / (count + 1), BIAS_WEIGHT)
         bias = (1 - slow) * bias + slow * relative
-        square = (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * error**2
+        square = (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * (error * error)
         for key, judged_count, judged_bias, judged_square in zip(
             keys, count.astype(np.int64).tolist(), bias.tolist(), square.tolist(), strict=True
         ):
@@ -383,7 +385,7 @@ class FusedEstimator:
         kept = [i for i, record in enumerate(records) if record <= SHARPNESS_RATIO * most_reliable]
         exact = [exact[i] for i in kept]
         sigmas = [sigmas[i] for i in kept]
-        weights = [1.0 / records[i] ** 2 for i in kept]
+        weights = [1.0 / (records[i] * records[i]) for i in kept]
         total = sum(weights)
         mean = sum(w * values[i] for w, i in zip(weights, kept, strict=True)) / total
         floor = max((e.capacity_mbps for e in bounds), default=0.0)

@@ -137,7 +137,7 @@ def fuse_many(
     most_reliable = np.where(exact, records, np.inf).min(axis=1)
     kept = exact & (records <= sharpness_ratio * most_reliable[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
-        weights = np.where(kept, 1.0 / records**2, 0.0)
+        weights = np.where(kept, 1.0 / (records * records), 0.0)
         total = weights.sum(axis=1)
         mean = (weights * np.where(kept, capacity, 0.0)).sum(axis=1) / total
     floor = np.where(bounds, table.capacity, -np.inf).max(axis=1)

@@ -36,7 +36,10 @@
  * truncation, and the weights' floor() was a scalar loop there, two thirds of a decision.
  * The results do not depend on the choice: IEEE division, truncation and comparison give the
  * same double in any vector width, and contraction is off in every build. */
-#if defined(__x86_64__) && defined(__linux__) && (defined(__clang__) || __GNUC__ >= 6)
+/* glibc only: the loader's choice needs its ifunc (musl has none, and compilers refuse the
+ * attribute there; the extension is optional, so its build failing would leave numpy). */
+#if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
+    (defined(__clang__) || __GNUC__ >= 6)
 #define WIDE_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define WIDE_VECTORS
