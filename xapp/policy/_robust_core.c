@@ -38,11 +38,13 @@
  * same double in any vector width, and contraction is off in every build. */
 /* glibc only: the loader's choice needs its ifunc (musl has none, and compilers refuse the
  * attribute there; the extension is optional, so its build failing would leave numpy). */
+#ifndef WIDE_VECTORS /* defined empty to build one variant (tests/test_policy_core_variants.py) */
 #if defined(__x86_64__) && defined(__linux__) && defined(__GLIBC__) && \
     (defined(__clang__) || __GNUC__ >= 6)
 #define WIDE_VECTORS __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define WIDE_VECTORS
+#endif
 #endif
 
 static const double FLOOR_GUARD = 1 + 1e-12; /* optimal.py: floor() against c/r = k - eps */
