@@ -229,22 +229,20 @@ def run_xapp_bench(
         own_s[id(begun)] = time.perf_counter() - started
         return begun
 
-    plain_ask = loop._ask_all
+    def shared(plain: Callable[[Any], None], last: bool) -> Callable[[Any], None]:
+        """``plain`` over the step's decisions, its time shared out equally among them;
+        ``last``: the last such part of a step (the begun that decide nothing are dropped)."""
 
-    def timed_ask(deciding: Any) -> None:
-        started = time.perf_counter()
-        plain_ask(deciding)
-        share = (time.perf_counter() - started) / max(1, len(deciding))
-        for d in deciding:
-            own_s[id(d)] = own_s.get(id(d), 0.0) + share
+        def run(deciding: Any) -> None:
+            started = time.perf_counter()
+            plain(deciding)
+            share = (time.perf_counter() - started) / max(1, len(deciding))
+            kept = {id(d): own_s.get(id(d), 0.0) + share for d in deciding}
+            if last:
+                own_s.clear()
+            own_s.update(kept)
 
-    def timed_propose(deciding: Any) -> None:
-        started = time.perf_counter()
-        plain_propose(deciding)
-        share = (time.perf_counter() - started) / max(1, len(deciding))
-        kept = {id(d): own_s.get(id(d), 0.0) + share for d in deciding}
-        own_s.clear()
-        own_s.update(kept)
+        return run
 
     def timed_conclude(begun: Any) -> Any:
         started = time.perf_counter()
@@ -254,8 +252,10 @@ def run_xapp_bench(
 
     watch = _Stopwatch()
     loop._begin = watch.timed("state + estimate", timed_begin)  # type: ignore[method-assign]
-    loop._ask_all = watch.timed("state + estimate", timed_ask)  # type: ignore[method-assign]
-    loop._propose_all = watch.timed("policy", timed_propose)  # type: ignore[method-assign]
+    asking = shared(loop._ask_all, last=False)
+    loop._ask_all = watch.timed("state + estimate", asking)  # type: ignore[method-assign]
+    proposing = shared(plain_propose, last=True)
+    loop._propose_all = watch.timed("policy", proposing)  # type: ignore[method-assign]
     loop._conclude = watch.timed("conclude + push", timed_conclude)  # type: ignore[method-assign]
     loop._push_all = watch.timed("conclude + push", loop._push_all)  # type: ignore[method-assign]
     loop._save = watch.timed("conclude + push", loop._save)  # type: ignore[method-assign]

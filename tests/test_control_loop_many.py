@@ -7,7 +7,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bench.xapp_bench import VERSION, _NoAgents, encoded_periods, scaled_site
+from bench.xapp_bench import (
+    VERSION,
+    _CountingSink,
+    _NoAgents,
+    _Queue,
+    encoded_periods,
+    scaled_site,
+)
 from core.domain import CapacityEstimate, Direction, KpiSample, Override
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from xapp.adapters.memory_store import MemoryStateStore
@@ -41,20 +48,6 @@ class OneByOne:
         self.inner.carrier_changed(cpe_id, access, up, now_s)
 
 
-class Reports:
-    def __init__(self) -> None:
-        self.samples: list[KpiSample] = []
-
-    def poll(self, now_s: float) -> Sequence[KpiSample]:
-        out, self.samples = self.samples, []
-        return out
-
-
-class Counting:
-    def push(self, weight_set: Any) -> None:
-        pass
-
-
 def mode_of(cpe_id: str, direction: Direction) -> str | None:
     number = int(cpe_id.rsplit("-", 1)[1])
     if number % 3 == 1:
@@ -79,14 +72,14 @@ def run(many: bool) -> list[list[tuple[str, str, str, Any]]]:
     estimators = EstimatorSelection(_NoAgents(), choice=mode_of, records=store, labels=store)
     estimator = estimators if many else OneByOne(estimators)
     assert isinstance(estimator, ManyEstimates) == many
-    source = Reports()
+    source = _Queue()
     loop = ControlLoop(
         cpes=cpes,
         directions=[Direction.DOWNLINK, Direction.UPLINK],
         source=source,
         estimator=estimator,
         policy=make_policy("optimal"),
-        sink=Counting(),
+        sink=_CountingSink(),
         store=store,
         warmup_s=1.5,
     )

@@ -123,10 +123,17 @@ class _Deciding:
     request: PolicyInput | None = None  # None: the override's weights, no question
     proposal: Proposal | None = None
     now_s: float = 0.0  # the decision's time
-    # The policy is to be asked (its question is put, for the whole step at once, once every
-    # CPE's state is read), leaving out these accesses.
-    asks: bool = False
-    excluded: Collection[str] = ()
+
+    @property
+    def asks(self) -> bool:
+        """The policy is to be asked (its question is put for the whole step at once, once
+        every CPE's state is read): no override's fixed weights."""
+        return self.override is None or self.override.weights is None
+
+    @property
+    def excluded(self) -> Collection[str]:
+        """The accesses the operator took out of the question."""
+        return self.override.excluded if self.override is not None else ()
 
 
 @dataclass(frozen=True)
@@ -518,7 +525,7 @@ class ControlLoop:
             mode_changed,
             now_s=now_s,
         )
-        if override is None or override.weights is None:
+        if begun.asks:
             silent = self._not_heard_from(cpe, direction, now_s)
             if silent:
                 return StepOutcome(
@@ -527,8 +534,6 @@ class ControlLoop:
                     None,
                     f"waiting for {', '.join(silent)} to report (warm-up); unchanged",
                 )
-            begun.asks = True
-            begun.excluded = override.excluded if override else ()
         return begun
 
     def _conclude(self, begun: _Deciding) -> StepOutcome | _Pending:

@@ -333,7 +333,13 @@ class FusedEstimator:
                 access,
                 direction,
                 best.capacity_mbps,
-                self._sigma(best, now_s, self._track_record(best)),
+                self._sigma(
+                    best.capacity_mbps,
+                    best.stddev_mbps,
+                    best.measured_at_s,
+                    now_s,
+                    self._track_record(best),
+                ),
                 self.name,
                 newest.measured_at_s,
                 True,
@@ -351,7 +357,6 @@ class FusedEstimator:
             ]
         # Each exact source as (capacity, σ, σ from its track record), corrected for its bias:
         # plain numbers, as this runs for every path of a fleet at every step.
-        drift_per_s = self.drift_ratio_per_s
         errors = self._errors
         values: list[float] = []
         records: list[float] = []
@@ -368,16 +373,15 @@ class FusedEstimator:
                 track = math.sqrt(square)
             else:
                 track = 0.0
-            drift = drift_per_s * capacity * max(0.0, now_s - e.measured_at_s)
             values.append(capacity)
             # Who speaks for the path: each source as reliable as its track record, the RMS
             # of its errors predicting what was measured next (a measurement taken as the
             # forecast of the next period included), or as its stated σ until it has one.
-            records.append(max(_quadrature(max(stddev, track), drift), MIN_STDDEV_MBPS))
+            records.append(self._sigma(capacity, stddev, e.measured_at_s, now_s, track))
             # How sure the result is: what the sources state. A track record inflated by a
             # volatile path would make the policy hedge where the sources' own σ says not to;
             # on the real 5G traces that cost up to 6 points.
-            sigmas.append(max(_quadrature(max(stddev, 0.0), drift), MIN_STDDEV_MBPS))
+            sigmas.append(self._sigma(capacity, stddev, e.measured_at_s, now_s, 0.0))
         # A source far less reliable than the best one barely narrows the belief when its
         # errors are independent (twice the σ: 11 % narrower) and biases it when they are not,
         # as a model's on inputs unlike its training data are: it is left out.
@@ -437,7 +441,15 @@ class FusedEstimator:
         found = self._errors.get((path, estimate.source))
         return 0.0 if found is None else math.sqrt(found[2])
 
-    def _sigma(self, estimate: CapacityEstimate, now_s: float, shown_error: float) -> float:
-        drift = self.drift_ratio_per_s * estimate.capacity_mbps * estimate.age_s(now_s)
-        stated = max(estimate.stddev_mbps, shown_error)
+    def _sigma(
+        self,
+        capacity_mbps: float,
+        stddev_mbps: float,
+        measured_at_s: float,
+        now_s: float,
+        shown_error: float,
+    ) -> float:
+        """An estimate's σ (or its track record, where that is larger), grown with its age."""
+        drift = self.drift_ratio_per_s * capacity_mbps * max(0.0, now_s - measured_at_s)
+        stated = max(stddev_mbps, shown_error)
         return max(_quadrature(stated, drift), MIN_STDDEV_MBPS)
