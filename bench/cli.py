@@ -965,7 +965,7 @@ def bench_xapp(
         return
     table = Table(
         "CPEs", "indications", "UE reports/s", "decode p50/p99 ms", "decisions/s",
-        "decision p50/p99 ms", "busy s/period", "cores", "KiB/CPE",
+        "decision p50/p99 ms", "busy s/period", "CPU s/period", "cores", "KiB/CPE",
     )  # fmt: skip
     for r in rows:
         table.add_row(
@@ -976,6 +976,7 @@ def bench_xapp(
             f"{r.decisions_per_s:,.0f}",
             f"{r.decision_p50_ms:.2f}/{r.decision_p99_ms:.2f}",
             f"{r.period_busy_s:.2f}",
+            f"{r.period_cpu_s:.2f}",
             f"{r.cores_needed:.2f}",
             f"{r.resident_kib_per_cpe:.1f}",
         )

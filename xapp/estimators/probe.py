@@ -37,6 +37,9 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+import numpy.typing as npt
+
 from core.domain import (
     CapacityEstimate,
     Direction,
@@ -236,6 +239,10 @@ class ProbeEstimator:
         candidates: list[tuple[int, Path, str]] = []
         # Whom to ask, per CPE and direction: the same for its every access in this sweep.
         asked: dict[tuple[str, Direction], Sequence[CapacityEstimator] | None] = {}
+        # The paths whose reason the advisors' word decides, with that word (each advisor
+        # asked once per path and sweep): judged together below.
+        judged: list[Path] = []
+        words: list[list[CapacityEstimate | None]] = []
         for path in paths:
             if path in self._in_flight or path in self._down:
                 continue
@@ -247,13 +254,12 @@ class ProbeEstimator:
             advisors = asked[key]
             if advisors is None:
                 continue
+            said = [advisor.estimate(*path, now_s) for advisor in advisors]
             # once known, always known: not asked again each period for each of a fleet's paths
-            if path not in self._headroom_known and self._headroom_measured(path, advisors, now_s):
+            if path not in self._headroom_known and _shows_usable_since(said, -math.inf):
                 self._headroom_known.add(path)
             silent_since = self._silence.silent_since(path)
-            silent = silent_since is not None and not self._seen_back(
-                path, advisors, silent_since, now_s
-            )
+            silent = silent_since is not None and not _shows_usable_since(said, silent_since)
             if silent and path in self._headroom_known:
                 continue  # its node will show its return: nothing for a probe to add yet
             if silent:
@@ -265,7 +271,18 @@ class ProbeEstimator:
             last = self._last_start.get(path)
             if last is not None and now_s - last < gap:
                 continue
-            reason = "down-check" if silent else self._reason(path, advisors, now_s)
+            if silent:
+                candidates.append((REASONS.index("down-check"), path, "down-check"))
+            elif path in self._recovered and path not in self._headroom_known:
+                candidates.append((REASONS.index("recovered"), path, "recovered"))
+            else:
+                # Its node measures the headroom (if it was recovered), so the KPIs already
+                # tell what it can carry: a probe would only take the data's share of it (and,
+                # in a WRR round, of all paths).
+                self._recovered.discard(path)
+                judged.append(path)
+                words.append(said)
+        for path, reason in zip(judged, self._reasons(judged, words, now_s), strict=True):
             if reason is not None:
                 candidates.append((REASONS.index(reason), path, reason))
         for _, path, reason in sorted(candidates):
@@ -274,65 +291,72 @@ class ProbeEstimator:
             per_cpe[path[0]] += 1
             self._start(path, reason, now_s)
 
-    def _headroom_measured(
-        self, path: Path, advisors: Sequence[CapacityEstimator], now_s: float
-    ) -> bool:
-        return self._seen_back(path, advisors, -math.inf, now_s)
+    def _reasons(
+        self, paths: list[Path], words: list[list[CapacityEstimate | None]], now_s: float
+    ) -> list[str | None]:
+        """Why each path needs a probe from what its advisors say (no-estimate, disagree,
+        uncertain, periodic), or None: worked out for a sweep's paths at once, as a fleet's
+        every path is judged at every sweep. The advisors' fresh exact estimates count:
 
-    def _seen_back(
-        self,
-        path: Path,
-        advisors: Sequence[CapacityEstimator],
-        silent_since_s: float,
-        now_s: float,
-    ) -> bool:
-        return any(
-            e is not None and e.shows_path_usable_since(silent_since_s)
-            for e in (advisor.estimate(*path, now_s) for advisor in advisors)
+        - none: nothing says what the path could carry ("no-estimate");
+        - the lowest and the highest apart by more than ``disagree_ratio`` of the highest and
+          by more than twice their joint σ ("disagree");
+        - their inverse-variance combination's σ above ``uncertain_ratio`` of its value
+          ("uncertain").
+
+        tests/test_probe_planner.py holds this to the path-by-path reading it replaced."""
+        width = max((len(said) for said in words), default=0)
+        if not width:
+            return ["no-estimate"] * len(paths)  # nobody to ask (probe-only)
+        padded = (
+            said if len(said) == width else [*said, *[None] * (width - len(said))] for said in words
         )
-
-    def _reason(
-        self, path: Path, advisors: Sequence[CapacityEstimator], now_s: float
-    ) -> str | None:
-        if path in self._recovered:
-            if path not in self._headroom_known:
-                return "recovered"
-            # Its node measures the headroom, so the KPIs already tell what it can carry: a
-            # probe would only take the data's share of it (and, in a WRR round, of all paths).
-            self._recovered.discard(path)
-        # Asked of every path of a fleet at every sweep: one pass over the advisors.
-        fresh_s = self.settings.fresh_s
-        exact = []
-        for advisor in advisors:
-            e = advisor.estimate(*path, now_s)
-            if (
-                e is not None
-                and e.available
-                and not e.lower_bound
-                and max(0.0, now_s - e.measured_at_s) <= fresh_s  # CapacityEstimate.age_s
-            ):
-                exact.append(e)
-        if not exact:
-            # No fresh advice, or only what the path carried: nothing says what it could carry.
-            return "no-estimate"
-        if len(exact) > 1:
-            low = min(exact, key=lambda e: e.capacity_mbps)
-            high = max(exact, key=lambda e: e.capacity_mbps)
-            gap = high.capacity_mbps - low.capacity_mbps
-            joint_sigma = math.hypot(low.stddev_mbps, high.stddev_mbps)
-            if gap > self.settings.disagree_ratio * high.capacity_mbps and gap > 2 * joint_sigma:
-                return "disagree"
-        precision = sum(1.0 / max(e.stddev_mbps, 1e-3) ** 2 for e in exact)
-        combined_sigma = math.sqrt(1.0 / precision)
-        combined = sum(e.capacity_mbps / max(e.stddev_mbps, 1e-3) ** 2 for e in exact) / precision
-        if combined > 0 and combined_sigma / combined > self.settings.uncertain_ratio:
-            return "uncertain"
+        flat = [_word(e) for said in padded for e in said]
+        table = np.array(flat, dtype=np.float64).reshape(len(paths), width, 4)
+        capacity, stddev, measured_at = table[:, :, 0], table[:, :, 1], table[:, :, 2]
+        # CapacityEstimate.age_s within fresh_s; NaN (said nothing) compares False
+        fresh = np.maximum(0.0, now_s - measured_at) <= self.settings.fresh_s
+        exact = (table[:, :, 3] == 1.0) & fresh
+        count = exact.sum(axis=1)
+        # the first lowest and the first highest, as min() and max() by capacity pick them
+        rows = np.arange(len(paths))
+        low = np.argmin(np.where(exact, capacity, np.inf), axis=1)
+        high = np.argmax(np.where(exact, capacity, -np.inf), axis=1)
+        high_mbps = capacity[rows, high]
+        gap = high_mbps - capacity[rows, low]
+        apart = (count > 1) & (gap > self.settings.disagree_ratio * high_mbps)
+        # ... and beyond twice their joint σ: math.hypot, on the few rows apart at all
+        disagree = np.zeros(len(paths), dtype=bool)
+        for row in np.flatnonzero(apart).tolist():
+            joint_sigma = math.hypot(stddev[row, low[row]], stddev[row, high[row]])
+            disagree[row] = gap[row] > 2 * joint_sigma
+        # 1 / max(σ, 1e-3)², summed column after column
+        floor = np.maximum(np.where(exact, stddev, 1.0), 1e-3)
+        squared = floor * floor
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            precision = _sum_columns(np.where(exact, 1.0 / squared, 0.0))
+            combined_sigma = np.sqrt(1.0 / precision)
+            combined = _sum_columns(np.where(exact, capacity / squared, 0.0)) / precision
+            uncertain = (combined > 0) & (combined_sigma / combined > self.settings.uncertain_ratio)
         max_age = self.settings.max_age_s
-        if max_age is not None:
-            since = self._last_start.get(path, self._first_seen.get(path, now_s))
-            if now_s - since >= max_age:
-                return "periodic"
-        return None
+        reasons: list[str | None] = []
+        for path, known, disagreeing, wide in zip(
+            paths, count.tolist(), disagree.tolist(), uncertain.tolist(), strict=True
+        ):
+            if not known:
+                reasons.append("no-estimate")
+            elif disagreeing:
+                reasons.append("disagree")
+            elif wide:
+                reasons.append("uncertain")
+            elif (
+                max_age is not None
+                and now_s - self._last_start.get(path, self._first_seen.get(path, now_s)) >= max_age
+            ):
+                reasons.append("periodic")
+            else:
+                reasons.append(None)
+        return reasons
 
     def _start(self, path: Path, reason: str, now_s: float) -> None:
         request = ProbeRequest(
@@ -348,3 +372,29 @@ class ProbeEstimator:
         self.stats.started += 1
         self.stats.by_reason[reason] += 1
         self.prober.start(request, now_s)
+
+
+def _shows_usable_since(said: Sequence[CapacityEstimate | None], time_s: float) -> bool:
+    """Whether any of the advisors' estimates shows the path usable since ``time_s``."""
+    return any(e is not None and e.shows_path_usable_since(time_s) for e in said)
+
+
+_NO_WORD = (math.nan, math.nan, math.nan, 0.0)
+
+
+def _word(e: CapacityEstimate | None) -> tuple[float, float, float, float]:
+    """An advisor's estimate as numbers: (capacity, σ, measured at, 1.0 if exact: available
+    and not a lower bound)."""
+    if e is None:
+        return _NO_WORD
+    exact = 1.0 if e.available and not e.lower_bound else 0.0
+    return (e.capacity_mbps, e.stddev_mbps, e.measured_at_s, exact)
+
+
+def _sum_columns(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row's sum, column after column from 0.0 as Python's ``sum`` adds a list (numpy's
+    pairwise sum may add in another order)."""
+    total = np.zeros(values.shape[0])
+    for column in range(values.shape[1]):
+        total = total + values[:, column]
+    return total
