@@ -210,25 +210,33 @@ def _derive(columns: Columns, access: str) -> None:
             columns["free_airtime_share"] = np.clip((100.0 - others) / 100.0, 0, 1)
 
 
-def _earlier(values: FloatArray, position: npt.NDArray[np.int64], k: int) -> FloatArray:
-    """``values`` k periods back in the same group (NaN before the group's start)."""
-    shifted = np.full(len(values), np.nan)
-    if k < len(values):
-        shifted[k:] = values[:-k] if k else values
-    return _nan_where(position >= k, shifted)
+def _earlier(
+    values: FloatArray, position: npt.NDArray[np.int64], at: npt.NDArray[np.int64], k: int
+) -> FloatArray:
+    """For the rows ``at``: ``values`` k periods back in the same group (NaN before the
+    group's start); rows of a group are consecutive, ``position`` numbers them from 0."""
+    back = at - k
+    return _nan_where(position[at] >= k, values[np.maximum(back, 0)])
 
 
-def _window(values: FloatArray, position: npt.NDArray[np.int64], width: int) -> FloatArray:
-    """(rows, width): the values of the ``width`` periods before each row, NaN where none."""
-    return np.stack([_earlier(values, position, k) for k in range(1, width + 1)], axis=1)
+def _window(
+    values: FloatArray, position: npt.NDArray[np.int64], at: npt.NDArray[np.int64], width: int
+) -> FloatArray:
+    """(rows ``at``, width): the values of the ``width`` periods before each, NaN where none."""
+    return np.stack([_earlier(values, position, at, k) for k in range(1, width + 1)], axis=1)
 
 
 def features_from_columns(
-    columns: Columns, groups: npt.NDArray[np.int64], access: str
+    columns: Columns,
+    groups: npt.NDArray[np.int64],
+    access: str,
+    rows: npt.NDArray[np.int64] | None = None,
 ) -> npt.NDArray[np.float32]:
     """The model input for every row; ``groups`` numbers each row's path, rows of one path in
     time order (they need not be adjacent). The numpy core of `build_features`, which the
-    estimator calls directly on each period."""
+    estimator calls directly on each period. ``rows``: the input for these rows only, in this
+    order (each still read with its path's earlier rows): a running estimator predicts each
+    path's newest period only, and the windows over the ten before it cost most."""
     n = len(groups)
     data: Columns = {
         name: np.asarray(columns.get(name, np.full(n, np.nan)), dtype=np.float64)
@@ -243,7 +251,14 @@ def features_from_columns(
     _derive(data, access)
     reference, from_resources = reference_mbps(data, access)
     out: Columns = {}
-    window = _window(reference, position, 10)
+    # where the features are wanted, as places in the sorted rows
+    if rows is None:
+        at = np.arange(n)
+    else:
+        sorted_place = np.empty(n, dtype=np.int64)
+        sorted_place[order] = np.arange(n)
+        at = sorted_place[rows]
+    window = _window(reference, position, at, 10)
     last = window[:, 0]
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as meant
@@ -258,23 +273,26 @@ def features_from_columns(
         counted = np.sum(np.isfinite(five), axis=1)
         std = _nan_where(counted >= 2, np.nanstd(five, axis=1, ddof=1))
         out["ref_std5_ratio"] = std / scale
-    out["ref_from_resources"] = _earlier(from_resources, position, 1)
+    out["ref_from_resources"] = _earlier(from_resources, position, at, 1)
     for feature in RADIO[access]:
         if feature.name in data:
-            out[feature.name] = _earlier(data[feature.name], position, 1)
+            out[feature.name] = _earlier(data[feature.name], position, at, 1)
     if access == "nr":
         for name, raw in (("snr_delta_db", "snr_db"), ("rsrp_delta_db", "rsrp_dbm")):
-            out[name] = _earlier(data[raw], position, 1) - _earlier(data[raw], position, 2)
+            out[name] = _earlier(data[raw], position, at, 1) - _earlier(data[raw], position, at, 2)
         cell, before = (
-            _earlier(data["cell_id"], position, 1),
-            _earlier(data["cell_id"], position, 2),
+            _earlier(data["cell_id"], position, at, 1),
+            _earlier(data["cell_id"], position, at, 2),
         )
         out["handover"] = _nan_where(
             np.isfinite(cell) & np.isfinite(before), (cell != before).astype(np.float64)
         )
-    matrix = np.empty((n, len(feature_list(access))), dtype=np.float32)
+    matrix = np.empty((len(at), len(feature_list(access))), dtype=np.float32)
     for i, name in enumerate(feature_names(access)):
-        matrix[order, i] = out[name]
+        if rows is None:
+            matrix[order, i] = out[name]
+        else:
+            matrix[:, i] = out[name]
     return matrix
 
 

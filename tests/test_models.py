@@ -11,9 +11,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.data import DataError, load
-from models.features import GROUP, REFERENCE, THROUGHPUT, TIME, build_features, feature_names
+from models.features import (
+    GROUP,
+    RAW_COLUMNS,
+    REFERENCE,
+    SATURATED,
+    THROUGHPUT,
+    TIME,
+    build_features,
+    feature_names,
+    features_from_columns,
+)
 from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
 from models.train import TrainingError, train
 
@@ -311,3 +323,30 @@ def test_inference_runs_on_the_calling_thread_alone() -> None:
     )
     before, after = map(int, done.stdout.split())
     assert after == before
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    access=st.sampled_from(["nr", "wifi", "lifi"]),
+    lengths=st.lists(st.integers(1, 14), min_size=1, max_size=6),
+    seed=st.integers(0, 2**32 - 1),
+    interleave=st.booleans(),
+)
+def test_features_of_some_rows_are_those_rows_of_all(
+    access: str, lengths: list[int], seed: int, interleave: bool
+) -> None:
+    """The estimator asks for each path's newest row only (``rows``): the same numbers as the
+    features of every row, taken at those rows, whether a path's rows are together or not."""
+    rng = np.random.default_rng(seed)
+    groups = np.repeat(np.arange(len(lengths)), lengths)
+    if interleave:  # a path's rows in time order, between other paths' rows
+        groups = groups[rng.permutation(len(groups))]
+    n = len(groups)
+    columns = {}
+    for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT):
+        values = rng.choice([0.0, 1.0, 3.0, 50.0, 250.0, np.nan], size=n) * rng.random(n)
+        columns[name] = np.where(rng.random(n) < 0.2, np.nan, values)
+    rows = rng.permutation(n)[: max(1, n // 3)]
+    every = features_from_columns(columns, groups.astype(np.int64), access)
+    some = features_from_columns(columns, groups.astype(np.int64), access, rows=rows)
+    np.testing.assert_array_equal(some, every[rows])

@@ -155,11 +155,13 @@ class ModelEstimator:
             # each path's periods, then one row for the period to predict (the features of a
             # row read only the periods before it)
             batch = self._histories[access].batch(keys)
-            features = features_from_columns(batch.columns, batch.groups, access)
-            last_rows = batch.last_rows
+            # the input of each path's row to predict, read with the periods before it
+            features = features_from_columns(
+                batch.columns, batch.groups, access, rows=batch.last_rows
+            )
             started = time.perf_counter()
             try:
-                prediction = self._models[access].predict(features[last_rows])
+                prediction = self._models[access].predict(features)
             except ModelError as error:
                 # Garbage out: say so and give no estimate, rather than a wrong one.
                 self._disable(access, str(error))
@@ -174,7 +176,7 @@ class ModelEstimator:
             # the rest of the loop); the interval's width in the model's own precision.
             estimates = prediction.estimate_mbps.tolist()
             widths = (prediction.upper_mbps - prediction.lower_mbps).tolist()
-            bounded_only = (~(features[last_rows, column] == 1.0) & ~batch.saturated).tolist()
+            bounded_only = (~(features[:, column] == 1.0) & ~batch.saturated).tolist()
             for i, key in enumerate(keys):
                 newest_available, newest_carried, newest_s = self._newest[key]
                 available = newest_available if newest_available is not None else True
