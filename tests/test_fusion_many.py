@@ -20,6 +20,7 @@ from xapp.estimators.fusion import (
     MIN_STDDEV_MBPS,
     FusedEstimator,
 )
+from xapp.estimators.said import said_of
 
 Path = tuple[str, str, Direction]
 SOURCES = ("kpi", "model", "probe")
@@ -40,6 +41,11 @@ class Said:
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         pass
+
+
+class SaidInNumbers(Said):
+    def said_many(self, paths: Sequence[Path]) -> list[tuple[float, float, float, float, float]]:
+        return [said_of(self.estimates.get(path)) for path in paths]
 
 
 NOW_S = 100.0
@@ -93,7 +99,8 @@ records = st.one_of(
 
 @st.composite
 def fleets(draw: st.DrawFn) -> tuple[FusedEstimator, list[Path]]:
-    sources = [Said(name) for name in SOURCES]
+    # some sources give their estimates as numbers too (as the KPI and model estimators do)
+    sources = [draw(st.sampled_from([Said, SaidInNumbers]))(name) for name in SOURCES]
     fusion = FusedEstimator(
         sources, references=[s for s in sources if s.name in MEASURING], max_age_s=30.0
     )
@@ -147,6 +154,10 @@ class Moving(Said):
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         self.estimates = self.after
+
+
+class MovingInNumbers(Moving, SaidInNumbers):
+    """A ``Moving`` source that also gives its estimates as numbers (``SaysMany``)."""
 
 
 NOT_SERVED = object()
@@ -230,15 +241,17 @@ def judged_fleets(
 
 
 @settings(max_examples=400, deadline=None)
-@given(judged_fleets(), st.booleans())
+@given(judged_fleets(), st.booleans(), st.booleans())
 def test_the_forecasts_are_judged_as_path_by_path(
     fleet: tuple[list[Path], dict[str, tuple[dict[Path, CapacityEstimate], ...]], dict[Any, Any]],
     served_first: bool,
+    in_numbers: bool,
 ) -> None:
     paths, said_by, errors = fleet
     judged = []
     for kind in (FusedEstimator, ReferenceFusion):
-        sources = [Moving(name) for name in SOURCES]
+        source_kind = MovingInNumbers if in_numbers and kind is FusedEstimator else Moving
+        sources = [source_kind(name) for name in SOURCES]
         for source in sources:
             source.estimates, source.after = said_by[source.name]
         fusion = kind(sources, references=[s for s in sources if s.name in MEASURING])

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
-from xapp.estimators.kpi import reported_cqi, utilisation
+from xapp.estimators.kpi import KpiEstimator, reported_cqi, utilisation
 from xapp.estimators.model import KPI_COLUMNS, LOWER_BOUND_ERROR, Z_10_90, ModelEstimator
+from xapp.estimators.said import said_of
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
     SATURATED_PERIODS,
@@ -187,3 +188,22 @@ def test_the_columnar_histories_predict_what_the_row_by_row_ones_did(
         keys = {(s.cpe_id, s.access, s.direction) for period in fleet for s in period}
         for key in keys:
             assert estimator.estimate(*key, now_s) == reference.latest.get(key), key
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(periods())
+def test_estimates_as_numbers_are_the_estimates(fleet: list[list[KpiSample]]) -> None:
+    """What the KPI and model estimators keep as numbers for fusion (``said_many``) is their
+    estimates, at every period, for paths that reported, did not, or never did; the model's
+    numbers asked first (they bring its prediction about themselves)."""
+    model = ModelEstimator(SHARED._models)
+    kpi = KpiEstimator()
+    keys = sorted({(s.cpe_id, s.access, s.direction) for period in fleet for s in period})
+    keys.append(("cpe-never", "nr", Direction.DOWNLINK))
+    for tick, batch in enumerate(fleet):
+        now_s = float(tick + 1)
+        for estimator in (kpi, model):
+            estimator.update(batch, now_s)
+        for estimator in (model, kpi):
+            numbers = estimator.said_many(keys)
+            assert numbers == [said_of(estimator.estimate(*key, now_s)) for key in keys]

@@ -42,6 +42,20 @@ class CapacityEstimator(Protocol):
     ) -> CapacityEstimate | None: ...
 
 
+# An estimate as five plain numbers: (0 said nothing, 1 an estimate, 2 only a lower bound;
+# capacity, σ, measured at, 1 available or 0 not). A fleet's step reads every source's word on
+# thousands of paths several times; as numbers it goes into arrays at once.
+Said = tuple[float, float, float, float, float]
+
+
+@runtime_checkable
+class SaysMany(Protocol):
+    """An estimator that gives its estimates of many paths as numbers (``Said``), what
+    ``estimate`` gives one by one: kept so as they are made, not converted at each reading."""
+
+    def said_many(self, paths: Sequence[tuple[str, str, Direction]]) -> list[Said]: ...
+
+
 @runtime_checkable
 class ManyEstimates(Protocol):
     """An estimator that answers for many paths at once what ``estimate`` answers one by one

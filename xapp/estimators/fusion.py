@@ -42,6 +42,7 @@ import numpy.typing as npt
 from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
+from xapp.estimators.said import CAPACITY, MEASURED_AT, said_table, usable_exact
 from xapp.ports import CapacityEstimator
 
 SHARPNESS_RATIO = 2.0
@@ -61,9 +62,6 @@ Path = tuple[str, str, Direction]
 _NOT_SERVED = object()
 
 
-# A source's estimate as estimate_many's numbers: (1 said, 2 said a lower bound; capacity, σ,
-# measured at, available); (0, …) where it said nothing.
-_SAID_NOTHING = (0.0, 0.0, 0.0, 0.0, 0.0)
 _NO_RECORD = (0, 0, 0.0, 0.0)  # no track record: (recorded, comparisons, bias, mean sq. error)
 _NO_ERRORS = (0, 0.0, 0.0)
 
@@ -81,18 +79,6 @@ def _forecast(e: CapacityEstimate | None) -> tuple[float, float]:
     if e is None or not e.available or e.lower_bound:
         return math.nan, math.nan
     return e.capacity_mbps, e.measured_at_s
-
-
-def _said(e: CapacityEstimate | None) -> tuple[float, float, float, float, float]:
-    if e is None:
-        return _SAID_NOTHING
-    return (
-        2.0 if e.lower_bound else 1.0,
-        e.capacity_mbps,
-        e.stddev_mbps,
-        e.measured_at_s,
-        1.0 if e.available else 0.0,
-    )
 
 
 class FusedEstimator:
@@ -122,31 +108,38 @@ class FusedEstimator:
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         paths = list(dict.fromkeys((s.cpe_id, s.access, s.direction) for s in samples))
-        # What each source, and fusion itself, forecast for the period just reported: a usable
-        # exact estimate's (capacity, time), NaN where there is none; paths × (sources, fusion).
-        forecasts: list[tuple[float, float]] = []
+        # What each source forecast for the period just reported: a usable exact estimate's
+        # (capacity, time), NaN where there is none; paths × sources.
+        said = said_table(self.sources, paths, now_s)
+        exact = usable_exact(said)
+        forecast_mbps = np.where(exact, said[:, :, CAPACITY], np.nan)
+        forecast_at_s = np.where(exact, said[:, :, MEASURED_AT], np.nan)
+        # Fusion's own forecast is what it last told the loop, which acted on it; only a path
+        # nobody asked about since its last update has it made now.
+        own_forecasts: list[tuple[float, float]] = []
         served = self._served
         for path in paths:
-            # Each source asked once: for its own prior and for the fused one made from them.
-            found = []
-            for source in self.sources:
-                e = source.estimate(*path, now_s)
-                if e is not None:
-                    found.append(e)
-                forecasts.append(_forecast(e))
-            # Fusion's own forecast is what it last told the loop, which acted on it; only a
-            # path nobody asked about since its last update has it made now.
             own = served.pop(path, _NOT_SERVED)
             if own is _NOT_SERVED:
-                fresh = [e for e in found if e.age_s(now_s) <= self.max_age_s]
+                fresh = [
+                    e
+                    for source in self.sources
+                    if (e := source.estimate(*path, now_s)) is not None
+                    and e.age_s(now_s) <= self.max_age_s
+                ]
                 own = self._fuse(path, fresh, now_s)
-            forecasts.append(_forecast(own if isinstance(own, CapacityEstimate) else None))
+            own_forecasts.append(_forecast(own if isinstance(own, CapacityEstimate) else None))
         for source in self.sources:
             source.update(samples, now_s)
         self._silence.update(samples)
         if self.references and paths:
-            table = np.array(forecasts, dtype=np.float64).reshape(len(paths), -1, 2)
-            self._score(paths, table[:, :, 0], table[:, :, 1], now_s)
+            own_table = np.array(own_forecasts, dtype=np.float64).reshape(-1, 2)
+            self._score(
+                paths,
+                np.column_stack([forecast_mbps, own_table[:, 0]]),
+                np.column_stack([forecast_at_s, own_table[:, 1]]),
+                now_s,
+            )
 
     def _score(
         self,
@@ -158,20 +151,16 @@ class FusedEstimator:
         """Each source's error: its last estimate against what was measured since (the newest
         usable exact measurement of the path), folded into its running statistics; worked
         out for all the period's paths at once."""
-        truths = []
-        for path in paths:
-            newest: CapacityEstimate | None = None
-            for reference in self.references:
-                e = reference.estimate(*path, now_s)
-                if (
-                    e is not None
-                    and e.available
-                    and not e.lower_bound
-                    and (newest is None or e.measured_at_s > newest.measured_at_s)
-                ):
-                    newest = e
-            truths.append(_forecast(newest))
-        truth_mbps, truth_at_s = np.array(truths, dtype=np.float64).reshape(-1, 2).T
+        # The references' newest usable exact measurement of each path (the first of them
+        # where two are as new).
+        measured = said_table(self.references, paths, now_s)
+        usable = usable_exact(measured)
+        at_s = np.where(usable, measured[:, :, MEASURED_AT], -np.inf)
+        newest = np.argmax(at_s, axis=1)
+        rows = np.arange(len(paths))
+        known = usable.any(axis=1)
+        truth_mbps = np.where(known, measured[rows, newest, CAPACITY], np.nan)
+        truth_at_s = np.where(known, at_s[rows, newest], np.nan)
         with np.errstate(invalid="ignore"):
             judged = forecast_at_s < truth_at_s[:, None]  # NaN on either side: not judged
         rows, columns = np.nonzero(judged)
@@ -229,11 +218,8 @@ class FusedEstimator:
         sources = self.sources
         count = len(paths)
         width = len(sources)
-        # What each source said of each path, as one flat run of numbers: (paths, sources,
-        # fields). Read field by field through Python, this table cost more than the fusion.
-        said = [_said(source.estimate(*path, now_s)) for path in paths for source in sources]
-        values = np.fromiter(chain.from_iterable(said), np.float64, count * width * 5)
-        values = values.reshape(count, width, 5)
+        # What each source said of each path: (paths, sources, fields).
+        values = said_table(sources, paths, now_s)
         errors = self._errors
         names = [source.name for source in sources]
         records = [

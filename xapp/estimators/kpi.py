@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from core.standards import nr as nr_standard
+from xapp.estimators.said import NOTHING, said_of
+from xapp.ports import Said
 
 # The cell's carrier (bandwidth, TDD pattern, measured efficiency): the testbed's by default
 NR_CARRIER = nr_standard.NrCarrier()
@@ -52,6 +54,7 @@ class KpiEstimator:
 
     def __init__(self) -> None:
         self._latest: dict[Path, CapacityEstimate] = {}
+        self._said: dict[Path, Said] = {}  # the same as numbers (said_many)
         self._change_variance: dict[Path, float] = {}
         # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
         # airtime to measure it (a path just back, or given little weight) uses it.
@@ -89,12 +92,19 @@ class KpiEstimator:
                     ) * variance + VOLATILITY_WEIGHT * change**2
                 spread = math.sqrt(self._change_variance.get(path, 0.0))
                 stddev = math.hypot(stddev, spread)
-            self._latest[path] = _estimate(sample, capacity, stddev, available, lower_bound)
+            estimate = self._latest[path] = _estimate(
+                sample, capacity, stddev, available, lower_bound
+            )
+            self._said[path] = said_of(estimate)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None:
         return self._latest.get((cpe_id, access, direction))
+
+    def said_many(self, paths: Sequence[Path]) -> list[Said]:
+        get = self._said.get
+        return [get(path, NOTHING) for path in paths]
 
 
 def estimate_from_sample(

@@ -26,11 +26,13 @@ from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.kpi import reported_cqi, utilisation
+from xapp.estimators.said import NOTHING, said_of
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
     SATURATED_PERIODS,
     SATURATED_UTILISATION,
 )
+from xapp.ports import Said
 
 # The models learnt from saturating transfers; below SATURATED_UTILISATION in the history they
 # read a held-back throughput, so their prediction only bounds the capacity from below.
@@ -87,6 +89,7 @@ class ModelEstimator:
         self._newest: dict[Key, tuple[bool | None, float | None, float]] = {}
         self._dirty: set[Key] = set()
         self._latest: dict[Key, CapacityEstimate] = {}
+        self._said: dict[Key, Said] = {}  # the same as numbers (said_many)
 
     def describe(self) -> list[dict[str, object]]:
         """Which model answers for each access (or why none does)."""
@@ -146,6 +149,12 @@ class ModelEstimator:
             self._predict_dirty()
         return self._latest.get((cpe_id, access, direction))
 
+    def said_many(self, paths: Sequence[Key]) -> list[Said]:
+        if self._dirty:
+            self._predict_dirty()
+        get = self._said.get
+        return [get(path, NOTHING) for path in paths]
+
     def _predict_dirty(self) -> None:
         by_access: dict[str, list[Key]] = {}
         for key in self._dirty:
@@ -167,6 +176,7 @@ class ModelEstimator:
                 self._disable(access, str(error))
                 for key in keys:
                     self._latest.pop(key, None)
+                    self._said.pop(key, None)
                 continue
             self.inference_s += time.perf_counter() - started
             self.inferences += 1
@@ -192,7 +202,7 @@ class ModelEstimator:
                     lower_bound = bool(bounded_only[i])
                     if lower_bound:
                         estimate = carried
-                self._latest[key] = CapacityEstimate(
+                found = self._latest[key] = CapacityEstimate(
                     cpe_id=key[0],
                     access=access,
                     direction=key[2],
@@ -203,6 +213,7 @@ class ModelEstimator:
                     available=available,
                     lower_bound=lower_bound,
                 )
+                self._said[key] = said_of(found)
 
 
 def row_columns(access: str) -> tuple[str, ...]:

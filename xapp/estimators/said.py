@@ -1,0 +1,68 @@
+"""Estimates as numbers (``xapp.ports.Said``): what a source said of each of many paths, in
+one array.
+
+Fusion reads every source's word on each of a fleet's paths four times a step (the forecasts
+to judge, the measurements to judge them by, the probe planner's advice, the estimates to
+fuse). A source that keeps its estimates as numbers as well (``SaysMany``: the KPI and model
+estimators) hands them over with one dictionary lookup per path; any other is asked path by
+path and its estimates converted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import chain
+
+import numpy as np
+import numpy.typing as npt
+
+from core.domain import CapacityEstimate, Direction
+from xapp.ports import CapacityEstimator, Said, SaysMany
+
+Path = tuple[str, str, Direction]
+
+NOTHING: Said = (0.0, 0.0, 0.0, 0.0, 0.0)
+
+# The fields of a Said, as the last axis of ``said_table``.
+KIND, CAPACITY, STDDEV, MEASURED_AT, AVAILABLE = range(5)
+ESTIMATE, LOWER_BOUND = 1.0, 2.0  # the kinds besides nothing (0)
+
+
+def said_of(e: CapacityEstimate | None) -> Said:
+    """``e`` as numbers."""
+    if e is None:
+        return NOTHING
+    return (
+        LOWER_BOUND if e.lower_bound else ESTIMATE,
+        e.capacity_mbps,
+        e.stddev_mbps,
+        e.measured_at_s,
+        1.0 if e.available else 0.0,
+    )
+
+
+def said_by(source: CapacityEstimator, paths: Sequence[Path], now_s: float) -> list[Said]:
+    """What ``source`` says of each path, as numbers."""
+    if isinstance(source, SaysMany):
+        return source.said_many(paths)
+    return [said_of(source.estimate(*path, now_s)) for path in paths]
+
+
+def said_table(
+    sources: Sequence[CapacityEstimator], paths: Sequence[Path], now_s: float
+) -> npt.NDArray[np.float64]:
+    """(paths, sources, 5): what each source says of each path."""
+    count = len(paths)
+    columns = [
+        np.fromiter(chain.from_iterable(said_by(source, paths, now_s)), np.float64, count * 5)
+        for source in sources
+    ]
+    if not columns:
+        return np.zeros((count, 0, 5))
+    return np.stack([column.reshape(count, 5) for column in columns], axis=1)
+
+
+def usable_exact(table: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
+    """Where a table's estimate is an exact one (not a lower bound) of an available path."""
+    found: npt.NDArray[np.bool_] = (table[..., KIND] == ESTIMATE) & (table[..., AVAILABLE] > 0)
+    return found
