@@ -255,10 +255,10 @@ def test_the_forecasts_are_judged_as_path_by_path(
         for source in sources:
             source.estimates, source.after = said_by[source.name]
         fusion = kind(sources, references=[s for s in sources if s.name in MEASURING])
-        fusion._errors = dict(errors)
+        fusion._errors.update(errors)
         if served_first:  # the loop asked for some paths: their forecast is what it was told
             fusion.estimate_many(paths[::2], NOW_S - 1)
         samples = [KpiSample(*path, NOW_S, 1.0, throughput_mbps=1.0) for path in paths]
         fusion.update(samples, NOW_S)
-        judged.append(fusion._errors)
+        judged.append(fusion._errors.as_dict())
     assert judged[0] == judged[1]

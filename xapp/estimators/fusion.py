@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
@@ -43,6 +42,7 @@ from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import CAPACITY, MEASURED_AT, said_table, usable_exact
+from xapp.estimators.track_records import TrackRecords
 from xapp.ports import CapacityEstimator
 
 SHARPNESS_RATIO = 2.0
@@ -60,10 +60,6 @@ MAX_BIAS = 0.5  # a source more than 50 % off on average is discounted, not resc
 
 Path = tuple[str, str, Direction]
 _NOT_SERVED = object()
-
-
-_NO_RECORD = (0, 0, 0.0, 0.0)  # no track record: (recorded, comparisons, bias, mean sq. error)
-_NO_ERRORS = (0, 0.0, 0.0)
 
 
 def _quadrature(a: float, b: float) -> float:
@@ -99,7 +95,7 @@ class FusedEstimator:
         # Fixed for the estimator's life: asked for every path of a fleet every period.
         self._measuring = frozenset(reference.name for reference in self.references)
         # (path, source) → (comparisons, bias: slow mean relative error, mean squared error)
-        self._errors: dict[tuple[Path, str], tuple[int, float, float]] = {}
+        self._errors = TrackRecords([source.name for source in self.sources] + [self.name])
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights)
@@ -166,36 +162,26 @@ class FusedEstimator:
         rows, columns = np.nonzero(judged)
         if not len(rows):
             return
-        names = [source.name for source in self.sources] + [self.name]
-        keys = [
-            (paths[row], names[column])
-            for row, column in zip(rows.tolist(), columns.tolist(), strict=True)
-        ]
         prior = forecast_mbps[rows, columns]
         truth = truth_mbps[rows]
         error = prior - truth
         # relative to the larger of the two, so a stalled period (a truth near 0) cannot blow
         # the bias up: in (-1, 1), ≈ error / truth for small errors
         relative = error / np.maximum(np.maximum(prior, truth), MIN_STDDEV_MBPS)
-        errors = self._errors
+        records = self._errors
+        places = records.rows_made(paths)[rows]
+        names = [source.name for source in self.sources] + [self.name]
+        kept_in = np.array([records.column(name) for name in names], dtype=np.intp)[columns]
+        recorded, count, bias, square = records.gather(places, kept_in)
         # A source judged the first time starts from this error alone.
-        before = np.array(
-            [
-                errors.get(key, (0, r, e * e))
-                for key, r, e in zip(keys, relative.tolist(), error.tolist(), strict=True)
-            ],
-            dtype=np.float64,
-        ).reshape(-1, 3)
-        count, bias, square = before.T
+        bias = np.where(recorded, bias, relative)
+        square = np.where(recorded, square, error * error)
         # the bias is a slow average (a plain mean at first): one period's measurement noise
         # must not pass for it
         slow = np.maximum(1.0 / (count + 1), BIAS_WEIGHT)
         bias = (1 - slow) * bias + slow * relative
         square = (1 - ERROR_WEIGHT) * square + ERROR_WEIGHT * (error * error)
-        for key, judged_count, judged_bias, judged_square in zip(
-            keys, count.astype(np.int64).tolist(), bias.tolist(), square.tolist(), strict=True
-        ):
-            errors[key] = (judged_count + 1, judged_bias, judged_square)
+        records.put(places, kept_in, count + 1, bias, square)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -217,19 +203,14 @@ class FusedEstimator:
             return []
         sources = self.sources
         count = len(paths)
-        width = len(sources)
         # What each source said of each path: (paths, sources, fields).
         values = said_table(sources, paths, now_s)
-        errors = self._errors
-        names = [source.name for source in sources]
-        records = [
-            _NO_RECORD if (r := errors.get((path, name))) is None else (1, *r)
-            for path in paths
-            for name in names
-        ]
-        record = np.fromiter(chain.from_iterable(records), np.float64, count * width * 4)
-        record = record.reshape(count, width, 4)
-        own = [errors.get((path, self.name)) or _NO_ERRORS for path in paths]
+        records = self._errors
+        rows = records.rows(paths)
+        kept_in = np.array([records.column(source.name) for source in sources], dtype=np.intp)
+        recorded, counts, biases, squares = records.gather(rows[:, None], kept_in[None, :])
+        own = np.full(count, records.column(self.name), dtype=np.intp)
+        _, own_counts, _, own_squares = records.gather(rows, own)
         silence = self._silence.silent_since
         fused = fuse_many(
             SourceTable(
@@ -239,16 +220,16 @@ class FusedEstimator:
                 measured_at=values[:, :, 3],
                 available=values[:, :, 4] > 0,
                 lower_bound=values[:, :, 0] > 1,
-                measuring=np.array([name in self._measuring for name in names], dtype=bool),
-                recorded=record[:, :, 0] > 0,
-                count=record[:, :, 1].astype(np.int64),
-                bias=record[:, :, 2],
-                square=record[:, :, 3],
+                measuring=np.array([s.name in self._measuring for s in sources], dtype=bool),
+                recorded=recorded,
+                count=counts,
+                bias=biases,
+                square=squares,
                 silent_since=np.array(
                     [math.nan if (since := silence(path)) is None else since for path in paths]
                 ),
-                own_count=np.array([r[0] for r in own], dtype=np.int64),
-                own_square=np.array([r[2] for r in own]),
+                own_count=own_counts,
+                own_square=own_squares,
             ),
             now_s,
             max_age_s=self.max_age_s,
