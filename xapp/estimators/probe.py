@@ -49,6 +49,7 @@ from core.domain import (
     ProbeRequest,
 )
 from xapp.estimators.outage import SilenceTracker, WeightLookup
+from xapp.estimators.said import CAPACITY, MEASURED_AT, STDDEV, said_table, usable_exact
 from xapp.estimators.saturation import HISTORY_PERIODS
 from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore
 
@@ -235,34 +236,63 @@ class ProbeEstimator:
                 log.warning("probe of %s %s %s timed out after %.0f s", *path, now_s - started)
 
     def _plan(self, now_s: float, paths: Iterable[Path]) -> None:
-        per_cpe = Counter(path[0] for path in self._in_flight)
-        candidates: list[tuple[int, Path, str]] = []
-        # Whom to ask, per CPE and direction: the same for its every access in this sweep.
-        asked: dict[tuple[str, Direction], Sequence[CapacityEstimator] | None] = {}
-        # The paths whose reason the advisors' word decides, with that word (each advisor
-        # asked once per path and sweep): judged together below.
-        judged: list[Path] = []
-        words: list[list[CapacityEstimate | None]] = []
+        # The paths a probe may be for, with whom to ask of each (the same for a CPE's every
+        # access in this sweep, asked once per CPE and direction).
+        asked: dict[tuple[str, Direction], tuple[int, ...] | None] = {}
+        # Paths grouped by who their advisors are (advisors_for may give a new sequence of the
+        # same estimators each time).
+        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]] = {}
         for path in paths:
             if path in self._in_flight or path in self._down:
                 continue
             if (path[0], path[1]) in self._carrier_word:
                 continue  # the agent's word stands for now
             key = (path[0], path[2])
-            if key not in asked:
-                asked[key] = self.advisors_for(*key)
-            advisors = asked[key]
-            if advisors is None:
+            if key in asked:
+                group = asked[key]
+            else:
+                advisors = self.advisors_for(*key)
+                group = None
+                if advisors is not None:
+                    group = tuple(map(id, advisors))
+                    by_advisors.setdefault(group, (advisors, []))
+                asked[key] = group
+            if group is not None:
+                by_advisors[group][1].append(path)
+        candidates: list[tuple[int, Path, str]] = []
+        for advisors, considered in by_advisors.values():
+            candidates += self._candidates(considered, advisors, now_s)
+        per_cpe = Counter(path[0] for path in self._in_flight)
+        for _, path, reason in sorted(candidates):
+            if per_cpe[path[0]] >= self.settings.max_per_cpe:
                 continue
-            said = [advisor.estimate(*path, now_s) for advisor in advisors]
+            per_cpe[path[0]] += 1
+            self._start(path, reason, now_s)
+
+    def _candidates(
+        self, paths: list[Path], advisors: Sequence[CapacityEstimator], now_s: float
+    ) -> list[tuple[int, Path, str]]:
+        """The probes these paths need, as (priority, path, reason), from what the advisors
+        say of them (each asked once for all the paths)."""
+        said = said_table(advisors, paths, now_s)
+        # shows_path_usable_since: a usable exact estimate of something, measured since then
+        usable = usable_exact(said) & (said[:, :, CAPACITY] > 0)
+        measured_at = said[:, :, MEASURED_AT]
+        silence = self._silence.silent_since
+        since = np.array([math.nan if (s := silence(path)) is None else s for path in paths])
+        # NaN (not silent) compares False: seen back only from a silence
+        back = (usable & (measured_at >= since[:, None])).any(axis=1)
+        silent: list[bool] = (~np.isnan(since) & ~back).tolist()
+        headroom: list[bool] = np.any(usable, axis=1).tolist()
+        candidates: list[tuple[int, Path, str]] = []
+        judged: list[int] = []
+        for row, path in enumerate(paths):
             # once known, always known: not asked again each period for each of a fleet's paths
-            if path not in self._headroom_known and _shows_usable_since(said, -math.inf):
+            if headroom[row] and path not in self._headroom_known:
                 self._headroom_known.add(path)
-            silent_since = self._silence.silent_since(path)
-            silent = silent_since is not None and not _shows_usable_since(said, silent_since)
-            if silent and path in self._headroom_known:
+            if silent[row] and path in self._headroom_known:
                 continue  # its node will show its return: nothing for a probe to add yet
-            if silent:
+            if silent[row]:
                 gap = self.settings.down_check_s
             elif advisors:
                 gap = self.settings.min_gap_s
@@ -271,7 +301,7 @@ class ProbeEstimator:
             last = self._last_start.get(path)
             if last is not None and now_s - last < gap:
                 continue
-            if silent:
+            if silent[row]:
                 candidates.append((REASONS.index("down-check"), path, "down-check"))
             elif path in self._recovered and path not in self._headroom_known:
                 candidates.append((REASONS.index("recovered"), path, "recovered"))
@@ -280,23 +310,20 @@ class ProbeEstimator:
                 # tell what it can carry: a probe would only take the data's share of it (and,
                 # in a WRR round, of all paths).
                 self._recovered.discard(path)
-                judged.append(path)
-                words.append(said)
-        for path, reason in zip(judged, self._reasons(judged, words, now_s), strict=True):
+                judged.append(row)
+        chosen = [paths[row] for row in judged]
+        for path, reason in zip(chosen, self._reasons(chosen, said[judged], now_s), strict=True):
             if reason is not None:
                 candidates.append((REASONS.index(reason), path, reason))
-        for _, path, reason in sorted(candidates):
-            if per_cpe[path[0]] >= self.settings.max_per_cpe:
-                continue
-            per_cpe[path[0]] += 1
-            self._start(path, reason, now_s)
+        return candidates
 
     def _reasons(
-        self, paths: list[Path], words: list[list[CapacityEstimate | None]], now_s: float
+        self, paths: list[Path], said: npt.NDArray[np.float64], now_s: float
     ) -> list[str | None]:
-        """Why each path needs a probe from what its advisors say (no-estimate, disagree,
-        uncertain, periodic), or None: worked out for a sweep's paths at once, as a fleet's
-        every path is judged at every sweep. The advisors' fresh exact estimates count:
+        """Why each path needs a probe from what its advisors say (``said``: paths × advisors,
+        xapp/estimators/said.py): no-estimate, disagree, uncertain, periodic, or None; worked
+        out for a sweep's paths at once, as a fleet's every path is judged at every sweep. The
+        advisors' fresh exact estimates count:
 
         - none: nothing says what the path could carry ("no-estimate");
         - the lowest and the highest apart by more than ``disagree_ratio`` of the highest and
@@ -305,18 +332,12 @@ class ProbeEstimator:
           ("uncertain").
 
         tests/test_probe_planner.py holds this to the path-by-path reading it replaced."""
-        width = max((len(said) for said in words), default=0)
-        if not width:
+        if not said.shape[1]:
             return ["no-estimate"] * len(paths)  # nobody to ask (probe-only)
-        padded = (
-            said if len(said) == width else [*said, *[None] * (width - len(said))] for said in words
-        )
-        flat = [_word(e) for said in padded for e in said]
-        table = np.array(flat, dtype=np.float64).reshape(len(paths), width, 4)
-        capacity, stddev, measured_at = table[:, :, 0], table[:, :, 1], table[:, :, 2]
-        # CapacityEstimate.age_s within fresh_s; NaN (said nothing) compares False
-        fresh = np.maximum(0.0, now_s - measured_at) <= self.settings.fresh_s
-        exact = (table[:, :, 3] == 1.0) & fresh
+        capacity, stddev = said[:, :, CAPACITY], said[:, :, STDDEV]
+        # CapacityEstimate.age_s within fresh_s
+        fresh = np.maximum(0.0, now_s - said[:, :, MEASURED_AT]) <= self.settings.fresh_s
+        exact = usable_exact(said) & fresh
         count = exact.sum(axis=1)
         # the first lowest and the first highest, as min() and max() by capacity pick them
         rows = np.arange(len(paths))
@@ -372,23 +393,6 @@ class ProbeEstimator:
         self.stats.started += 1
         self.stats.by_reason[reason] += 1
         self.prober.start(request, now_s)
-
-
-def _shows_usable_since(said: Sequence[CapacityEstimate | None], time_s: float) -> bool:
-    """Whether any of the advisors' estimates shows the path usable since ``time_s``."""
-    return any(e is not None and e.shows_path_usable_since(time_s) for e in said)
-
-
-_NO_WORD = (math.nan, math.nan, math.nan, 0.0)
-
-
-def _word(e: CapacityEstimate | None) -> tuple[float, float, float, float]:
-    """An advisor's estimate as numbers: (capacity, σ, measured at, 1.0 if exact: available
-    and not a lower bound)."""
-    if e is None:
-        return _NO_WORD
-    exact = 1.0 if e.available and not e.lower_bound else 0.0
-    return (e.capacity_mbps, e.stddev_mbps, e.measured_at_s, exact)
 
 
 def _sum_columns(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
