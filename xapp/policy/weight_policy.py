@@ -10,7 +10,7 @@ weights would carry under the same beliefs, so hysteresis can compare like with 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -207,24 +207,35 @@ class WeightPolicy:
 
     def _predict_all(self, plans: Sequence[_Plan]) -> None:
         """Predicted aggregate of each plan's weights and of the weights in force (a weighted
-        path without a usable estimate counts as dead), one array call per number of paths."""
-        jobs: list[tuple[_Plan, int, list[str], Mapping[str, int]]] = []
+        path without a usable estimate counts as dead), one array call per number of paths;
+        a plan's two sets over the same paths share a row (the same beliefs, drawn once)."""
+        # (plan, which of its sets, the paths they are over, the sets)
+        jobs: list[tuple[_Plan, tuple[int, ...], list[str], list[Mapping[str, int]]]] = []
         for plan in plans:
             sets: list[Mapping[str, int]] = [plan.weights]
             if plan.request.current is not None:
                 sets.append(plan.request.current)
-            for index, weights in enumerate(sets):
-                jobs.append((plan, index, sorted(set(weights) | set(plan.usable)), weights))
+            over = [sorted(set(weights) | set(plan.usable)) for weights in sets]
+            if len(sets) == 2 and over[0] == over[1]:
+                jobs.append((plan, (0, 1), over[0], sets))
+            else:
+                jobs += [(plan, (i,), over[i], [sets[i]]) for i in range(len(sets))]
         if not self._uncertainty_aware:
-            for plan, index, accesses, weights in jobs:
+            for plan, indexes, accesses, weight_sets in jobs:
                 means, _ = plan.beliefs(accesses)
-                row = [float(weights.get(a, 0)) for a in accesses]
-                plan.predicted[index] = aggregate_mbps(row, means.tolist())
+                for index, weights in zip(indexes, weight_sets, strict=True):
+                    row = [float(weights.get(a, 0)) for a in accesses]
+                    plan.predicted[index] = aggregate_mbps(row, means.tolist())
             return
-        for group in _by_size(jobs, lambda job: len(job[2])):
+        for group in _by_size(jobs, lambda job: (len(job[2]), len(job[1]))):
             beliefs = [plan.belief_lists(accesses) for plan, _, accesses, _ in group]
             scores = scores_many(
-                np.array([[[w.get(a, 0) for a in accesses]] for _, _, accesses, w in group]),
+                np.array(
+                    [
+                        [[w.get(a, 0) for a in accesses] for w in sets]
+                        for _, _, accesses, sets in group
+                    ]
+                ),
                 np.array([means for means, _ in beliefs]),
                 np.array([stddevs for _, stddevs in beliefs]),
                 self.config.quantile,
@@ -233,8 +244,9 @@ class WeightPolicy:
                 ),
                 np.array([plan.stall_fraction for plan, *_ in group]),
             )
-            for (plan, index, _, _), score in zip(group, scores[:, 0], strict=True):
-                plan.predicted[index] = float(score)
+            for (plan, indexes, _, _), row in zip(group, scores.tolist(), strict=True):
+                for index, score in zip(indexes, row, strict=True):
+                    plan.predicted[index] = score
 
     def _stall_fraction(self, request: PolicyInput) -> float:
         interval = max(request.decision_interval_s, 1e-3)
@@ -331,9 +343,9 @@ class _Plan:
 Item = TypeVar("Item")
 
 
-def _by_size(items: Sequence[Item], size: Callable[[Item], int]) -> list[list[Item]]:
+def _by_size(items: Sequence[Item], size: Callable[[Item], Hashable]) -> list[list[Item]]:
     """The items grouped by a size (the arrays of one group stack), in first-seen order."""
-    groups: dict[int, list[Item]] = {}
+    groups: dict[Hashable, list[Item]] = {}
     for item in items:
         groups.setdefault(size(item), []).append(item)
     return list(groups.values())
