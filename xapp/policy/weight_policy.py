@@ -146,8 +146,14 @@ class WeightPolicy:
 
     def _plan(self, request: PolicyInput) -> _Plan | None:
         """Which paths carry traffic and why; the weights of those weighed come later."""
+        now_s, stale_after_s = request.now_s, self.config.stale_after_s
         usable = {
-            p.access: _estimate(p) for p in request.paths if self._usable(p.estimate, request.now_s)
+            p.access: e
+            for p in request.paths
+            if (e := p.estimate) is not None
+            and e.available
+            and e.capacity_mbps > 0
+            and e.age_s(now_s) <= stale_after_s
         }
         if not usable:
             return None
@@ -252,19 +258,13 @@ class WeightPolicy:
         interval = max(request.decision_interval_s, 1e-3)
         return min(1.0, self.config.outage_stall_s / interval)
 
-    def _usable(self, estimate: CapacityEstimate | None, now_s: float) -> bool:
-        return (
-            estimate is not None
-            and estimate.available
-            and estimate.capacity_mbps > 0
-            and estimate.age_s(now_s) <= self.config.stale_after_s
-        )
-
     def _select(
         self, request: PolicyInput, candidates: list[PathView], capacity: Mapping[str, float]
     ) -> tuple[list[str], str]:
         mode = request.rule.mode
         names = [p.access for p in candidates]
+        if mode is SteeringMode.LOAD_BALANCING:  # a fleet's usual mode: no order needed
+            return names, f"{mode}: weights by {self.name}"
         by_capacity = sorted(names, key=lambda a: -capacity[a])
         preferred = [a for a in request.rule.preferred if a in names]
         ordered = preferred + [a for a in by_capacity if a not in preferred]
@@ -351,14 +351,11 @@ def _by_size(items: Sequence[Item], size: Callable[[Item], Hashable]) -> list[li
     return list(groups.values())
 
 
-def _estimate(path: PathView) -> CapacityEstimate:
-    assert path.estimate is not None  # guaranteed by WeightPolicy._usable
-    return path.estimate
-
-
 def _within_thresholds(paths: list[PathView], rule: SteeringRule) -> list[PathView]:
     """Paths inside the ATSSS RTT and loss thresholds, or all of them when none is."""
     limits = rule.thresholds
+    if limits.rtt_ms is None and limits.loss_rate_permille is None:
+        return paths
 
     def ok(path: PathView) -> bool:
         if limits.rtt_ms is not None and path.rtt_ms is not None and path.rtt_ms > limits.rtt_ms:
