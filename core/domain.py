@@ -130,6 +130,14 @@ class KpiSample:
     received_s: float | None = None
 
 
+def check_capacity(capacity_mbps: float, stddev_mbps: float) -> None:
+    """What a capacity estimate must be: both finite and ≥ 0 (ValueError otherwise)."""
+    if not math.isfinite(capacity_mbps) or capacity_mbps < 0:
+        raise ValueError(f"capacity_mbps must be finite and ≥ 0, got {capacity_mbps}")
+    if not math.isfinite(stddev_mbps) or stddev_mbps < 0:
+        raise ValueError(f"stddev_mbps must be finite and ≥ 0, got {stddev_mbps}")
+
+
 @dataclass(frozen=True)
 class CapacityEstimate:
     """An estimator's belief about one path's capacity: a value, its uncertainty and its age."""
@@ -160,10 +168,7 @@ class CapacityEstimate:
         )
 
     def __post_init__(self) -> None:
-        if not math.isfinite(self.capacity_mbps) or self.capacity_mbps < 0:
-            raise ValueError(f"capacity_mbps must be finite and ≥ 0, got {self.capacity_mbps}")
-        if not math.isfinite(self.stddev_mbps) or self.stddev_mbps < 0:
-            raise ValueError(f"stddev_mbps must be finite and ≥ 0, got {self.stddev_mbps}")
+        check_capacity(self.capacity_mbps, self.stddev_mbps)
 
     def age_s(self, now_s: float) -> float:
         return max(0.0, now_s - self.measured_at_s)

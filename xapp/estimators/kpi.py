@@ -30,7 +30,15 @@ from collections.abc import Mapping, Sequence
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from core.standards import nr as nr_standard
-from xapp.estimators.said import NOTHING, said_of
+from xapp.estimators.said import (
+    AVAILABLE,
+    CAPACITY,
+    ESTIMATE,
+    KIND,
+    NOTHING,
+    estimate_of,
+    said_numbers,
+)
 from xapp.ports import Said
 
 # The cell's carrier (bandwidth, TDD pattern, measured efficiency): the testbed's by default
@@ -53,8 +61,10 @@ class KpiEstimator:
     name = "kpi"
 
     def __init__(self) -> None:
+        # Each path's newest estimate as numbers (said_many), and as an estimate once asked
+        # for one: fusion reads the numbers, and a fleet's paths are seldom asked one by one.
+        self._said: dict[Path, Said] = {}
         self._latest: dict[Path, CapacityEstimate] = {}
-        self._said: dict[Path, Said] = {}  # the same as numbers (said_many)
         self._change_variance: dict[Path, float] = {}
         # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
         # airtime to measure it (a path just back, or given little weight) uses it.
@@ -80,27 +90,30 @@ class KpiEstimator:
             if reading is None:
                 continue
             capacity, stddev, available, lower_bound = reading
-            previous = self._latest.get(path)
+            previous = self._said.get(path)
             if available and not lower_bound:
-                if previous is not None and previous.available and not previous.lower_bound:
-                    change = min(
-                        abs(capacity - previous.capacity_mbps), MAX_CHANGE_RATIO * capacity
-                    )
+                if previous is not None and previous[AVAILABLE] and previous[KIND] == ESTIMATE:
+                    change = min(abs(capacity - previous[CAPACITY]), MAX_CHANGE_RATIO * capacity)
                     variance = self._change_variance.get(path, change**2)
                     self._change_variance[path] = (
                         1 - VOLATILITY_WEIGHT
                     ) * variance + VOLATILITY_WEIGHT * change**2
                 spread = math.sqrt(self._change_variance.get(path, 0.0))
                 stddev = math.hypot(stddev, spread)
-            estimate = self._latest[path] = _estimate(
-                sample, capacity, stddev, available, lower_bound
-            )
-            self._said[path] = said_of(estimate)
+            self._said[path] = said_numbers(capacity, stddev, sample.time_s, available, lower_bound)
+            self._latest.pop(path, None)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None:
-        return self._latest.get((cpe_id, access, direction))
+        path = (cpe_id, access, direction)
+        found = self._latest.get(path)
+        if found is None:
+            said = self._said.get(path)
+            if said is None:
+                return None
+            found = self._latest[path] = estimate_of(path, said, self.name)
+        return found
 
     def said_many(self, paths: Sequence[Path]) -> list[Said]:
         get = self._said.get

@@ -26,7 +26,7 @@ from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.kpi import reported_cqi, utilisation
-from xapp.estimators.said import NOTHING, said_of
+from xapp.estimators.said import NOTHING, estimate_of, said_numbers
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
     SATURATED_PERIODS,
@@ -88,8 +88,10 @@ class ModelEstimator:
         # What the newest period of each path said: (available, carried Mbit/s, its time).
         self._newest: dict[Key, tuple[bool | None, float | None, float]] = {}
         self._dirty: set[Key] = set()
+        # Each path's newest estimate as numbers (said_many), and as an estimate once asked
+        # for one (as the KPI estimator keeps them).
+        self._said: dict[Key, Said] = {}
         self._latest: dict[Key, CapacityEstimate] = {}
-        self._said: dict[Key, Said] = {}  # the same as numbers (said_many)
 
     def describe(self) -> list[dict[str, object]]:
         """Which model answers for each access (or why none does)."""
@@ -147,7 +149,14 @@ class ModelEstimator:
     ) -> CapacityEstimate | None:
         if self._dirty:
             self._predict_dirty()
-        return self._latest.get((cpe_id, access, direction))
+        path = (cpe_id, access, direction)
+        found = self._latest.get(path)
+        if found is None:
+            said = self._said.get(path)
+            if said is None:
+                return None
+            found = self._latest[path] = estimate_of(path, said, self.name)
+        return found
 
     def said_many(self, paths: Sequence[Key]) -> list[Said]:
         if self._dirty:
@@ -202,18 +211,14 @@ class ModelEstimator:
                     lower_bound = bool(bounded_only[i])
                     if lower_bound:
                         estimate = carried
-                found = self._latest[key] = CapacityEstimate(
-                    cpe_id=key[0],
-                    access=access,
-                    direction=key[2],
-                    capacity_mbps=estimate if available else 0.0,
-                    stddev_mbps=max(spread, 0.0),
-                    source=self.name,
-                    measured_at_s=newest_s,
-                    available=available,
-                    lower_bound=lower_bound,
+                self._said[key] = said_numbers(
+                    estimate if available else 0.0,
+                    max(spread, 0.0),
+                    newest_s,
+                    available,
+                    lower_bound,
                 )
-                self._said[key] = said_of(found)
+                self._latest.pop(key, None)
 
 
 def row_columns(access: str) -> tuple[str, ...]:

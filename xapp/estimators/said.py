@@ -16,7 +16,7 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
-from core.domain import CapacityEstimate, Direction
+from core.domain import CapacityEstimate, Direction, check_capacity
 from xapp.ports import CapacityEstimator, Said, SaysMany
 
 Path = tuple[str, str, Direction]
@@ -38,6 +38,41 @@ def said_of(e: CapacityEstimate | None) -> Said:
         e.stddev_mbps,
         e.measured_at_s,
         1.0 if e.available else 0.0,
+    )
+
+
+def said_numbers(
+    capacity_mbps: float,
+    stddev_mbps: float,
+    measured_at_s: float,
+    available: bool,
+    lower_bound: bool,
+) -> Said:
+    """An estimate's numbers, checked as ``CapacityEstimate`` checks them: a source that keeps
+    numbers makes the estimate itself only when asked for it (``estimate_of``)."""
+    check_capacity(capacity_mbps, stddev_mbps)
+    return (
+        LOWER_BOUND if lower_bound else ESTIMATE,
+        capacity_mbps,
+        stddev_mbps,
+        measured_at_s,
+        1.0 if available else 0.0,
+    )
+
+
+def estimate_of(path: Path, said: Said, source: str) -> CapacityEstimate:
+    """The estimate ``said`` stands for (the inverse of ``said_of``), from ``source``."""
+    kind, capacity, stddev, measured_at, available = said
+    return CapacityEstimate(
+        path[0],
+        path[1],
+        path[2],
+        capacity,
+        stddev,
+        source,
+        measured_at,
+        available > 0,
+        lower_bound=kind == LOWER_BOUND,
     )
 
 
