@@ -450,30 +450,15 @@ hand_over:
     return HAND_OVER;
 }
 
-/* A MeasurementRecord with these fields. Its dataclass __init__ (five object.__setattr__ calls
- * in Python, a frozen dataclass's) cost more than all the reading: the instance is made as
- * object.__new__ makes it and its fields set in its __dict__, which is what __init__ leaves. */
-static PyObject *field_names[5];
-
+/* A MeasurementRecord with these fields: a named tuple, made as tuple.__new__ makes one (the
+ * type's own allocation, then its five items). */
 static PyObject *new_record(PyObject *name, PyObject *value, PyObject *period_index,
                             PyObject *keys, PyObject *labels) {
     PyTypeObject *type = (PyTypeObject *)record_type;
-    PyObject *record = type->tp_alloc(type, 0);
+    PyObject *record = type->tp_alloc(type, 5);
     if (record == NULL) return NULL;
-    PyObject *fields = PyObject_GenericGetDict(record, NULL);
-    if (fields == NULL) {
-        Py_DECREF(record);
-        return NULL;
-    }
     PyObject *given[5] = {name, value, period_index, keys, labels};
-    for (int i = 0; i < 5; i++) {
-        if (PyDict_SetItem(fields, field_names[i], given[i])) {
-            Py_DECREF(fields);
-            Py_DECREF(record);
-            return NULL;
-        }
-    }
-    Py_DECREF(fields);
+    for (int i = 0; i < 5; i++) PyTuple_SET_ITEM(record, i, Py_NewRef(given[i]));
     return record;
 }
 
@@ -772,14 +757,9 @@ static PyObject *read_message(PyObject *module, PyObject *args) {
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *record, *report_cls, *problem_cls;
     if (!PyArg_ParseTuple(args, "OOO:configure", &record, &report_cls, &problem_cls)) return NULL;
-    if (!PyType_Check(record) || ((PyTypeObject *)record)->tp_dictoffset == 0) {
-        PyErr_SetString(PyExc_TypeError, "the record type must be a class whose instances have a __dict__");
+    if (!PyType_Check(record) || !PyType_IsSubtype((PyTypeObject *)record, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "the record type must be a named tuple of five fields");
         return NULL;
-    }
-    static const char *names[5] = {"name", "value", "period_index", "ue_keys", "labels"};
-    for (int i = 0; i < 5; i++) {
-        if (field_names[i] == NULL && (field_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
-            return NULL;
     }
     Py_XSETREF(record_type, Py_NewRef(record));
     Py_XSETREF(report_type, Py_NewRef(report_cls));

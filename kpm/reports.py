@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
@@ -29,13 +30,20 @@ class IndicationHeader:
     vendor_name: str | None = None
 
 
-@dataclass(frozen=True)
-class MeasurementRecord:
+# A record's labels when it has none: one shared mapping nobody can change.
+NO_LABELS: Mapping[str, Any] = MappingProxyType({})
+
+
+class MeasurementRecord(NamedTuple):
+    """One value of one measurement (of one UE, in one period). A named tuple: a 1,000-UE
+    Format 3 indication holds some 4,000 of them, and the compiled reader makes a tuple in a
+    tenth of the time a dataclass instance takes."""
+
     name: str  # the measName, or "id:<n>" when the node sent only a measID
     value: float | None  # None for noValue
     period_index: int  # which measData item (granularity period) it came from
     ue_keys: tuple[str, ...] = ()  # empty for a cell-level value
-    labels: Mapping[str, Any] = field(default_factory=dict)
+    labels: Mapping[str, Any] = NO_LABELS
 
 
 @dataclass(frozen=True)
