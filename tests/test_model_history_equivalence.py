@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from xapp.estimators.kpi import KpiEstimator, reported_cqi, utilisation
-from xapp.estimators.model import KPI_COLUMNS, LOWER_BOUND_ERROR, Z_10_90, ModelEstimator
+from xapp.estimators.model import (
+    KPI_COLUMNS,
+    LOWER_BOUND_ERROR,
+    Z_10_90,
+    ModelEstimator,
+    _Histories,
+)
 from xapp.estimators.said import said_of
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
@@ -207,3 +213,21 @@ def test_estimates_as_numbers_are_the_estimates(fleet: list[list[KpiSample]]) ->
         for estimator in (model, kpi):
             numbers = estimator.said_many(keys)
             assert numbers == [said_of(estimator.estimate(*key, now_s)) for key in keys]
+
+
+def test_a_batch_of_rows_is_appended_as_one_row_after_another() -> None:
+    """``append_many`` gives what appending each row alone gives, a path met twice included."""
+    rng = np.random.default_rng(7)
+    keys: list[Key] = [(f"cpe-{i % 5}", "wifi", Direction.DOWNLINK) for i in range(23)]
+    width = len(_Histories("wifi").columns)
+    rows = [rng.random(width).tolist() for _ in keys]
+    one_by_one, batched = _Histories("wifi"), _Histories("wifi")
+    # batches of five distinct paths, and of six or seven with a path met twice
+    for start, end in ((0, 5), (5, 12), (12, 17), (17, 23)):
+        for key, row in zip(keys[start:end], rows[start:end], strict=True):
+            one_by_one.append(key, row)
+        batched.append_many(keys[start:end], rows[start:end])
+    for key in dict.fromkeys(keys):
+        a, b = one_by_one.batch([key]), batched.batch([key])
+        for name in a.columns:
+            np.testing.assert_array_equal(a.columns[name], b.columns[name])

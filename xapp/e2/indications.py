@@ -284,7 +284,8 @@ class IndicationProcessor:
         last_period = -1
         collected: _Collected | None = None
         for record in records:
-            name, labels = record.name, record.labels
+            # a named tuple: unpacked at once rather than read field by field
+            name, value, period_index, keys, labels = record
             if labels:
                 found = labelled.get((name, id(labels)), _UNSEEN)
                 if found is _UNSEEN:
@@ -302,16 +303,14 @@ class IndicationProcessor:
                 )
                 continue
             entry, use = found
-            value = record.value
             if value is None:
                 continue  # noValue: the node had nothing to report for this period
             if not entry.min <= value <= entry.max:  # NaN too: Measurement.check words it
                 self.reject(node, "out-of-range", entry.check(value) or "", data=indication.message)
                 continue
-            keys = record.ue_keys
             if keys:
-                if keys is not last_keys or record.period_index != last_period:
-                    last_keys, last_period = keys, record.period_index
+                if keys is not last_keys or period_index != last_period:
+                    last_keys, last_period = keys, period_index
                     cpe_id = cpe_of_keys.get(id(keys), _UNSEEN)
                     if cpe_id is _UNSEEN:
                         cpe_id = cpe_of_keys[id(keys)] = self._cpe_of_ue(node, keys)
@@ -326,7 +325,7 @@ class IndicationProcessor:
                     continue
                 collected.add(use, value)
             elif entry.scope == Scope.CELL or cell_report:
-                per_cell.setdefault(record.period_index, []).append((use, value))
+                per_cell.setdefault(period_index, []).append((use, value))
         samples: list[KpiSample] = []
         access = context.config.access
         for period in sorted({p for _, p in per_ue} | set(per_cell)):

@@ -134,15 +134,20 @@ class ModelEstimator:
         self.unavailable[access] = reason
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        rows: dict[str, tuple[list[Key], list[list[float]]]] = {}
         for sample in samples:
             if sample.direction != Direction.DOWNLINK or sample.access not in self._models:
                 continue
             if sample.throughput_mbps is None:
                 continue
             key = (sample.cpe_id, sample.access, sample.direction)
-            self._histories[sample.access].append(key, _row(sample))
+            keys, access_rows = rows.setdefault(sample.access, ([], []))
+            keys.append(key)
+            access_rows.append(_row(sample))
             self._newest[key] = (sample.available, sample.throughput_mbps, sample.time_s)
             self._dirty.add(key)
+        for access, (keys, access_rows) in rows.items():
+            self._histories[access].append_many(keys, access_rows)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -269,15 +274,34 @@ class _Histories:
         return list(self._slot)
 
     def append(self, key: Key, row: list[float]) -> None:
+        self.append_many([key], [row])
+
+    def append_many(self, keys: list[Key], rows: list[list[float]]) -> None:
+        """Each key's row as its path's newest, in order (a path's rows one after the other
+        where it comes more than once)."""
+        slots = [self._slot_of(key) for key in keys]
+        if len(set(slots)) < len(slots):
+            for slot, row in zip(slots, rows, strict=True):
+                self._put([slot], [row])
+        elif slots:
+            self._put(slots, rows)
+
+    def _put(self, slots: list[int], rows: list[list[float]]) -> None:
+        """The rows as their (distinct) slots' newest: every block shifted by one period."""
+        at = np.array(slots, dtype=np.intp)
+        blocks = self._rows[at]
+        blocks[:, :-1] = blocks[:, 1:]
+        blocks[:, -1] = rows
+        self._rows[at] = blocks
+        self._count[at] = np.minimum(self._count[at] + 1, HISTORY_PERIODS)
+
+    def _slot_of(self, key: Key) -> int:
         slot = self._slot.get(key)
         if slot is None:
             slot = self._slot[key] = len(self._slot)
             if slot == len(self._count):
                 self._grow()
-        block = self._rows[slot]
-        block[:-1] = block[1:]
-        block[-1] = row
-        self._count[slot] = min(self._count[slot] + 1, HISTORY_PERIODS)
+        return slot
 
     def _grow(self) -> None:
         size = 2 * len(self._count)
