@@ -81,6 +81,10 @@ class _PathConditions:
     throughput_mbps: float | None = None
 
 
+# What is known of a path nothing was reported for (read only).
+_NO_CONDITIONS = _PathConditions()
+
+
 # Pushes in flight at once, each to its own agent. Threads waiting on a slow agent cost little;
 # enough of them that a few hung agents (each holding one until its deadline) leave room.
 MAX_PARALLEL_PUSHES = 128
@@ -451,9 +455,10 @@ class ControlLoop:
             if carrier is not None and s.time_s - s.period_s >= carrier.since_s:
                 carrier.heard_after = True
             self._first_report_s.setdefault((s.cpe_id, s.direction), now_s)
-            conditions = self._conditions.setdefault(
-                (s.cpe_id, s.access, s.direction), _PathConditions()
-            )
+            key = (s.cpe_id, s.access, s.direction)
+            conditions = self._conditions.get(key)
+            if conditions is None:  # (not setdefault: its default would be made every time)
+                conditions = self._conditions[key] = _PathConditions()
             if s.rtt_ms is not None:
                 conditions.rtt_ms = s.rtt_ms
             if s.loss_rate_permille is not None:
@@ -698,7 +703,7 @@ class ControlLoop:
                 estimates,
                 {
                     a: self._conditions.get(
-                        (cpe.cpe_id, a, direction), _PathConditions()
+                        (cpe.cpe_id, a, direction), _NO_CONDITIONS
                     ).throughput_mbps
                     for a in cpe.access_names
                 },
@@ -706,7 +711,7 @@ class ControlLoop:
                 now_s,
             )
         for access in cpe.access_names:
-            conditions = self._conditions.get((cpe.cpe_id, access, direction), _PathConditions())
+            conditions = self._conditions.get((cpe.cpe_id, access, direction), _NO_CONDITIONS)
             estimate, risk = estimates[access], risks[access]
             paths.append(
                 PathView(
