@@ -898,9 +898,9 @@ def bench_xapp(
         int,
         typer.Option(
             help="Reporting periods to run; the busy time is the median of the second half "
-            "(the estimators' histories fill over the first periods)."
+            "(the estimators' histories fill over the first eleven periods)."
         ),
-    ] = 8,
+    ] = 16,
     period_ms: Annotated[int, typer.Option(help="Reporting period.")] = 1000,
     replicas: Annotated[
         int,
