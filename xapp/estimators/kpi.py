@@ -35,8 +35,7 @@ from xapp.estimators.said import (
     CAPACITY,
     ESTIMATE,
     KIND,
-    NOTHING,
-    estimate_of,
+    KeptEstimates,
     said_numbers,
 )
 from xapp.ports import Said
@@ -61,10 +60,7 @@ class KpiEstimator:
     name = "kpi"
 
     def __init__(self) -> None:
-        # Each path's newest estimate as numbers (said_many), and as an estimate once asked
-        # for one: fusion reads the numbers, and a fleet's paths are seldom asked one by one.
-        self._said: dict[Path, Said] = {}
-        self._latest: dict[Path, CapacityEstimate] = {}
+        self._kept = KeptEstimates(self.name)  # each path's newest estimate
         self._change_variance: dict[Path, float] = {}
         # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
         # airtime to measure it (a path just back, or given little weight) uses it.
@@ -90,7 +86,7 @@ class KpiEstimator:
             if reading is None:
                 continue
             capacity, stddev, available, lower_bound = reading
-            previous = self._said.get(path)
+            previous = self._kept.said(path)
             if available and not lower_bound:
                 if previous is not None and previous[AVAILABLE] and previous[KIND] == ESTIMATE:
                     change = min(abs(capacity - previous[CAPACITY]), MAX_CHANGE_RATIO * capacity)
@@ -100,24 +96,17 @@ class KpiEstimator:
                     ) * variance + VOLATILITY_WEIGHT * change**2
                 spread = math.sqrt(self._change_variance.get(path, 0.0))
                 stddev = math.hypot(stddev, spread)
-            self._said[path] = said_numbers(capacity, stddev, sample.time_s, available, lower_bound)
-            self._latest.pop(path, None)
+            self._kept.put(
+                path, said_numbers(capacity, stddev, sample.time_s, available, lower_bound)
+            )
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None:
-        path = (cpe_id, access, direction)
-        found = self._latest.get(path)
-        if found is None:
-            said = self._said.get(path)
-            if said is None:
-                return None
-            found = self._latest[path] = estimate_of(path, said, self.name)
-        return found
+        return self._kept.estimate((cpe_id, access, direction))
 
     def said_many(self, paths: Sequence[Path]) -> list[Said]:
-        get = self._said.get
-        return [get(path, NOTHING) for path in paths]
+        return self._kept.said_many(paths)
 
 
 def estimate_from_sample(

@@ -26,7 +26,7 @@ from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.kpi import reported_cqi, utilisation
-from xapp.estimators.said import NOTHING, estimate_of, said_numbers
+from xapp.estimators.said import KeptEstimates, said_numbers
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
     SATURATED_PERIODS,
@@ -88,10 +88,7 @@ class ModelEstimator:
         # What the newest period of each path said: (available, carried Mbit/s, its time).
         self._newest: dict[Key, tuple[bool | None, float | None, float]] = {}
         self._dirty: set[Key] = set()
-        # Each path's newest estimate as numbers (said_many), and as an estimate once asked
-        # for one (as the KPI estimator keeps them).
-        self._said: dict[Key, Said] = {}
-        self._latest: dict[Key, CapacityEstimate] = {}
+        self._kept = KeptEstimates(self.name)  # each path's newest estimate
 
     def describe(self) -> list[dict[str, object]]:
         """Which model answers for each access (or why none does)."""
@@ -154,20 +151,12 @@ class ModelEstimator:
     ) -> CapacityEstimate | None:
         if self._dirty:
             self._predict_dirty()
-        path = (cpe_id, access, direction)
-        found = self._latest.get(path)
-        if found is None:
-            said = self._said.get(path)
-            if said is None:
-                return None
-            found = self._latest[path] = estimate_of(path, said, self.name)
-        return found
+        return self._kept.estimate((cpe_id, access, direction))
 
     def said_many(self, paths: Sequence[Key]) -> list[Said]:
         if self._dirty:
             self._predict_dirty()
-        get = self._said.get
-        return [get(path, NOTHING) for path in paths]
+        return self._kept.said_many(paths)
 
     def _predict_dirty(self) -> None:
         by_access: dict[str, list[Key]] = {}
@@ -189,8 +178,7 @@ class ModelEstimator:
                 # Garbage out: say so and give no estimate, rather than a wrong one.
                 self._disable(access, str(error))
                 for key in keys:
-                    self._latest.pop(key, None)
-                    self._said.pop(key, None)
+                    self._kept.drop(key)
                 continue
             self.inference_s += time.perf_counter() - started
             self.inferences += 1
@@ -216,14 +204,16 @@ class ModelEstimator:
                     lower_bound = bool(bounded_only[i])
                     if lower_bound:
                         estimate = carried
-                self._said[key] = said_numbers(
-                    estimate if available else 0.0,
-                    max(spread, 0.0),
-                    newest_s,
-                    available,
-                    lower_bound,
+                self._kept.put(
+                    key,
+                    said_numbers(
+                        estimate if available else 0.0,
+                        max(spread, 0.0),
+                        newest_s,
+                        available,
+                        lower_bound,
+                    ),
                 )
-                self._latest.pop(key, None)
 
 
 def row_columns(access: str) -> tuple[str, ...]:

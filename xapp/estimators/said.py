@@ -76,6 +76,41 @@ def estimate_of(path: Path, said: Said, source: str) -> CapacityEstimate:
     )
 
 
+class KeptEstimates:
+    """A source's newest estimate of each path, kept as numbers and made into a
+    ``CapacityEstimate`` only when one is asked for (then kept until the numbers change):
+    fusion reads a fleet's numbers at once, and its paths are seldom asked one by one."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._said: dict[Path, Said] = {}
+        self._made: dict[Path, CapacityEstimate] = {}
+
+    def put(self, path: Path, said: Said) -> None:
+        self._said[path] = said
+        self._made.pop(path, None)
+
+    def drop(self, path: Path) -> None:
+        self._said.pop(path, None)
+        self._made.pop(path, None)
+
+    def said(self, path: Path) -> Said | None:
+        return self._said.get(path)
+
+    def said_many(self, paths: Sequence[Path]) -> list[Said]:
+        get = self._said.get
+        return [get(path, NOTHING) for path in paths]
+
+    def estimate(self, path: Path) -> CapacityEstimate | None:
+        made = self._made.get(path)
+        if made is None:
+            said = self._said.get(path)
+            if said is None:
+                return None
+            made = self._made[path] = estimate_of(path, said, self.source)
+        return made
+
+
 def said_by(source: CapacityEstimator, paths: Sequence[Path], now_s: float) -> list[Said]:
     """What ``source`` says of each path, as numbers."""
     if isinstance(source, SaysMany):
