@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from core.domain import CapacityEstimate, Direction, KpiSample, ProbeOutcome, ProbeRequest
 from xapp.estimators.probe import REASONS, ProbeEstimator, ProbeSettings
+from xapp.estimators.said import said_of
 from xapp.ports import CapacityEstimator
 
 Path = tuple[str, str, Direction]
@@ -248,6 +249,10 @@ def test_the_sweep_starts_the_probes_the_path_by_path_planner_started(
                 if carried is not None or up is not None
             ]
             estimator.update(samples, now_s)
+            # its own estimates as numbers (what fusion reads) are its estimates
+            assert estimator.said_many(paths) == [
+                said_of(estimator.estimate(*path, now_s)) for path in paths
+            ]
         runs.append(
             (
                 prober.started,

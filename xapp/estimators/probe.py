@@ -49,9 +49,17 @@ from core.domain import (
     ProbeRequest,
 )
 from xapp.estimators.outage import SilenceTracker, WeightLookup
-from xapp.estimators.said import CAPACITY, MEASURED_AT, STDDEV, said_table, usable_exact
+from xapp.estimators.said import (
+    CAPACITY,
+    ESTIMATE,
+    MEASURED_AT,
+    STDDEV,
+    said_of,
+    said_table,
+    usable_exact,
+)
 from xapp.estimators.saturation import HISTORY_PERIODS
-from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore
+from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore, Said
 
 log = logging.getLogger(__name__)
 
@@ -158,13 +166,32 @@ class ProbeEstimator:
     ) -> CapacityEstimate | None:
         path = (cpe_id, access, direction)
         latest = self._latest.get(path)
+        gone_since = self._unusable_since(path, latest)
+        if gone_since is not None:
+            return CapacityEstimate(*path, 0.0, 0.0, self.name, gone_since, available=False)
+        return latest
+
+    def said_many(self, paths: Sequence[Path]) -> list[Said]:
+        """``estimate`` of each path as numbers (``SaysMany``), without an estimate made for
+        each silent path at each reading."""
+        out: list[Said] = []
+        for path in paths:
+            latest = self._latest.get(path)
+            gone_since = self._unusable_since(path, latest)
+            out.append(
+                said_of(latest) if gone_since is None else (ESTIMATE, 0.0, 0.0, gone_since, 0.0)
+            )
+        return out
+
+    def _unusable_since(self, path: Path, latest: CapacityEstimate | None) -> float | None:
+        """Since when the path is unusable, as far as this estimator knows, or None: silent
+        since after its newest probe result, or reported down (since its newest report)."""
         silent_since = self._silence.silent_since(path)
         if silent_since is not None and (latest is None or latest.measured_at_s < silent_since):
-            return CapacityEstimate(*path, 0.0, 0.0, self.name, silent_since, available=False)
+            return silent_since
         if path in self._down:
-            last = self._history[path][-1].time_s
-            return CapacityEstimate(*path, 0.0, 0.0, self.name, last, available=False)
-        return latest
+            return self._history[path][-1].time_s
+        return None
 
     def _remember(self, sample: KpiSample, now_s: float) -> None:
         path = (sample.cpe_id, sample.access, sample.direction)
