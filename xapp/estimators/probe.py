@@ -51,11 +51,12 @@ from core.domain import (
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
     CAPACITY,
-    ESTIMATE,
     MEASURED_AT,
     STDDEV,
+    said_numbers,
     said_of,
     said_table,
+    shows_usable_since,
     usable_exact,
 )
 from xapp.estimators.saturation import HISTORY_PERIODS
@@ -179,7 +180,9 @@ class ProbeEstimator:
             latest = self._latest.get(path)
             gone_since = self._unusable_since(path, latest)
             out.append(
-                said_of(latest) if gone_since is None else (ESTIMATE, 0.0, 0.0, gone_since, 0.0)
+                said_of(latest)
+                if gone_since is None
+                else said_numbers(0.0, 0.0, gone_since, available=False, lower_bound=False)
             )
         return out
 
@@ -302,15 +305,12 @@ class ProbeEstimator:
         """The probes these paths need, as (priority, path, reason), from what the advisors
         say of them (each asked once for all the paths)."""
         said = said_table(advisors, paths, now_s)
-        # shows_path_usable_since: a usable exact estimate of something, measured since then
-        usable = usable_exact(said) & (said[:, :, CAPACITY] > 0)
-        measured_at = said[:, :, MEASURED_AT]
         silence = self._silence.silent_since
         since = np.array([math.nan if (s := silence(path)) is None else s for path in paths])
         # NaN (not silent) compares False: seen back only from a silence
-        back = (usable & (measured_at >= since[:, None])).any(axis=1)
+        back = shows_usable_since(said, since).any(axis=1)
         silent: list[bool] = (~np.isnan(since) & ~back).tolist()
-        headroom: list[bool] = np.any(usable, axis=1).tolist()
+        headroom: list[bool] = np.any(shows_usable_since(said, -math.inf), axis=1).tolist()
         candidates: list[tuple[int, Path, str]] = []
         judged: list[int] = []
         for row, path in enumerate(paths):

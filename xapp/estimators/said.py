@@ -132,6 +132,21 @@ def said_table(
     return np.stack([column.reshape(count, 5) for column in columns], axis=1)
 
 
+def shows_usable_since(
+    table: npt.NDArray[np.float64], since_s: npt.NDArray[np.float64] | float
+) -> npt.NDArray[np.bool_]:
+    """``CapacityEstimate.shows_path_usable_since`` at each place of a table: an exact estimate
+    of an available path, of something, measured at ``since_s`` (per path) or later; a NaN
+    time compares false."""
+    since = np.asarray(since_s, dtype=np.float64)
+    if since.ndim:
+        since = since[:, None]
+    found: npt.NDArray[np.bool_] = (
+        usable_exact(table) & (table[..., CAPACITY] > 0) & (table[..., MEASURED_AT] >= since)
+    )
+    return found
+
+
 def usable_exact(table: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     """Where a table's estimate is an exact one (not a lower bound) of an available path."""
     found: npt.NDArray[np.bool_] = (table[..., KIND] == ESTIMATE) & (table[..., AVAILABLE] > 0)
