@@ -464,3 +464,70 @@ def test_proposals_for_many_equal_those_one_by_one(requests: list[PolicyInput]) 
         assert dict(proposal.weights) == dict(alone.weights)
         assert proposal.predicted_mbps == pytest.approx(alone.predicted_mbps, rel=1e-9, abs=0)
         assert proposal.reason == alone.reason
+
+
+@st.composite
+def balancing_inputs(draw: st.DrawFn) -> PolicyInput:
+    """A load-balancing question as a fleet's step puts it: the weights in force (if any) over
+    exactly the CPE's paths; estimates missing, stale, down, zero, negligible or uncertain;
+    accesses the operator took out."""
+    names = draw(
+        st.permutations(["nr", "wifi", "lifi"]).map(lambda p: p[: draw(st.integers(1, 3))])
+    )
+    now_s = 100.0
+    views = []
+    for name in names:
+        kind = draw(
+            st.sampled_from(["usable", "usable", "usable", "none", "stale", "down", "zero"])
+        )
+        mean = draw(st.sampled_from([0.4, 5.0, 12.1, 342.0, 1190.0])) * draw(st.floats(0.5, 1.5))
+        view_estimate = (
+            None
+            if kind == "none"
+            else estimate(
+                name,
+                0.0 if kind == "zero" else mean,
+                stddev_mbps=mean * draw(st.sampled_from([0.0, 0.01, 0.05, 0.35, 2.0])),
+                available=kind != "down",
+                at_s=now_s - (20.0 if kind == "stale" else draw(st.sampled_from([0.0, 3.0]))),
+            )
+        )
+        views.append(
+            PathView(
+                name, view_estimate, outage_probability=draw(st.sampled_from([0.0, 0.05, 0.5]))
+            )
+        )
+    current = draw(st.none() | st.just({n: draw(st.integers(0, 100)) for n in names}))
+    excluded = frozenset(draw(st.sets(st.sampled_from(names))))
+    return PolicyInput(
+        "cpe-1",
+        DL,
+        now_s,
+        tuple(views),
+        current=current,
+        decision_interval_s=draw(st.sampled_from([0.1, 1.0, 5.0])),
+        excluded=excluded,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(balancing_inputs(), min_size=1, max_size=12))
+@example(  # a path exactly at the negligible floor (1 % of the largest) is kept
+    [
+        PolicyInput(
+            "cpe-1",
+            DL,
+            0.0,
+            (PathView("wifi", estimate("wifi", 1000.0)), PathView("lifi", estimate("lifi", 10.0))),
+            current={"wifi": 1, "lifi": 1},
+        )
+    ]
+)
+def test_the_balancing_lane_proposes_as_the_plans_do(requests: list[PolicyInput]) -> None:
+    """The fleet's usual questions, worked out as arrays for all of them (the lane), give
+    exactly the proposals of planning each (the path every other question takes)."""
+    policy = make_policy("optimal")
+    assert all(policy._in_balancing_lane(r) for r in requests)
+    lane = policy.propose_many(requests)
+    planned = policy._propose_planned(requests)
+    assert lane == planned

@@ -17,7 +17,13 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from core.domain import CapacityEstimate, Direction, SteeringMode, SteeringRule
+from core.domain import (
+    CapacityEstimate,
+    Direction,
+    SteeringMode,
+    SteeringRule,
+    normal_quantile,
+)
 from core.fluid import aggregate_mbps
 from xapp.policy.baselines import proportional_weights, round_robin_weights
 from xapp.policy.robust import robust_weights, robust_weights_many, scores_many
@@ -138,11 +144,170 @@ class WeightPolicy:
         the weighing and the predictions in a few array operations for all of them (a fleet's
         step decided one CPE at a time spent most of its time handing the GIL back and forth
         between numpy's small calls and the E2 reader)."""
+        out: list[Proposal | None] = [None] * len(requests)
+        balancing: dict[tuple[str, ...], list[int]] = {}
+        others: list[int] = []
+        for index, request in enumerate(requests):
+            if self._in_balancing_lane(request):
+                key = tuple(p.access for p in request.paths)
+                balancing.setdefault(key, []).append(index)
+            else:
+                others.append(index)
+        for accesses, indexes in balancing.items():
+            if len(set(accesses)) < len(accesses):  # an access named twice: planned
+                others += indexes
+                continue
+            chosen = [requests[i] for i in indexes]
+            for index, proposal in zip(
+                indexes, self._propose_balancing(accesses, chosen), strict=True
+            ):
+                out[index] = proposal
+        if others:
+            others.sort()
+            for index, proposal in zip(
+                others, self._propose_planned([requests[i] for i in others]), strict=True
+            ):
+                out[index] = proposal
+        return out
+
+    def _propose_planned(self, requests: Sequence[PolicyInput]) -> list[Proposal | None]:
+        """``propose_many`` for any requests, planned one by one (every steering mode)."""
         plans = [self._plan(request) for request in requests]
         planned = [plan for plan in plans if plan is not None]
         self._weigh_all([plan for plan in planned if plan.weighed])
         self._predict_all(planned)
         return [plan.proposal() if plan is not None else None for plan in plans]
+
+    def _in_balancing_lane(self, request: PolicyInput) -> bool:
+        """Load balancing without ATSSS thresholds, weighed by a rule for many at once, with
+        the weights in force (if any) over exactly the request's paths: a fleet's usual
+        question, which ``_propose_balancing`` answers in arrays for all such requests."""
+        rule = request.rule
+        if rule.mode is not SteeringMode.LOAD_BALANCING or not self._uncertainty_aware:
+            return False
+        if self._weigh_many is None:
+            return False
+        limits = rule.thresholds
+        if limits.rtt_ms is not None or limits.loss_rate_permille is not None:
+            return False
+        current = request.current
+        if current is None:
+            return True
+        paths = request.paths
+        return len(current) == len(paths) and all(p.access in current for p in paths)
+
+    def _propose_balancing(
+        self, accesses: tuple[str, ...], requests: Sequence[PolicyInput]
+    ) -> list[Proposal | None]:
+        """``_propose_planned`` for requests in the balancing lane over these accesses (in this
+        order), worked out as (requests × paths) arrays: the same usable paths, selection,
+        weights, predictions and reasons (tests/test_policy_equivalence.py holds the two
+        together). A fleet's step spent most of the policy's time planning one request at a
+        time in dictionaries."""
+        rows, paths = len(requests), len(accesses)
+        config = self.config
+        capacity = np.zeros((rows, paths))
+        stddev = np.zeros((rows, paths))
+        usable = np.zeros((rows, paths), dtype=bool)
+        risk = np.empty((rows, paths))
+        stall = np.empty(rows)
+        current = np.zeros((rows, paths), dtype=np.int64)
+        has_current = np.zeros(rows, dtype=bool)
+        stale_after_s = config.stale_after_s
+        for row, request in enumerate(requests):
+            now_s = request.now_s
+            for column, view in enumerate(request.paths):
+                e = view.estimate
+                risk[row, column] = view.outage_probability
+                if (
+                    e is not None
+                    and e.available
+                    and e.capacity_mbps > 0
+                    and max(0.0, now_s - e.measured_at_s) <= stale_after_s
+                ):
+                    usable[row, column] = True
+                    capacity[row, column] = e.capacity_mbps
+                    stddev[row, column] = e.stddev_mbps
+            stall[row] = self._stall_fraction(request)
+            if request.current is not None:
+                has_current[row] = True
+                current[row] = [request.current[a] for a in accesses]
+        # Each usable path's conservative capacity (CapacityEstimate.quantile_mbps); the
+        # selection is every usable path, less the negligible ones (_drop_negligible).
+        z = normal_quantile(config.quantile)
+        conservative = np.where(stddev == 0.0, capacity, np.maximum(0.0, capacity + z * stddev))
+        largest = np.max(np.where(usable, conservative, 0.0), axis=1, initial=0.0)
+        floor = largest * config.min_share_of_largest
+        selected = usable & (conservative > 0) & (conservative >= floor[:, None])
+        # None kept: the first usable path alone.
+        empty = ~selected.any(axis=1) & usable.any(axis=1)
+        selected[empty, np.argmax(usable[empty], axis=1)] = True
+        weights = np.zeros((rows, paths), dtype=np.int64)
+        counts = selected.sum(axis=1)
+        for count in np.unique(counts[counts > 0]).tolist():
+            members = np.flatnonzero(counts == count)
+            # The selected columns of each row, in the request's order.
+            columns = np.argsort(~selected[members], axis=1, kind="stable")[:, :count]
+            take = members[:, None]
+            assert self._weigh_many is not None  # (the lane's condition)
+            chosen = self._weigh_many(
+                capacity[take, columns],
+                stddev[take, columns],
+                config.max_weight,
+                config.quantile,
+                risk[take, columns],
+                stall[members],
+            )
+            weights[take, columns] = chosen
+        # Predictions over the accesses in sorted order (the draws follow the path's place):
+        # the proposal and the weights in force in one row, as _predict_all does.
+        order = sorted(range(paths), key=lambda i: accesses[i])
+        planned = np.flatnonzero(usable.any(axis=1))
+        predicted = np.zeros((rows, 2))
+        for sets in (1, 2):
+            members = planned[has_current[planned] == (sets == 2)]
+            if not len(members):
+                continue
+            take = members[:, None]
+            stacked = [weights[take, order]] + ([current[take, order]] if sets == 2 else [])
+            predicted[members, :sets] = scores_many(
+                np.stack(stacked, axis=1),
+                capacity[take, order],
+                stddev[take, order],
+                config.quantile,
+                risk[take, order],
+                stall[members],
+            )
+        return [
+            self._balancing_proposal(requests[row], accesses, w, p, u) if u.any() else None
+            for row, (w, p, u) in enumerate(
+                zip(weights.tolist(), predicted.tolist(), usable, strict=True)
+            )
+        ]
+
+    def _balancing_proposal(
+        self,
+        request: PolicyInput,
+        accesses: tuple[str, ...],
+        weights: list[int],
+        predicted: list[float],
+        usable: npt.NDArray[np.bool_],
+    ) -> Proposal:
+        usable_names = [a for a, u in zip(accesses, usable.tolist(), strict=True) if u]
+        excluded = request.excluded
+        standby = sorted(a for a in accesses if a not in usable_names and a not in excluded)
+        reason = f"{request.rule.mode}: weights by {self.name}"
+        reason += f"; no usable estimate for {', '.join(standby)}" if standby else ""
+        if excluded:
+            shown = sorted(excluded & set(accesses))
+            reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
+        return Proposal(
+            weights=dict(zip(accesses, weights, strict=True)),
+            predicted_mbps=predicted[0],
+            current_predicted_mbps=predicted[1] if request.current is not None else None,
+            usable=frozenset(usable_names),
+            reason=reason,
+        )
 
     def _plan(self, request: PolicyInput) -> _Plan | None:
         """Which paths carry traffic and why; the weights of those weighed come later."""
