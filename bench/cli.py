@@ -895,12 +895,13 @@ def _in_periods(seconds: float | None, period_s: float) -> str:
 def bench_xapp(
     cpes: Annotated[list[int] | None, typer.Option(help="CPEs (× 3 accesses); repeatable.")] = None,
     periods: Annotated[
-        int,
+        int | None,
         typer.Option(
             help="Reporting periods to run; the busy time is the median of the second half "
-            "(the estimators' histories fill over the first eleven periods)."
+            "(the estimators' histories fill over the first eleven periods, the push limit's "
+            "budgets over the first seconds). Default: 16, or 10 s of periods if more."
         ),
-    ] = 16,
+    ] = None,
     period_ms: Annotated[int, typer.Option(help="Reporting period.")] = 1000,
     replicas: Annotated[
         int,
@@ -924,13 +925,15 @@ def bench_xapp(
     with --replicas, the throughput of 1 and N replicas side by side."""
     import dataclasses
 
-    from bench.xapp_bench import STAGES, run_replicas, run_xapp_bench
+    from bench.xapp_bench import STAGES, default_periods, run_replicas, run_xapp_bench
     from xapp.estimators.selection import MODES
 
     if estimator not in MODES:
         fail(f"--estimator {estimator!r}: not one of {', '.join(MODES)}")
     counts = cpes or [100, 1000, 10000]
-    if periods < 1 or period_ms < 1 or any(not 1 <= c <= 10_000 for c in counts):
+    if periods is None and period_ms >= 1:
+        periods = default_periods(period_ms / 1000)
+    if periods is None or periods < 1 or period_ms < 1 or any(not 1 <= c <= 10_000 for c in counts):
         fail("--periods and --period-ms must be ≥ 1, --cpes in 1..10000")
     if not 1 <= replicas <= 16:
         fail("--replicas must be in 1..16")

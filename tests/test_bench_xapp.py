@@ -6,10 +6,18 @@ import json
 import subprocess
 import sys
 
-from bench.xapp_bench import STAGES, run_xapp_bench
+from bench.xapp_bench import STAGES, default_periods, run_xapp_bench
 from kpm import e2ap
 from kpm.reports import decode_message
 from xapp.e2 import indications
+
+
+def test_a_run_is_long_enough_for_the_push_budgets_to_settle() -> None:
+    """16 periods at 1 s (the histories fill over eleven); 10 s of periods at shorter ones,
+    where 16 would end while the push limit's budgets are still filling."""
+    assert default_periods(1.0) == 16
+    assert default_periods(0.1) == 100
+    assert default_periods(0.01) == 1000
 
 
 def test_every_cpe_is_decoded_and_decided_for() -> None:
