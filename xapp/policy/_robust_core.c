@@ -167,6 +167,15 @@ static double order_statistic(double *values, int count, int rank) {
     return values[rank];
 }
 
+/* Whether the value of rank ``rank`` (were ``values`` sorted) is below ``threshold``: fewer
+ * than count - rank values at or above it. One pass the compiler vectorises. */
+WIDE_VECTORS
+static int below_at_rank(const double *values, int count, int rank, double threshold) {
+    int at_or_above = 0;
+    for (int d = 0; d < count; d++) at_or_above += values[d] >= threshold;
+    return at_or_above < count - rank;
+}
+
 /* robust.py's _aggregates_at_risk_many for one CPE and one weight set: ``expected[draws]``
  * from its (paths, draws) capacities ``draws``, each weighted path's outage charged.
  * ``ratios`` holds paths * draws doubles: each path's capacity per segment of the round,
@@ -428,6 +437,14 @@ static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
             }
             aggregates_at_risk(weights, draws, risks, stalls[row], paths, count, ratios, full,
                                expected);
+            /* A candidate that cannot come within 1e-9 of the best so far cannot win, nor be
+             * tied with the best at the end (the best only rises, and with it best * TIE while
+             * it is above 0): fewer than count - rank aggregates at or above best * TIE put its
+             * order statistic below that, which a count tells sooner than the selection. */
+            if (best > 0 && below_at_rank(expected, count, rank, best * TIE)) {
+                scores[s] = -INFINITY;
+                continue;
+            }
             memcpy(copy, expected, sizeof(double) * count);
             scores[s] = order_statistic(copy, count, rank);
             if (scores[s] > best) best = scores[s];
