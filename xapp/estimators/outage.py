@@ -31,22 +31,25 @@ class SilenceTracker:
         self._periods: dict[tuple[str, Direction], _Period] = {}
 
     def update(self, samples: Sequence[KpiSample]) -> None:
+        periods, since = self._periods, self._since
         for s in samples:
-            key = (s.cpe_id, s.direction)
-            period = self._periods.get(key)
-            if period is None or s.time_s > period.time_s:
-                period = self._periods[key] = _Period(s.time_s)
-            path = (s.cpe_id, s.access, s.direction)
+            cpe_id, direction, time_s = s.cpe_id, s.direction, s.time_s
+            key = (cpe_id, direction)
+            period = periods.get(key)
+            if period is None or time_s > period.time_s:
+                period = periods[key] = _Period(time_s)
             if (s.throughput_mbps or 0.0) > 0:
-                self._since.pop(path, None)
-                if s.time_s == period.time_s and not period.carried:
+                if since:
+                    since.pop((cpe_id, s.access, direction), None)
+                if time_s == period.time_s and not period.carried:
                     period.carried = True
                     for quiet in period.quiet:
-                        self._since.setdefault(quiet, period.time_s)
+                        since.setdefault(quiet, period.time_s)
                     period.quiet.clear()
-            elif s.time_s == period.time_s and self._weighted(s):
+            elif time_s == period.time_s and self._weighted(s):
+                path = (cpe_id, s.access, direction)
                 if period.carried:
-                    self._since.setdefault(path, s.time_s)
+                    since.setdefault(path, time_s)
                 else:
                     period.quiet.append(path)
 

@@ -176,14 +176,18 @@ class ProbeEstimator:
         """``estimate`` of each path as numbers (``SaysMany``), without an estimate made for
         each silent path at each reading."""
         out: list[Said] = []
+        latest_of, silent_since_of, down = self._latest.get, self._silence.silent_since, self._down
         for path in paths:
-            latest = self._latest.get(path)
-            gone_since = self._unusable_since(path, latest)
-            out.append(
-                said_of(latest)
-                if gone_since is None
-                else said_numbers(0.0, 0.0, gone_since, available=False, lower_bound=False)
-            )
+            latest = latest_of(path)
+            # _unusable_since, for a path neither silent nor down (most of a fleet's) at once
+            if path in down or silent_since_of(path) is not None:
+                gone_since = self._unusable_since(path, latest)
+                if gone_since is not None:
+                    out.append(
+                        said_numbers(0.0, 0.0, gone_since, available=False, lower_bound=False)
+                    )
+                    continue
+            out.append(said_of(latest))
         return out
 
     def _unusable_since(self, path: Path, latest: CapacityEstimate | None) -> float | None:
