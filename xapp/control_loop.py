@@ -681,57 +681,50 @@ class ControlLoop:
         """``excluded``: accesses the operator took out; they get no estimate, so weight 0.
         ``found``: the estimator's estimates of the other accesses, in order, asked already
         (None: asked here)."""
-        paths = []
-        demand_mbps = 0.0
-        demand_known = False
-        estimates: dict[str, CapacityEstimate | None] = {}
-        risks: dict[str, float] = {}
-        for access in cpe.access_names:
-            key = (cpe.cpe_id, access, direction)
+        cpe_id = cpe.cpe_id
+        accesses = cpe.access_names
+        outage_risk = self._outage_risk
+        said_of = self._estimator.estimate
+        estimates: list[CapacityEstimate | None] = []
+        risks: list[float] = []
+        for access in accesses:
+            key = (cpe_id, access, direction)
             if access in excluded:
-                estimate, risk = None, self._outage_risk.probability(key)
+                estimate, risk = None, outage_risk.probability(key)
             else:
-                said = next(found) if found is not None else self._estimator.estimate(*key, now_s)
-                estimate = self._estimate(cpe.cpe_id, access, direction, now_s, said)
+                said = next(found) if found is not None else said_of(*key, now_s)
+                estimate = self._estimate(cpe_id, access, direction, now_s, said)
                 usable = estimate is not None and estimate.available and estimate.capacity_mbps > 0
-                risk = self._outage_risk.observe(key, usable)
-            estimates[access], risks[access] = estimate, risk
+                risk = outage_risk.observe(key, usable)
+            estimates.append(estimate)
+            risks.append(risk)
+        conditions_of = self._conditions.get
+        conditions = [conditions_of((cpe_id, a, direction), _NO_CONDITIONS) for a in accesses]
         if self._exploration is not None and rule.mode == SteeringMode.LOAD_BALANCING:
-            estimates = self._exploration.views(
-                cpe.cpe_id,
+            explored = self._exploration.views(
+                cpe_id,
                 direction,
-                estimates,
-                {
-                    a: self._conditions.get(
-                        (cpe.cpe_id, a, direction), _NO_CONDITIONS
-                    ).throughput_mbps
-                    for a in cpe.access_names
-                },
+                dict(zip(accesses, estimates, strict=True)),
+                {a: c.throughput_mbps for a, c in zip(accesses, conditions, strict=True)},
                 current.weights if current is not None else None,
                 now_s,
             )
-        for access in cpe.access_names:
-            conditions = self._conditions.get((cpe.cpe_id, access, direction), _NO_CONDITIONS)
-            estimate, risk = estimates[access], risks[access]
-            paths.append(
-                PathView(
-                    access=access,
-                    estimate=estimate,
-                    rtt_ms=conditions.rtt_ms,
-                    loss_rate_permille=conditions.loss_rate_permille,
-                    outage_probability=risk,
-                )
+            estimates = [explored[a] for a in accesses]
+        paths = tuple(
+            PathView(access, estimate, c.rtt_ms, c.loss_rate_permille, risk)
+            for access, estimate, c, risk in zip(
+                accesses, estimates, conditions, risks, strict=True
             )
-            if conditions.throughput_mbps is not None:
-                demand_mbps += conditions.throughput_mbps
-                demand_known = True
+        )
+        carried = [c.throughput_mbps for c in conditions if c.throughput_mbps is not None]
+        demand_mbps = sum(carried) if carried else None
         return PolicyInput(
-            cpe_id=cpe.cpe_id,
+            cpe_id=cpe_id,
             direction=direction,
             now_s=now_s,
-            paths=tuple(paths),
+            paths=paths,
             rule=rule,
-            demand_mbps=demand_mbps if demand_known else None,
+            demand_mbps=demand_mbps,
             current=current.weights if current is not None else None,
             decision_interval_s=self._interval_since_last_decision(cpe.cpe_id, direction, now_s),
             excluded=frozenset(excluded),
