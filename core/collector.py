@@ -20,11 +20,22 @@ Two settings, applied once the service has built what it keeps for its whole lif
   `atsss bench xapp --cpes 10000`, 7.7 cores in all, 6.5 with this setting. The state it
   replaces is freed by reference counting at once; only garbage in cycles that has reached the
   oldest generation waits longer, a few periods at that scale.
+
+And one habit for the control loop's steps (``PassesBetweenSteps``): no pass while a step runs,
+a young one when it ends. A step's thousands of reports, estimates and questions live until it
+ends, so every young pass during it found them alive, walked them and moved them to the middle
+generation, where each middle pass walked them again: at 10,000 CPEs the collector took a
+quarter of the step (0.57 of 4.05 cores in `atsss bench xapp --cpes 10000`, 1,291 young passes
+and 117 middle ones in 10 periods). Once the step is over they are gone, and one young pass
+walks only what the step kept.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 YOUNG_THRESHOLD = 10_000
 OLDEST_THRESHOLD = 100
@@ -36,3 +47,52 @@ def settle_for_service() -> None:
     gc.freeze()
     _, middle, _ = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, OLDEST_THRESHOLD)
+
+
+# Step-end young passes between middle ones, and middle passes between full ones: CPython's own
+# generational cadence (10) and the service's (OLDEST_THRESHOLD), counted in steps.
+MIDDLE_EVERY_STEPS = 10
+
+
+class PassesBetweenSteps:
+    """The collector paused while a step runs, a pass when it ends (see the module's doc):
+    young after every step, middle after every ``MIDDLE_EVERY_STEPS``-th, full after every
+    ``MIDDLE_EVERY_STEPS × OLDEST_THRESHOLD``-th, as the automatic passes would be due. Other
+    threads' garbage in cycles waits for the step's end at most. Steps may nest or overlap (an
+    urgent decision inside a step, another thread's): the collector resumes when the last ends.
+    A collector disabled by someone else stays so, and makes no passes here."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._depth = 0
+        self._paused_here = False  # whether this object disabled the collector
+        self.steps = 0
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        with self._lock:
+            self._depth += 1
+            if not self._paused_here and gc.isenabled():
+                gc.disable()
+                self._paused_here = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._depth -= 1
+                last = self._depth == 0 and self._paused_here
+                if last:
+                    self.steps += 1
+                    steps = self.steps
+            if last:
+                if steps % (MIDDLE_EVERY_STEPS * OLDEST_THRESHOLD) == 0:
+                    generation = 2
+                elif steps % MIDDLE_EVERY_STEPS == 0:
+                    generation = 1
+                else:
+                    generation = 0
+                gc.collect(generation)
+                with self._lock:
+                    if self._depth == 0 and self._paused_here:
+                        gc.enable()
+                        self._paused_here = False

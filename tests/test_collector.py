@@ -45,3 +45,80 @@ def test_a_dropped_cycle_is_still_freed_once_the_service_has_settled_the_collect
     assert outcome == "freed", f"a cycle survived {allocations} allocations"
     # A young pass finds it: within a little more than one young threshold of allocations.
     assert int(allocations) <= 2 * 10_000
+
+
+STEPS_PROGRAM = textwrap.dedent(
+    """
+    import gc, threading, weakref
+    from core.collector import MIDDLE_EVERY_STEPS, OLDEST_THRESHOLD, PassesBetweenSteps
+
+    class Node:
+        pass
+
+    passes = []
+    gc.callbacks.append(
+        lambda phase, info: passes.append(info["generation"]) if phase == "start" else None
+    )
+    collector = PassesBetweenSteps()
+    freed = []
+    with collector.step():
+        assert not gc.isenabled()  # no pass while a step runs
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle dropped within the step
+        weakref.finalize(a, freed.append, True)
+        del a, b
+        junk = [[i] for i in range(50_000)]  # a step's allocations: no pass meanwhile
+        assert passes == [], passes
+        assert not freed
+        with collector.step():  # nested (an urgent decision within the step)
+            pass
+        assert not gc.isenabled() and passes == [], "the inner step ended the pause"
+    assert gc.isenabled()
+    assert freed == [True], "the cycle was not freed when the step ended"
+    assert passes == [0], passes  # one young pass at the end
+    for _ in range(MIDDLE_EVERY_STEPS - 1):
+        with collector.step():
+            pass
+    assert passes[-1] == 1, passes  # the tenth step's pass is a middle one
+    while collector.steps < MIDDLE_EVERY_STEPS * OLDEST_THRESHOLD:
+        with collector.step():
+            pass
+    assert passes[-1] == 2, passes[-3:]  # and a full one as often as the service's
+
+    # Overlapping steps of two threads: the collector resumes when the last one ends.
+    first_in, second_done = threading.Event(), threading.Event()
+    def other():
+        first_in.wait()
+        with collector.step():
+            pass
+        second_done.set()
+    thread = threading.Thread(target=other)
+    thread.start()
+    with collector.step():
+        first_in.set()
+        second_done.wait()
+        assert not gc.isenabled(), "another thread's step ended this one's pause"
+    thread.join()
+    assert gc.isenabled()
+
+    # Someone else's choice stands: a disabled collector stays so, and no pass is made.
+    gc.disable()
+    before = len(passes)
+    with collector.step():
+        pass
+    assert not gc.isenabled() and len(passes) == before
+    print("ok")
+    """
+)
+
+
+def test_the_collector_passes_between_steps_not_during_them() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", STEPS_PROGRAM],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

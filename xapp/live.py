@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from core.collector import PassesBetweenSteps
 from core.deployment import ONE_LEVER_FOR_BOTH
 from core.domain import Cpe, Direction, KpiSample, WeightSet
 from core.sequence import latest, next_after
@@ -200,6 +201,8 @@ class LiveControl:
         )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # The collector's passes between steps, not during them (core/collector.py).
+        self.collector = PassesBetweenSteps()
         # Start-up: when each CPE's accesses were first heard of, and how long after the last
         # of them its first weights went out (seconds, wall clock).
         self._first_heard_s: dict[tuple[str, str], float] = {}
@@ -847,7 +850,8 @@ class LiveControl:
         others are awaited (each node's own work, not all of it after the last report; the
         step takes the last)."""
         if self.source.decode_waiting() and self._loop is not None:
-            self._loop.take_reports(time.time())
+            with self.collector.step():
+                self._loop.take_reports(time.time())
 
     def _step_begins(self) -> None:
         """The reports gathered so far are this step's: their count is what a period brings
@@ -891,7 +895,8 @@ class LiveControl:
             self._reported.clear()
             last_step = time.monotonic()
             try:
-                self.step(time.time())
+                with self.collector.step():
+                    self.step(time.time())
             except Exception:  # one bad step must not end the loop; it is logged in full
                 log.exception("control step failed")
             next_step = time.time() + period * SILENT_STEP_PERIODS
