@@ -83,6 +83,9 @@ class _PathConditions:
 
 # What is known of a path nothing was reported for (read only).
 _NO_CONDITIONS = _PathConditions()
+# The rule of a CPE the operator set none for: one for all (a rule is immutable, compared by
+# value), not two objects made and kept per CPE and direction at every step.
+_DEFAULT_RULE = SteeringRule()
 
 
 # Pushes in flight at once, each to its own agent. Threads waiting on a slow agent cost little;
@@ -666,7 +669,7 @@ class ControlLoop:
     def _rule_for(self, cpe_id: str, override: Override | None) -> SteeringRule:
         if override is not None and override.rule is not None:
             return override.rule
-        return self._rules.get(cpe_id, SteeringRule())
+        return self._rules.get(cpe_id, _DEFAULT_RULE)
 
     def _policy_input(
         self,

@@ -100,7 +100,9 @@ class FusedEstimator:
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights)
         # The estimate last given out per path since its last update: the forecast to judge.
-        self._served: dict[Path, CapacityEstimate | None] = {}
+        # (_NOT_SERVED rather than removed: the path's key stays, and a fleet's step does not
+        # leave thousands of new key tuples for the collector to walk.)
+        self._served: dict[Path, CapacityEstimate | object | None] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         paths = list(dict.fromkeys((s.cpe_id, s.access, s.direction) for s in samples))
@@ -115,8 +117,10 @@ class FusedEstimator:
         own_forecasts: list[tuple[float, float]] = []
         served = self._served
         for path in paths:
-            own = served.pop(path, _NOT_SERVED)
-            if own is _NOT_SERVED:
+            own = served.get(path, _NOT_SERVED)
+            if own is not _NOT_SERVED:
+                served[path] = _NOT_SERVED
+            else:
                 fresh = [
                     e
                     for source in self.sources

@@ -36,8 +36,10 @@ class SilenceTracker:
             cpe_id, direction, time_s = s.cpe_id, s.direction, s.time_s
             key = (cpe_id, direction)
             period = periods.get(key)
-            if period is None or time_s > period.time_s:
+            if period is None:
                 period = periods[key] = _Period(time_s)
+            elif time_s > period.time_s:
+                period.begin(time_s)  # (the same object: nothing new for the collector)
             if (s.throughput_mbps or 0.0) > 0:
                 if since:
                     since.pop((cpe_id, s.access, direction), None)
@@ -77,3 +79,9 @@ class _Period:
         self.time_s = time_s
         self.carried = False
         self.quiet: list[Path] = []
+
+    def begin(self, time_s: float) -> None:
+        """A newer period of the same CPE and direction."""
+        self.time_s = time_s
+        self.carried = False
+        self.quiet.clear()

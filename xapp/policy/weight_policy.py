@@ -278,8 +278,12 @@ class WeightPolicy:
                 risk[take, order],
                 stall[members],
             )
+        # The usable sets, one object per distinct set (the proposals keep them a step).
+        usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
         return [
-            self._balancing_proposal(requests[row], accesses, w, p, u) if u.any() else None
+            self._balancing_proposal(requests[row], accesses, w, p, u, usable_sets)
+            if u.any()
+            else None
             for row, (w, p, u) in enumerate(
                 zip(weights.tolist(), predicted.tolist(), usable, strict=True)
             )
@@ -292,8 +296,13 @@ class WeightPolicy:
         weights: list[int],
         predicted: list[float],
         usable: npt.NDArray[np.bool_],
+        usable_sets: dict[tuple[bool, ...], frozenset[str]],
     ) -> Proposal:
-        usable_names = [a for a, u in zip(accesses, usable.tolist(), strict=True) if u]
+        mask = tuple(usable.tolist())
+        usable_names = [a for a, u in zip(accesses, mask, strict=True) if u]
+        usable_set = usable_sets.get(mask)
+        if usable_set is None:
+            usable_set = usable_sets[mask] = frozenset(usable_names)
         excluded = request.excluded
         standby = sorted(a for a in accesses if a not in usable_names and a not in excluded)
         reason = f"{request.rule.mode}: weights by {self.name}"
@@ -305,7 +314,7 @@ class WeightPolicy:
             weights=dict(zip(accesses, weights, strict=True)),
             predicted_mbps=predicted[0],
             current_predicted_mbps=predicted[1] if request.current is not None else None,
-            usable=frozenset(usable_names),
+            usable=usable_set,
             reason=reason,
         )
 
