@@ -22,12 +22,12 @@ Two settings, applied once the service has built what it keeps for its whole lif
   oldest generation waits longer, a few periods at that scale.
 
 And one habit for the control loop's steps (``PassesBetweenSteps``): no pass while a step runs,
-a young one when it ends. A step's thousands of reports, estimates and questions live until it
+one of the young and middle generations when it ends. A step's thousands of reports, estimates and questions live until it
 ends, so every young pass during it found them alive, walked them and moved them to the middle
 generation, where each middle pass walked them again: at 10,000 CPEs the collector took a
 quarter of the step (0.57 of 4.05 cores in `atsss bench xapp --cpes 10000`, 1,291 young passes
-and 117 middle ones in 10 periods). Once the step is over they are gone, and one young pass
-walks only what the step kept.
+and 117 middle ones in 10 periods). Once the step is over they are gone, and one pass walks
+only what the step kept.
 """
 
 from __future__ import annotations
@@ -49,18 +49,20 @@ def settle_for_service() -> None:
     gc.set_threshold(YOUNG_THRESHOLD, middle, OLDEST_THRESHOLD)
 
 
-# Step-end young passes between middle ones, and middle passes between full ones: CPython's own
-# generational cadence (10) and the service's (OLDEST_THRESHOLD), counted in steps.
-MIDDLE_EVERY_STEPS = 10
+# Steps between full passes: as often as the automatic ones would come at the service's
+# thresholds (OLDEST_THRESHOLD middle passes, each after 10 young ones).
+FULL_EVERY_STEPS = 10 * OLDEST_THRESHOLD
 
 
 class PassesBetweenSteps:
-    """The collector paused while a step runs, a pass when it ends (see the module's doc):
-    young after every step, middle after every ``MIDDLE_EVERY_STEPS``-th, full after every
-    ``MIDDLE_EVERY_STEPS × OLDEST_THRESHOLD``-th, as the automatic passes would be due. Other
-    threads' garbage in cycles waits for the step's end at most. Steps may nest or overlap (an
-    urgent decision inside a step, another thread's): the collector resumes when the last ends.
-    A collector disabled by someone else stays so, and makes no passes here."""
+    """The collector paused while a step runs, a pass when it ends (see the module's doc): of
+    the young and middle generations after every step, so that what the step kept is walked
+    once and then left to the oldest generation (a young pass alone left it for the middle
+    passes, which walked ten steps' worth at once: 80 ms every tenth step at 1,000 CPEs);
+    a full pass after every ``FULL_EVERY_STEPS``-th. Other threads' garbage in cycles waits
+    for the step's end at most. Steps may nest or overlap (an urgent decision inside a step,
+    another thread's): the collector resumes when the last ends. A collector disabled by
+    someone else stays so, and makes no passes here."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -85,13 +87,7 @@ class PassesBetweenSteps:
                     self.steps += 1
                     steps = self.steps
             if last:
-                if steps % (MIDDLE_EVERY_STEPS * OLDEST_THRESHOLD) == 0:
-                    generation = 2
-                elif steps % MIDDLE_EVERY_STEPS == 0:
-                    generation = 1
-                else:
-                    generation = 0
-                gc.collect(generation)
+                gc.collect(2 if steps % FULL_EVERY_STEPS == 0 else 1)
                 with self._lock:
                     if self._depth == 0 and self._paused_here:
                         gc.enable()

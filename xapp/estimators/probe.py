@@ -203,7 +203,10 @@ class ProbeEstimator:
     def _remember(self, sample: KpiSample, now_s: float) -> None:
         path = (sample.cpe_id, sample.access, sample.direction)
         self._first_seen.setdefault(path, now_s)
-        self._history.setdefault(path, deque(maxlen=HISTORY_PERIODS)).append(sample)
+        history = self._history.get(path)
+        if history is None:  # (not setdefault: its default deque would be made every time)
+            history = self._history[path] = deque(maxlen=HISTORY_PERIODS)
+        history.append(sample)
         if sample.available is False:
             self._down.add(path)
             self._recovered.discard(path)

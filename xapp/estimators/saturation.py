@@ -65,9 +65,14 @@ class SaturationLabeller:
         kept: list[tuple[SaturatedPeriod, int]] = []
         for sample in samples:
             key = (sample.cpe_id, sample.access, sample.direction)
-            history = self._history.setdefault(key, deque(maxlen=HISTORY_PERIODS))
+            # (not setdefault: its default deques would be made for every sample)
+            history = self._history.get(key)
+            if history is None:
+                history = self._history[key] = deque(maxlen=HISTORY_PERIODS)
             history.append(sample)
-            shares = self._shares.setdefault(key, deque(maxlen=SATURATED_PERIODS))
+            shares = self._shares.get(key)
+            if shares is None:
+                shares = self._shares[key] = deque(maxlen=SATURATED_PERIODS)
             shares.append(utilisation(sample))
             if len(kept) >= MAX_KEPT_PER_UPDATE:
                 continue
