@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -9,6 +10,7 @@ import pytest
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.fusion import FusedEstimator
+from xapp.estimators.said import said_numbers
 
 DL = Direction.DOWNLINK
 
@@ -321,3 +323,25 @@ def test_the_result_hedges_on_its_own_record_where_that_beats_what_the_sources_s
     for t in range(12):
         swinging.update(samples, float(t))
     assert swinging.estimate("cpe-1", "wifi", DL, 11.0).stddev_mbps == pytest.approx(10.0)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("capacity", "stddev", "wrong"),
+    [
+        (-1.0, 1.0, "capacity_mbps"),
+        (math.nan, 1.0, "capacity_mbps"),
+        (math.inf, 1.0, "capacity_mbps"),
+        (1.0, -0.5, "stddev_mbps"),
+        (1.0, math.nan, "stddev_mbps"),
+        (1.0, math.inf, "stddev_mbps"),
+    ],
+)
+def test_an_estimate_of_bad_numbers_is_refused_saying_which(
+    capacity: float, stddev: float, wrong: str
+) -> None:
+    """As an object or as numbers, the same check and the same words."""
+    with pytest.raises(ValueError, match=f"{wrong} must be finite and ≥ 0"):
+        CapacityEstimate("cpe-1", "nr", Direction.DOWNLINK, capacity, stddev, "kpi", 0.0)
+    with pytest.raises(ValueError, match=f"{wrong} must be finite and ≥ 0"):
+        said_numbers(capacity, stddev, 0.0, available=True, lower_bound=False)
+    said_numbers(0.0, 0.0, 0.0, available=True, lower_bound=False)  # zero is a capacity

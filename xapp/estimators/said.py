@@ -10,6 +10,7 @@ path and its estimates converted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from itertools import chain
 
@@ -50,7 +51,8 @@ def said_numbers(
 ) -> Said:
     """An estimate's numbers, checked as ``CapacityEstimate`` checks them: a source that keeps
     numbers makes the estimate itself only when asked for it (``estimate_of``)."""
-    check_capacity(capacity_mbps, stddev_mbps)
+    if not (0 <= capacity_mbps < math.inf and 0 <= stddev_mbps < math.inf):  # NaN fails too
+        check_capacity(capacity_mbps, stddev_mbps)  # which words what is wrong
     return (
         LOWER_BOUND if lower_bound else ESTIMATE,
         capacity_mbps,
