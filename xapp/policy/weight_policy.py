@@ -140,10 +140,11 @@ class WeightPolicy:
         return self.propose_many([request])[0]
 
     def propose_many(self, requests: Sequence[PolicyInput]) -> list[Proposal | None]:
-        """``propose`` for many CPEs and directions at once: the choice of paths one by one,
-        the weighing and the predictions in a few array operations for all of them (a fleet's
-        step decided one CPE at a time spent most of its time handing the GIL back and forth
-        between numpy's small calls and the E2 reader)."""
+        """``propose`` for many CPEs and directions at once. Load-balancing questions (a
+        fleet's usual) go through the balancing lane, worked out in arrays from end to end;
+        the others are planned one by one, then weighed and predicted in a few array
+        operations for all of them (a fleet's step decided one CPE at a time spent most of its
+        time handing the GIL back and forth between numpy's small calls and the E2 reader)."""
         out: list[Proposal | None] = [None] * len(requests)
         balancing: dict[tuple[str, ...], list[int]] = {}
         others: list[int] = []
@@ -243,14 +244,15 @@ class WeightPolicy:
         empty = ~selected.any(axis=1) & usable.any(axis=1)
         selected[empty, np.argmax(usable[empty], axis=1)] = True
         weights = np.zeros((rows, paths), dtype=np.int64)
+        weigh_many = self._weigh_many
+        assert weigh_many is not None  # (the lane's condition)
         counts = selected.sum(axis=1)
         for count in np.unique(counts[counts > 0]).tolist():
             members = np.flatnonzero(counts == count)
             # The selected columns of each row, in the request's order.
             columns = np.argsort(~selected[members], axis=1, kind="stable")[:, :count]
             take = members[:, None]
-            assert self._weigh_many is not None  # (the lane's condition)
-            chosen = self._weigh_many(
+            chosen = weigh_many(
                 capacity[take, columns],
                 stddev[take, columns],
                 config.max_weight,
