@@ -398,6 +398,8 @@ class _Use:
     uplink: bool
     role: str
     scale: float  # reported unit → canonical unit
+    # whether the sample's own fields read it too (throughput, link state): most do not
+    sets_field: bool
 
     @staticmethod
     def of(entry: Measurement, record: MeasurementRecord) -> _Use:
@@ -408,7 +410,12 @@ class _Use:
             both or entry.direction == MeasurementDirection.UPLINK,
             entry.role,
             entry.scale_to,
+            entry.role in _FIELD_ROLES,
         )
+
+
+# The roles a sample's own fields are read from (_Values.set_field).
+_FIELD_ROLES = frozenset({"throughput", "link_state"})
 
 
 class _Values:
@@ -421,12 +428,11 @@ class _Values:
         self.throughput: float | None = None
         self.available: bool | None = None
 
-    def put(self, use: _Use, value: float) -> None:
-        """A value in canonical units; a later one of the same key replaces an earlier."""
-        self.measurements[use.key] = value
-        if use.role == "throughput":
+    def set_field(self, role: str, value: float) -> None:
+        """A value (canonical units) a field of the sample is read from, by its role."""
+        if role == "throughput":
             self.throughput = value
-        elif use.role == "link_state":
+        elif role == "link_state":
             self.available = value >= 0.5
 
 
@@ -440,12 +446,18 @@ class _Collected:
         self.uplink = _Values()
 
     def add(self, use: _Use, reported: float) -> None:
-        """A value in the reported unit, to the directions it belongs to."""
+        """A value in the reported unit, to the directions it belongs to; a later one of the
+        same key replaces an earlier. (A Format 3 period of 1,000 UEs adds some 10,000: the
+        measurements written here, the rare field through a call.)"""
         value = reported * use.scale
         if use.downlink:
-            self.downlink.put(use, value)
+            self.downlink.measurements[use.key] = value
+            if use.sets_field:
+                self.downlink.set_field(use.role, value)
         if use.uplink:
-            self.uplink.put(use, value)
+            self.uplink.measurements[use.key] = value
+            if use.sets_field:
+                self.uplink.set_field(use.role, value)
 
 
 def _measurement_key(record: MeasurementRecord) -> str:
