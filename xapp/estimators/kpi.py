@@ -70,35 +70,36 @@ class KpiEstimator:
         self._nr_rate_per_prb: dict[Path, float] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        # (the dictionaries and the kept numbers read through locals: a fleet's period is
+        # thousands of samples)
+        kept, change_variance = self._kept, self._change_variance
+        wifi_efficiency, nr_rate_per_prb = self._wifi_efficiency, self._nr_rate_per_prb
         for sample in samples:
-            path = (sample.cpe_id, sample.access, sample.direction)
-            if sample.access == "wifi":
+            access, direction = sample.access, sample.direction
+            path = (sample.cpe_id, access, direction)
+            if access == "wifi":
                 measured = measured_wifi_efficiency(sample)
                 if measured is not None:
-                    self._wifi_efficiency[path] = measured
-            elif sample.access == "nr" and sample.direction == Direction.UPLINK:
+                    wifi_efficiency[path] = measured
+            elif access == "nr" and direction == Direction.UPLINK:
                 rate = measured_nr_rate_per_prb(sample)
                 if rate is not None:
-                    self._nr_rate_per_prb[path] = rate
-            reading = _reading(
-                sample, self._wifi_efficiency.get(path), self._nr_rate_per_prb.get(path)
-            )
+                    nr_rate_per_prb[path] = rate
+            reading = _reading(sample, wifi_efficiency.get(path), nr_rate_per_prb.get(path))
             if reading is None:
                 continue
             capacity, stddev, available, lower_bound = reading
-            previous = self._kept.said(path)
             if available and not lower_bound:
+                previous = kept.said(path)
                 if previous is not None and previous[AVAILABLE] and previous[KIND] == ESTIMATE:
                     change = min(abs(capacity - previous[CAPACITY]), MAX_CHANGE_RATIO * capacity)
-                    variance = self._change_variance.get(path, change**2)
-                    self._change_variance[path] = (
+                    variance = change_variance.get(path, change**2)
+                    change_variance[path] = (
                         1 - VOLATILITY_WEIGHT
                     ) * variance + VOLATILITY_WEIGHT * change**2
-                spread = math.sqrt(self._change_variance.get(path, 0.0))
+                spread = math.sqrt(change_variance.get(path, 0.0))
                 stddev = math.hypot(stddev, spread)
-            self._kept.put(
-                path, said_numbers(capacity, stddev, sample.time_s, available, lower_bound)
-            )
+            kept.put(path, said_numbers(capacity, stddev, sample.time_s, available, lower_bound))
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
