@@ -118,12 +118,12 @@ class _CountingSink:
         self.pushes += 1
 
 
-def scaled_site(cpes: int) -> Scenario:
-    """`many-cpes` with ``cpes`` CPEs."""
+def scaled_site(cpes: int, duration_s: float = 30.0) -> Scenario:
+    """`many-cpes` with ``cpes`` CPEs, ``duration_s`` long (at least 30 s)."""
     shipped = load_scenario("many-cpes")
     document: dict[str, Any] = yaml.safe_load(Path(shipped.source).read_text())
     document["cpes"][0]["count"] = cpes
-    document["duration_s"] = 30
+    document["duration_s"] = max(30, math.ceil(duration_s))
     return parse_scenario(document, f"many-cpes × {cpes}")
 
 
@@ -196,7 +196,8 @@ def run_xapp_bench(
 ) -> XappBenchRow:
     """``estimator``: the mode the service's estimators run in (fused, the default, with the
     shipped models; kpi-only, model-only or probe-only), built as the service builds them."""
-    scenario = scaled_site(cpes)
+    # long enough for every period (one more: a period's truth is read at its end)
+    scenario = scaled_site(cpes, (periods + 1) * period_s)
     payloads = encoded_periods(scenario, periods, period_s, chunk)
     before = _resident_bytes()
     domain_cpes: list[Cpe] = e2_cpes(scenario)

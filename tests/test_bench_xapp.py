@@ -20,6 +20,13 @@ def test_a_run_is_long_enough_for_the_push_budgets_to_settle() -> None:
     assert default_periods(0.01) == 1000
 
 
+def test_a_run_may_last_longer_than_the_site_s_default_half_minute() -> None:
+    """40 periods of 1 s: the site is made as long as the run (it was 30 s whatever the run,
+    and a longer one ended in an IndexError)."""
+    row = run_xapp_bench(5, periods=40)
+    assert row.decisions == 5 * 2 * 40
+
+
 def test_every_cpe_is_decoded_and_decided_for() -> None:
     row = run_xapp_bench(30, periods=2)
     assert row.cpes == 30
