@@ -22,12 +22,12 @@ Two settings, applied once the service has built what it keeps for its whole lif
   oldest generation waits longer, a few periods at that scale.
 
 And one habit for the control loop's steps (``PassesBetweenSteps``): no pass while a step runs,
-one of the young and middle generations when it ends. A step's thousands of reports, estimates and questions live until it
-ends, so every young pass during it found them alive, walked them and moved them to the middle
-generation, where each middle pass walked them again: at 10,000 CPEs the collector took a
-quarter of the step (0.57 of 4.05 cores in `atsss bench xapp --cpes 10000`, 1,291 young passes
-and 117 middle ones in 10 periods). Once the step is over they are gone, and one pass walks
-only what the step kept.
+one of the young and middle generations when it ends. A step's thousands of reports, estimates
+and questions live until it ends, so every young pass during it found them alive, walked them
+and moved them to the middle generation, where each middle pass walked them again: at 10,000
+CPEs the collector took a quarter of the step (0.57 of 4.05 cores in `atsss bench xapp --cpes
+10000`, 1,291 young passes and 117 middle ones in 10 periods). Once the step is over they are
+gone, and one pass walks only what the step kept.
 """
 
 from __future__ import annotations
