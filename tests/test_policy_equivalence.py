@@ -531,3 +531,22 @@ def test_the_balancing_lane_proposes_as_the_plans_do(requests: list[PolicyInput]
     lane = policy.propose_many(requests)
     planned = policy._propose_planned(requests)
     assert lane == planned
+
+
+def test_a_cpe_naming_an_access_twice_is_planned_not_laned() -> None:
+    """The lane's arrays are one column per access: a question naming one twice takes the
+    planned path, beside the lane's questions of the same step."""
+    twice = PolicyInput(
+        "cpe-2",
+        DL,
+        0.0,
+        (PathView("nr", estimate("nr", 300.0)), PathView("nr", estimate("nr", 100.0))),
+    )
+    usual = PolicyInput(
+        "cpe-1",
+        DL,
+        0.0,
+        (PathView("nr", estimate("nr", 300.0)), PathView("wifi", estimate("wifi", 900.0))),
+    )
+    policy = make_policy("optimal")
+    assert policy.propose_many([usual, twice]) == policy._propose_planned([usual, twice])
