@@ -314,7 +314,8 @@ def run_xapp_bench(
     # the models, three forecasts judged before a source's bias counts), and each period costs
     # more as they do: at 1,000 CPEs a step's CPU went from 285 ms in the first periods to a
     # plateau of about 315 from the thirteenth (24 periods). What a running xApp needs is the
-    # second half's median, of 16 periods by default (8 understated the plateau by 5-8 %).
+    # second half's median, of default_periods() by default (8 understated the plateau by
+    # 5-8 %; a long run costs more still, docs/estimators.md).
     period_busy = float(np.median(busy_s[len(busy_s) // 2 :]))
     period_cpu = float(np.median(cpu_s[len(cpu_s) // 2 :]))
     return XappBenchRow(

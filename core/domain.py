@@ -133,6 +133,8 @@ class KpiSample:
 
 def check_capacity(capacity_mbps: float, stddev_mbps: float) -> None:
     """What a capacity estimate must be: both finite and ≥ 0 (ValueError otherwise)."""
+    if 0 <= capacity_mbps < math.inf and 0 <= stddev_mbps < math.inf:
+        return  # the usual case, told by two chained comparisons (NaN fails them too)
     if not math.isfinite(capacity_mbps) or capacity_mbps < 0:
         raise ValueError(f"capacity_mbps must be finite and ≥ 0, got {capacity_mbps}")
     if not math.isfinite(stddev_mbps) or stddev_mbps < 0:
@@ -169,10 +171,7 @@ class CapacityEstimate:
         )
 
     def __post_init__(self) -> None:
-        # The usual case told by two chained comparisons (NaN fails them too); the wording of
-        # what is wrong is check_capacity's. A fleet's step makes thousands of estimates.
-        if not (0 <= self.capacity_mbps < math.inf and 0 <= self.stddev_mbps < math.inf):
-            check_capacity(self.capacity_mbps, self.stddev_mbps)
+        check_capacity(self.capacity_mbps, self.stddev_mbps)
 
     def age_s(self, now_s: float) -> float:
         return max(0.0, now_s - self.measured_at_s)

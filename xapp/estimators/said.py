@@ -10,7 +10,6 @@ path and its estimates converted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from itertools import chain
 
@@ -51,8 +50,7 @@ def said_numbers(
 ) -> Said:
     """An estimate's numbers, checked as ``CapacityEstimate`` checks them: a source that keeps
     numbers makes the estimate itself only when asked for it (``estimate_of``)."""
-    if not (0 <= capacity_mbps < math.inf and 0 <= stddev_mbps < math.inf):  # NaN fails too
-        check_capacity(capacity_mbps, stddev_mbps)  # which words what is wrong
+    check_capacity(capacity_mbps, stddev_mbps)
     return (
         LOWER_BOUND if lower_bound else ESTIMATE,
         capacity_mbps,
