@@ -87,7 +87,7 @@ STEPS_PROGRAM = textwrap.dedent(
     # Overlapping steps of two threads: the collector resumes when the last one ends.
     first_in, second_done = threading.Event(), threading.Event()
     def other():
-        first_in.wait()
+        assert first_in.wait(timeout=30), "the first step never began"
         with collector.step():
             pass
         second_done.set()
@@ -95,10 +95,10 @@ STEPS_PROGRAM = textwrap.dedent(
     thread.start()
     with collector.step():
         first_in.set()
-        second_done.wait()
+        assert second_done.wait(timeout=30), "the other thread's step never ended"
         assert not gc.isenabled(), "another thread's step ended this one's pause"
-    thread.join()
-    assert gc.isenabled()
+    thread.join(timeout=30)
+    assert not thread.is_alive() and gc.isenabled()
 
     # Someone else's choice stands: a disabled collector stays so, and no pass is made.
     gc.disable()
