@@ -299,9 +299,9 @@ def test_each_cpe_feeds_only_the_estimators_its_mode_reads() -> None:
 
 def test_updates_within_a_down_check_interval_consider_only_the_paths_they_report() -> None:
     """The live loop feeds each node's reports as they come, three or four updates a period:
-    every path is considered once every down-check interval, and in between only the paths an
-    update is about (a 1,000-CPE xApp spent a sixth of its time considering every path of the
-    fleet at every update)."""
+    every path is considered once every down-check interval, and in between only the new paths
+    an update is about (a 1,000-CPE xApp spent a sixth of its time considering every path of
+    the fleet at every update), or those back from an outage."""
     prober = ScriptedProber({"nr": 340.0, "wifi": 1190.0})
     estimator = ProbeEstimator(prober, ProbeSettings(routine_gap_s=10.0, max_per_cpe=2))
     first = [KpiSample(c, "nr", DL, 1.0, 1.0, throughput_mbps=30.0) for c in ("a", "b")]
@@ -319,3 +319,23 @@ def test_updates_within_a_down_check_interval_consider_only_the_paths_they_repor
     assert prober.started == []
     estimator.update([], 2.0)
     assert [(r.cpe_id, r.access) for _, r in prober.started] == [("a", "wifi")]
+    prober.started.clear()
+    # A known path due again between sweeps waits for the next one: a's NR, probed at 1.0,
+    # is due from 11.0 on (routine_gap_s); reported at 11.3, inside the interval after the
+    # sweep at 10.9, it is probed at the sweep of 11.9, not at once.
+    estimator.update([], 10.9)
+    estimator.update([KpiSample("a", "nr", DL, 11.3, 1.0, throughput_mbps=30.0)], 11.3)
+    assert prober.started == []
+    estimator.update([], 11.9)  # (b's paths are due by then too)
+    assert ("a", "nr") in [(r.cpe_id, r.access) for _, r in prober.started]
+
+
+def test_a_path_back_from_an_outage_is_probed_between_sweeps() -> None:
+    """Between sweeps the reasons that can wait do, but a path back from an outage is what
+    a probe is for at once: what it carries now is no guide yet."""
+    prober = ScriptedProber({"nr": 340.0})
+    estimator = ProbeEstimator(prober, ProbeSettings(routine_gap_s=10.0, min_gap_s=0.0))
+    estimator.update([KpiSample("a", "nr", DL, 1.0, 1.0, available=False)], 1.0)  # a sweep
+    assert prober.started == []  # reported down: never probed
+    estimator.update([KpiSample("a", "nr", DL, 1.3, 0.3, available=True)], 1.3)
+    assert [(r.cpe_id, r.access, r.reason) for _, r in prober.started] == [("a", "nr", "recovered")]
