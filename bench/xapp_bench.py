@@ -44,6 +44,9 @@ from xapp.e2 import indications
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
+from xapp.live import LiveSettings
+from xapp.policy.exploration import Exploration
+from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import make_policy
 
 VERSION = KpmVersion.V3_00
@@ -221,14 +224,19 @@ def run_xapp_bench(
             held.weights if (held := store.load_weights(cpe_id, direction)) else None
         ),
     )
+    # The loop as the service builds it by default (xapp/live.py): its policy, its hysteresis
+    # and push limit, and exploration of the paths known only from below.
+    service = LiveSettings(cpe_agents={})
     loop = ControlLoop(
         cpes=domain_cpes,
         directions=[Direction.DOWNLINK, Direction.UPLINK],
         source=source,
         estimator=estimators,
-        policy=make_policy("optimal"),
+        policy=make_policy("optimal", service.policy),
         sink=sink,
         store=store,
+        hysteresis=Hysteresis(service.min_gain, service.max_pushes_per_s),
+        exploration=None if service.exploration is None else Exploration(service.exploration),
         warmup_s=0.0,
     )
     # A step decides for all its CPEs together (their proposals in one batch): each decision's

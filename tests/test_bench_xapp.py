@@ -5,11 +5,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
+
+import pytest
 
 from bench.xapp_bench import STAGES, default_periods, run_xapp_bench
 from kpm import e2ap
 from kpm.reports import decode_message
 from xapp.e2 import indications
+from xapp.live import LiveSettings
+from xapp.policy.exploration import Exploration
 
 
 def test_a_run_is_long_enough_for_the_push_budgets_to_settle() -> None:
@@ -50,6 +55,22 @@ def test_every_cpe_is_decoded_and_decided_for() -> None:
     # the readers timed for the run are the plain ones again
     assert e2ap.decode.__module__ == "kpm.e2ap"
     assert vars(indications)["decode_message"] is decode_message
+
+
+def test_the_loop_is_the_service_s_with_exploration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bench decides as the service does by default: exploration of the paths known only
+    from below looks at every decision (it was left out, and its cost with it)."""
+    asked: list[str] = []
+    plain = Exploration.views
+
+    def views(self: Exploration, cpe_id: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(cpe_id)
+        return plain(self, cpe_id, *args, **kwargs)
+
+    monkeypatch.setattr(Exploration, "views", views)
+    row = run_xapp_bench(10, periods=2)
+    assert len(asked) == row.decisions == 10 * 2 * 2
+    assert LiveSettings(cpe_agents={}).exploration is not None  # the service's default
 
 
 def test_the_command_prints_json_rows() -> None:
