@@ -90,6 +90,20 @@ def test_a_raise_the_path_cannot_keep_up_with_is_an_overshoot_and_exploring_paus
     assert _wifi(exploration, 100.0, 340.0, {"nr": 34, "wifi": 10}, 12.5) == 125.0
 
 
+def test_a_raise_under_way_ends_when_the_path_is_measured() -> None:
+    """Wi-Fi raised at 1 s, then measured (its node's KPIs, no bound at all in the question):
+    the raise ends. Known only from below again at 3 s, it is raised afresh, not judged
+    against the old raise (which it would have fallen short of: an overshoot and a pause)."""
+    exploration = Exploration(ExplorationConfig(step=0.25, pause_s=10.0))
+    assert _wifi(exploration, 100.0, 340.0, {"nr": 34, "wifi": 10}, 1.0) == pytest.approx(125.0)
+    measured = {"nr": _estimate("nr", 340.0, 2.0), "wifi": _estimate("wifi", 400.0, 2.0)}
+    view = exploration.views("cpe-1", DL, measured, {"nr": 340.0, "wifi": 100.0}, None, 2.0)
+    assert view == measured
+    assert _wifi(exploration, 100.0, 340.0, {"nr": 34, "wifi": 10}, 3.0) == pytest.approx(125.0)
+    assert exploration.stats.overshoots == 0
+    assert exploration.stats.raises == 2
+
+
 def test_a_raise_too_small_for_the_integer_weights_compounds_until_it_is_expressed() -> None:
     exploration = Exploration(ExplorationConfig(step=0.25, pause_s=10.0))
     _views(exploration, 6.0, 340.0, {"nr": 54, "wifi": 1}, 1.0)

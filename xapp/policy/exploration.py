@@ -106,6 +106,14 @@ class Exploration:
     ) -> dict[str, CapacityEstimate | None]:
         """The estimates the policy should decide on: lower bounds raised or at face value,
         the rest unchanged. ``carried_mbps``: what each path carried in the last period."""
+        raised = self._raised
+        if not any(e is not None and e.available and e.lower_bound for e in estimates.values()):
+            # No bound to explore (a fleet's usual case, asked for every CPE at every
+            # step): each path's raise under way, if any, ends, as the loop below would end it.
+            if raised:
+                for access in estimates:
+                    raised.pop((cpe_id, access, direction), None)
+            return dict(estimates)
         weights = current_weights or {}
         total = sum(weights.values())
         shares = {a: w / total for a, w in weights.items()} if total else {}
