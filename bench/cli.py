@@ -747,10 +747,10 @@ def bench_fleet(
     estimator: Annotated[
         str,
         typer.Option(
-            help="The xApp's estimator (fused costs more than a core for 1,000 CPEs at 1 s: "
-            "the processing path's own issue; this bench is about the agents)."
+            help="The xApp's estimator: fused (the service's default, with the shipped models), "
+            "kpi-only, model-only or probe-only."
         ),
-    ] = "kpi-only",
+    ] = "fused",
     workdir: Annotated[
         Path | None, typer.Option(help="Where logs and state go (default: a new temp folder).")
     ] = None,

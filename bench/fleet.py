@@ -245,7 +245,7 @@ def running_fleet(
     cpes: int = 1000,
     bad_share: float = 0.05,
     period_ms: int = 1000,
-    estimator: str = "kpi-only",
+    estimator: str = "fused",
     progress: Any = None,
 ) -> Iterator[RunningFleet]:
     """The whole live system with ``cpes`` CPEs, until the block ends (then SIGKILL whatever is
@@ -326,7 +326,7 @@ def run_fleet(
     settle_s: float = 30.0,
     overrides: int = 20,
     progress: Any = None,
-    estimator: str = "kpi-only",
+    estimator: str = "fused",
 ) -> FleetResult:
     """The whole run; ``progress(text)`` hears what it is doing."""
     say = progress or (lambda text: None)
