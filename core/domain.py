@@ -108,6 +108,11 @@ class Cpe:
         """The accesses' names, in order (made once: a fleet's step asks for every CPE's)."""
         return tuple(self.accesses)
 
+    @cached_property
+    def access_set(self) -> frozenset[str]:
+        """The accesses' names as a set (made once, as ``access_names``)."""
+        return frozenset(self.accesses)
+
 
 @dataclass(frozen=True)
 class KpiSample:

@@ -569,9 +569,9 @@ class ControlLoop:
             predicted_mbps = proposal.predicted_mbps
             current_predicted_mbps = proposal.current_predicted_mbps
             reason = proposal.reason
-            previously_usable = self._last_usable.get(key, frozenset(cpe.access_names))
-            appeared = proposal.usable - previously_usable
-            lost = frozenset(cpe.access_names) - proposal.usable
+            every = cpe.access_set
+            appeared = proposal.usable - self._last_usable.get(key, every)
+            lost = every - proposal.usable
             self._last_usable[key] = proposal.usable
 
         report_received_s = self._report_received_s.pop(key, None)

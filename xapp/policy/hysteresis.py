@@ -146,7 +146,7 @@ class Hysteresis:
     ) -> PushDecision:
         if current is None:
             return PushDecision(True, "first weights for this CPE")
-        if dict(current) == dict(proposed):
+        if current == proposed:  # (Mappings compare by their items)
             return PushDecision(False, "unchanged")
         if override_changed:
             return PushDecision(True, "operator override changed")

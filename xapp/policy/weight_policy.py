@@ -280,10 +280,12 @@ class WeightPolicy:
                 risk[take, order],
                 stall[members],
             )
-        # The usable sets, one object per distinct set (the proposals keep them a step).
+        # The usable sets, one object per distinct set (the proposals keep them a step), and
+        # the reasons, one per distinct mode and set (a fleet's rows share a few).
         usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
+        reasons: dict[tuple[SteeringMode, tuple[bool, ...]], str] = {}
         return [
-            self._balancing_proposal(requests[row], accesses, w, p, u, usable_sets)
+            self._balancing_proposal(requests[row], accesses, w, p, u, usable_sets, reasons)
             if u.any()
             else None
             for row, (w, p, u) in enumerate(
@@ -299,19 +301,25 @@ class WeightPolicy:
         predicted: list[float],
         usable: npt.NDArray[np.bool_],
         usable_sets: dict[tuple[bool, ...], frozenset[str]],
+        reasons: dict[tuple[SteeringMode, tuple[bool, ...]], str],
     ) -> Proposal:
         mask = tuple(usable.tolist())
-        usable_names = [a for a, u in zip(accesses, mask, strict=True) if u]
         usable_set = usable_sets.get(mask)
         if usable_set is None:
-            usable_set = usable_sets[mask] = frozenset(usable_names)
+            usable_set = usable_sets[mask] = frozenset(
+                a for a, u in zip(accesses, mask, strict=True) if u
+            )
         excluded = request.excluded
-        standby = sorted(a for a in accesses if a not in usable_names and a not in excluded)
-        reason = f"{request.rule.mode}: weights by {self.name}"
-        reason += f"; no usable estimate for {', '.join(standby)}" if standby else ""
-        if excluded:
-            shown = sorted(excluded & set(accesses))
-            reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
+        reason = None if excluded else reasons.get((request.rule.mode, mask))
+        if reason is None:
+            standby = sorted(a for a in accesses if a not in usable_set and a not in excluded)
+            reason = f"{request.rule.mode}: weights by {self.name}"
+            reason += f"; no usable estimate for {', '.join(standby)}" if standby else ""
+            if excluded:
+                shown = sorted(excluded & set(accesses))
+                reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
+            else:
+                reasons[(request.rule.mode, mask)] = reason
         return Proposal(
             weights=dict(zip(accesses, weights, strict=True)),
             predicted_mbps=predicted[0],
