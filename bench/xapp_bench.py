@@ -251,18 +251,20 @@ def run_xapp_bench(
         own_s[id(begun)] = time.perf_counter() - started
         return begun
 
-    def shared(plain: Callable[[Any], None], last: bool) -> Callable[[Any], None]:
-        """``plain`` over the step's decisions, its time shared out equally among them;
-        ``last``: the last such part of a step (the begun that decide nothing are dropped)."""
+    def shared(plain: Callable[..., Any], last: bool) -> Callable[..., Any]:
+        """``plain`` over the step's decisions (its first argument), its time shared out
+        equally among them; ``last``: the last such part of a step (the begun that decide
+        nothing are dropped)."""
 
-        def run(deciding: Any) -> None:
+        def run(deciding: Any, *more: Any) -> Any:
             started = time.perf_counter()
-            plain(deciding)
+            answer = plain(deciding, *more)
             share = (time.perf_counter() - started) / max(1, len(deciding))
             kept = {id(d): own_s.get(id(d), 0.0) + share for d in deciding}
             if last:
                 own_s.clear()
             own_s.update(kept)
+            return answer
 
         return run
 

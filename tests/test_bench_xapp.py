@@ -61,13 +61,18 @@ def test_the_loop_is_the_service_s_with_exploration(monkeypatch: pytest.MonkeyPa
     """The bench decides as the service does by default: exploration of the paths known only
     from below looks at every decision (it was left out, and its cost with it)."""
     asked: list[str] = []
-    plain = Exploration.views
+    plain_views, plain_end = Exploration.views, Exploration.end_raises
 
     def views(self: Exploration, cpe_id: str, *args: Any, **kwargs: Any) -> Any:
         asked.append(cpe_id)
-        return plain(self, cpe_id, *args, **kwargs)
+        return plain_views(self, cpe_id, *args, **kwargs)
+
+    def end_raises(self: Exploration, cpe_id: str, *args: Any, **kwargs: Any) -> Any:
+        asked.append(cpe_id)  # (a question with nothing to explore, put as a row)
+        return plain_end(self, cpe_id, *args, **kwargs)
 
     monkeypatch.setattr(Exploration, "views", views)
+    monkeypatch.setattr(Exploration, "end_raises", end_raises)
     row = run_xapp_bench(10, periods=2)
     assert len(asked) == row.decisions == 10 * 2 * 2
     assert LiveSettings(cpe_agents={}).exploration is not None  # the service's default

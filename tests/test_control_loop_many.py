@@ -1,6 +1,8 @@
-"""A step asks the estimator for all its paths at once where it can (`ManyEstimates`); the
-decisions must be exactly those of asking path by path, whatever each CPE's estimator mode,
-exclusions, freezes or fixed weights, and through warm-up, carrier events and decide_now."""
+"""A step asks the estimator for all its paths at once where it can (`ManyEstimates`), and
+puts its usual questions to the policy as rows (`BalancingRows`); the decisions must be
+exactly those of asking path by path and putting every question as a `PolicyInput`, whatever
+each CPE's estimator mode, exclusions, freezes or fixed weights, and through warm-up, carrier
+events, exploration and decide_now."""
 
 from __future__ import annotations
 
@@ -15,14 +17,15 @@ from bench.xapp_bench import (
     encoded_periods,
     scaled_site,
 )
-from core.domain import CapacityEstimate, Direction, KpiSample, Override
+from core.domain import AccessIdentity, CapacityEstimate, Cpe, Direction, KpiSample, Override
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop, StepOutcome
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection
-from xapp.policy.weight_policy import make_policy
+from xapp.policy.exploration import Exploration
+from xapp.policy.weight_policy import BalancingRows, Proposal, WeightPolicy, make_policy
 from xapp.ports import ManyEstimates
 
 CPES = 12
@@ -57,7 +60,12 @@ def mode_of(cpe_id: str, direction: Direction) -> str | None:
     return None  # the configured mode: fused
 
 
-def run(many: bool) -> list[list[tuple[str, str, str, Any]]]:
+Outcomes = list[list[tuple[str, str, str, Any]]]
+
+
+def run(many: bool, rows: bool = True, spy: list[int] | None = None) -> Outcomes:
+    """The fleet's steps; ``rows``: usual questions put as rows; ``spy``: gets the number of
+    rows each of the policy's row batches held."""
     scenario = scaled_site(CPES)
     cpes = e2_cpes(scenario)
     processor = IndicationProcessor(cpes)
@@ -73,15 +81,26 @@ def run(many: bool) -> list[list[tuple[str, str, str, Any]]]:
     estimator = estimators if many else OneByOne(estimators)
     assert isinstance(estimator, ManyEstimates) == many
     source = _Queue()
+    policy = make_policy("optimal")
+    if spy is not None:
+        plain = policy.propose_rows
+
+        def counted(questions: BalancingRows) -> list[Proposal | None]:
+            spy.append(len(questions.now_s))
+            return plain(questions)
+
+        policy.propose_rows = counted  # type: ignore[method-assign]
     loop = ControlLoop(
         cpes=cpes,
         directions=[Direction.DOWNLINK, Direction.UPLINK],
         source=source,
         estimator=estimator,
-        policy=make_policy("optimal"),
+        policy=policy,
         sink=_CountingSink(),
         store=store,
         warmup_s=1.5,
+        exploration=Exploration(),
+        balancing_rows=rows,
     )
     ids = [c.cpe_id for c in cpes]
     store.save_override(Override(ids[1], Direction.DOWNLINK, excluded=frozenset({"wifi"})))
@@ -101,13 +120,11 @@ def run(many: bool) -> list[list[tuple[str, str, str, Any]]]:
             store.delete_override(ids[2], Direction.UPLINK)
             loop.access_event(ids[3], "lifi", True, now_s - 0.5)
         steps.append(loop.step(now_s))
-    return [
-        [
-            (o.cpe_id, o.direction.value, o.reason, o.pushed and sorted(o.pushed.weights.items()))
-            for o in step
-        ]
-        for step in steps
-    ]
+    return [[_seen(o) for o in step] for step in steps]
+
+
+def _seen(o: StepOutcome) -> tuple[str, str, str, Any]:
+    return (o.cpe_id, o.direction.value, o.reason, o.pushed and sorted(o.pushed.weights.items()))
 
 
 def test_a_step_decides_the_same_asking_for_all_paths_at_once_or_one_by_one() -> None:
@@ -118,3 +135,87 @@ def test_a_step_decides_the_same_asking_for_all_paths_at_once_or_one_by_one() ->
     assert any("warm-up" in r for r in reasons), reasons
     assert any(r.startswith("frozen") for r in reasons), reasons
     assert sum(1 for step in at_once for *_, pushed in step if pushed) > CPES
+
+
+def test_a_step_decides_the_same_putting_its_usual_questions_as_rows_or_as_inputs() -> None:
+    spy: list[int] = []
+    assert run(many=True, rows=True, spy=spy) == run(many=True, rows=False)
+    assert sum(spy) > CPES * PERIODS  # most questions went as rows
+    assert run(many=False, rows=True) == run(many=False, rows=False)
+
+
+class Bounded:
+    """Per CPE and access, an estimate the test sets: some known only from below."""
+
+    name = "bounded"
+
+    def __init__(self) -> None:
+        self.table: dict[tuple[str, str], CapacityEstimate] = {}
+
+    def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        pass
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction, now_s: float
+    ) -> CapacityEstimate | None:
+        return self.table.get((cpe_id, access))
+
+
+def explored(rows: bool) -> tuple[Outcomes, int]:
+    """Eight CPEs, the odd ones' Wi-Fi known only from what it carried (which follows what
+    exploration asked of it, up to 600 Mbit/s), over twelve periods; cpe-2's Wi-Fi loses its
+    carrier for two periods."""
+    accesses = ("nr", "wifi", "lifi")
+    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(8)]
+    estimator, source = Bounded(), _Queue()
+    exploration = Exploration()
+    policy = make_policy("optimal")
+    assert isinstance(policy, WeightPolicy)
+    loop = ControlLoop(
+        cpes=cpes,
+        directions=[Direction.DOWNLINK],
+        source=source,
+        estimator=estimator,
+        policy=policy,
+        sink=_CountingSink(),
+        store=MemoryStateStore(),
+        warmup_s=0.0,
+        exploration=exploration,
+        balancing_rows=rows,
+    )
+    dl = Direction.DOWNLINK
+    carried = {c.cpe_id: 50.0 + 10 * n for n, c in enumerate(cpes)}
+    out: Outcomes = []
+    for tick in range(12):
+        now_s = float(tick + 1)
+        for n, cpe in enumerate(cpes):
+            c = cpe.cpe_id
+            nr = 300.0 + 20 * ((n + tick) % 3)
+            estimator.table[(c, "nr")] = CapacityEstimate(c, "nr", dl, nr, 15.0, "b", now_s)
+            estimator.table[(c, "lifi")] = CapacityEstimate(c, "lifi", dl, 12.0, 1.0, "b", now_s)
+            # measured in the ninth and tenth periods (the raises under way end), known only
+            # from below again after them
+            bound = n % 2 == 1 and tick not in (8, 9)
+            wifi = min(carried[c], 600.0) if bound else 600.0
+            if c == "cpe-2" and tick >= 7:
+                wifi = 200.0  # back from its outage weaker than before it
+            estimator.table[(c, "wifi")] = CapacityEstimate(
+                c, "wifi", dl, wifi, 0.2 * wifi, "b", now_s, lower_bound=bound
+            )
+            for access, mbps in (("nr", nr * 0.9), ("wifi", wifi), ("lifi", 11.0)):
+                source.samples.append(KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=mbps))
+            carried[c] *= 1.5
+        if tick == 5:
+            loop.access_event("cpe-2", "wifi", False, now_s - 0.5)
+        if tick == 7:  # back: what it carried before the outage stands for it until a report
+            loop.access_event("cpe-2", "wifi", True, now_s - 0.5)
+        out.append([_seen(o) for o in loop.step(now_s)])
+    return out, exploration.stats.raises
+
+
+def test_exploration_and_carrier_words_decide_the_same_as_rows_or_as_inputs() -> None:
+    """A question with a path to explore, or a carrier word standing, goes as an input beside
+    the rows; the others as rows: the same decisions, the same raises."""
+    as_rows, as_inputs = explored(rows=True), explored(rows=False)
+    assert as_rows == as_inputs
+    assert as_rows[1] > 0  # exploration did raise

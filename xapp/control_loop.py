@@ -16,6 +16,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from core.domain import (
     CapacityEstimate,
     Cpe,
@@ -30,7 +32,13 @@ from core.sequence import is_after, next_after
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis, PushBudget
 from xapp.policy.outage_risk import OutageRisk
-from xapp.policy.weight_policy import PathView, PolicyInput, Proposal, WeightPolicy
+from xapp.policy.weight_policy import (
+    BalancingRows,
+    PathView,
+    PolicyInput,
+    Proposal,
+    WeightPolicy,
+)
 from xapp.ports import (
     CapacityEstimator,
     CarrierAware,
@@ -160,6 +168,43 @@ class _Pending:
     landed: list[float] = field(default_factory=list)
 
 
+class _Rows:
+    """A step's questions over the same accesses put as rows (``BalancingRows``), gathered
+    one CPE and direction at a time, in columns."""
+
+    _NOTHING_EXCLUDED: frozenset[str] = frozenset()
+
+    def __init__(self, accesses: tuple[str, ...]) -> None:
+        self.accesses = accesses
+        self.items: list[_Deciding] = []
+        self.now_s: list[float] = []
+        self.interval_s: list[float] = []
+        self.has_current: list[bool] = []
+        # per row and access, row after row
+        self.measured: list[bool] = []
+        self.capacity: list[float] = []
+        self.stddev: list[float] = []
+        self.measured_at_s: list[float] = []
+        self.risk: list[float] = []
+        self.current: list[int] = []
+
+    def questions(self) -> BalancingRows:
+        shape = (len(self.items), len(self.accesses))
+        return BalancingRows(
+            self.accesses,
+            np.array(self.now_s, dtype=np.float64),
+            np.array(self.measured, dtype=bool).reshape(shape),
+            np.array(self.capacity, dtype=np.float64).reshape(shape),
+            np.array(self.stddev, dtype=np.float64).reshape(shape),
+            np.array(self.measured_at_s, dtype=np.float64).reshape(shape),
+            np.array(self.risk, dtype=np.float64).reshape(shape),
+            np.array(self.interval_s, dtype=np.float64),
+            np.array(self.current, dtype=np.int64).reshape(shape),
+            np.array(self.has_current, dtype=bool),
+            [self._NOTHING_EXCLUDED] * len(self.items),
+        )
+
+
 class ControlLoop:
     def __init__(
         self,
@@ -177,6 +222,7 @@ class ControlLoop:
         exploration: Exploration | None = None,
         push_wait_s: float | None = None,
         may_push: Callable[[str, Direction], str | None] | None = None,
+        balancing_rows: bool = True,
     ) -> None:
         """``warmup_s``: after a CPE's first KPI report, how long to wait for its other accesses
         to report before deciding without them (E2 nodes connect and report one by one, and an
@@ -188,7 +234,12 @@ class ControlLoop:
         agent) is finished at a later step, and its CPE and direction are not decided again
         until it is. None: wait for every push (the simulated evaluator's sinks answer at once).
         ``may_push``: None when the agent of a CPE and direction may be pushed to now, else
-        why not (its agent not reached yet); such a CPE and direction is not decided."""
+        why not (its agent not reached yet); such a CPE and direction is not decided.
+
+        ``balancing_rows``: a step's usual questions (load balancing, nothing overridden, no
+        carrier word) put to the policy as rows of numbers (``BalancingRows``) rather than one
+        ``PolicyInput`` each; False puts every question as an input, the reference the rows
+        are held to (tests/test_control_loop_many.py)."""
         self._cpes = list(cpes)
         self._directions = list(directions)
         self._source = source
@@ -215,6 +266,7 @@ class ControlLoop:
         self._last_usable_estimate: dict[tuple[str, str, Direction], CapacityEstimate] = {}
         self._push_wait_s = push_wait_s
         self._may_push = may_push
+        self._balancing_rows = balancing_rows
         # When the newest report of each (CPE, direction) arrived (monotonic), if reports say.
         self._report_received_s: dict[tuple[str, Direction], float] = {}
         # What each (CPE, direction) may still push for a gain (the push limit).
@@ -306,8 +358,7 @@ class ControlLoop:
                     continue
                 begun.append(self._begin(cpe, direction, now_s))
         deciding = [d for d in begun if isinstance(d, _Deciding)]
-        self._ask_all(deciding)
-        self._propose_all(deciding)
+        self._propose_all(deciding, self._ask_all(deciding))
         planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures, late = self._push_all(pending, push_until, urgent)
@@ -469,10 +520,11 @@ class ControlLoop:
             if s.throughput_mbps is not None:
                 conditions.throughput_mbps = s.throughput_mbps
 
-    def _ask_all(self, deciding: Sequence[_Deciding]) -> None:
+    def _ask_all(self, deciding: Sequence[_Deciding]) -> list[_Rows]:
         """The policy's questions for every CPE and direction the step decides: their paths'
         estimates asked of the estimator at once where it answers for many (a fleet's step
-        fuses thousands of paths together), then each question put together."""
+        fuses thousands of paths together), then each question put together: the usual ones
+        as rows (returned, by accesses), the others as inputs (``request``)."""
         asking = [d for d in deciding if d.asks]
         paths = [
             (d.cpe.cpe_id, access, d.direction)
@@ -483,25 +535,97 @@ class ControlLoop:
         found: Iterator[CapacityEstimate | None] | None = None
         if isinstance(self._estimator, ManyEstimates) and paths:
             found = iter(self._estimator.estimate_many(paths, asking[0].now_s))
+        rows: dict[tuple[str, ...], _Rows] = {}
+        said_of = self._estimator.estimate
+        exploration = self._exploration
         for d in asking:
+            asked = found
+            if self._in_rows(d):
+                cpe_id, direction, accesses = d.cpe.cpe_id, d.direction, d.cpe.access_names
+                estimates = [
+                    next(found) if found is not None else said_of(cpe_id, a, direction, d.now_s)
+                    for a in accesses
+                ]
+                # A path known only from below is for exploration to show the policy.
+                if exploration is None or not any(
+                    e is not None and e.available and e.lower_bound for e in estimates
+                ):
+                    group = rows.get(accesses)
+                    if group is None:
+                        group = rows[accesses] = _Rows(accesses)
+                    self._put_row(group, d, estimates)
+                    continue
+                asked = iter(estimates)
             d.request = self._policy_input(
-                d.cpe, d.direction, d.now_s, d.rule, d.current, d.excluded, found
+                d.cpe, d.direction, d.now_s, d.rule, d.current, d.excluded, asked
             )
+        return list(rows.values())
 
-    def _propose_all(self, deciding: Sequence[_Deciding]) -> None:
-        """The policy's proposals for every CPE and direction the step decides, at once."""
+    def _in_rows(self, d: _Deciding) -> bool:
+        """A question the policy answers as a row (``WeightPolicy.answers_in_rows``) with
+        nothing overridden and no word of the agent's on a carrier standing for its CPE."""
+        if not self._balancing_rows or d.override is not None:
+            return False
+        accesses = d.cpe.access_names
+        carrier = self._carrier
+        if carrier and any((d.cpe.cpe_id, a) in carrier for a in accesses):
+            return False
+        current = d.current.weights if d.current is not None else None
+        return self._policy.answers_in_rows(d.rule, current, accesses)
+
+    def _put_row(
+        self, rows: _Rows, d: _Deciding, estimates: Sequence[CapacityEstimate | None]
+    ) -> None:
+        """``_policy_input`` as a row, for a question in the rows (nothing excluded, no word
+        of the agent's, nothing to explore): the same state kept of each path and CPE."""
+        cpe_id, direction = d.cpe.cpe_id, d.direction
+        observe, last_usable = self._outage_risk.observe, self._last_usable_estimate
+        for access, e in zip(d.cpe.access_names, estimates, strict=True):
+            key = (cpe_id, access, direction)
+            if e is not None and e.available and e.capacity_mbps > 0:
+                last_usable[key] = e
+                rows.measured.append(True)
+                rows.capacity.append(e.capacity_mbps)
+                rows.stddev.append(e.stddev_mbps)
+                rows.measured_at_s.append(e.measured_at_s)
+                rows.risk.append(observe(key, True))
+            else:
+                rows.measured.append(False)
+                rows.capacity.append(0.0)
+                rows.stddev.append(0.0)
+                rows.measured_at_s.append(0.0)
+                rows.risk.append(observe(key, False))
+        if self._exploration is not None and d.rule.mode == SteeringMode.LOAD_BALANCING:
+            self._exploration.end_raises(cpe_id, direction, d.cpe.access_names)
+        current = d.current.weights if d.current is not None else None
+        if current is None:
+            rows.current.extend([0] * len(rows.accesses))
+        else:
+            rows.current.extend([current[a] for a in rows.accesses])
+        rows.has_current.append(current is not None)
+        rows.now_s.append(d.now_s)
+        rows.interval_s.append(self._interval_since_last_decision(cpe_id, direction, d.now_s))
+        rows.items.append(d)
+
+    def _propose_all(self, deciding: Sequence[_Deciding], rows: Sequence[_Rows] = ()) -> None:
+        """The policy's proposals for every CPE and direction the step decides, at once: the
+        questions put as inputs, then those put as rows."""
         asking = [d for d in deciding if d.request is not None]
         proposals = self._policy.propose_many([d.request for d in asking if d.request])
         for item, proposal in zip(asking, proposals, strict=True):
             item.proposal = proposal
+        for group in rows:
+            for item, proposal in zip(
+                group.items, self._policy.propose_rows(group.questions()), strict=True
+            ):
+                item.proposal = proposal
 
     def _decide(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Pending:
         """One CPE and direction decided alone."""
         begun = self._begin(cpe, direction, now_s)
         if isinstance(begun, StepOutcome):
             return begun
-        self._ask_all([begun])
-        self._propose_all([begun])
+        self._propose_all([begun], self._ask_all([begun]))
         return self._conclude(begun)
 
     def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:

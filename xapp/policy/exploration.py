@@ -24,7 +24,7 @@ of what the other paths carry.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from core.domain import CapacityEstimate, Direction
@@ -106,13 +106,8 @@ class Exploration:
     ) -> dict[str, CapacityEstimate | None]:
         """The estimates the policy should decide on: lower bounds raised or at face value,
         the rest unchanged. ``carried_mbps``: what each path carried in the last period."""
-        raised = self._raised
         if not any(e is not None and e.available and e.lower_bound for e in estimates.values()):
-            # No bound to explore (a fleet's usual case, asked for every CPE at every
-            # step): each path's raise under way, if any, ends, as the loop below would end it.
-            if raised:
-                for access in estimates:
-                    raised.pop((cpe_id, access, direction), None)
+            self.end_raises(cpe_id, direction, estimates)
             return dict(estimates)
         weights = current_weights or {}
         total = sum(weights.values())
@@ -155,6 +150,15 @@ class Exploration:
             key, bounded[explored], shares.get(explored, 0.0), paced_by_measured, others_mbps, now_s
         )
         return out
+
+    def end_raises(self, cpe_id: str, direction: Direction, accesses: Iterable[str]) -> None:
+        """``views`` for a question with no bound to explore (a fleet's usual, asked of every
+        CPE at every step), whose estimates it passes unchanged: each of these paths' raise
+        under way, if any, ends."""
+        raised = self._raised
+        if raised:
+            for access in accesses:
+                raised.pop((cpe_id, access, direction), None)
 
     def _view(
         self,

@@ -103,6 +103,30 @@ class PolicyInput:
 
 
 @dataclass(frozen=True)
+class BalancingRows:
+    """Load-balancing questions over the same accesses (in this order), one row each: what the
+    balancing lane reads of a ``PolicyInput``, as arrays. A fleet's loop puts its usual
+    questions this way at once, without an input object per CPE and a view per path.
+
+    Per row and access: whether the estimate is of an available path with capacity > 0
+    (``measured``; then its capacity, σ and time, else zeros), its outage probability, and the
+    weight in force (``has_current`` per row: whether any are); per row: the time of the
+    question, the interval to the next decision and the accesses the operator took out."""
+
+    accesses: tuple[str, ...]
+    now_s: npt.NDArray[np.float64]
+    measured: npt.NDArray[np.bool_]
+    capacity: npt.NDArray[np.float64]
+    stddev: npt.NDArray[np.float64]
+    measured_at_s: npt.NDArray[np.float64]
+    risk: npt.NDArray[np.float64]
+    decision_interval_s: npt.NDArray[np.float64]
+    current: npt.NDArray[np.int64]
+    has_current: npt.NDArray[np.bool_]
+    excluded: Sequence[frozenset[str]]
+
+
+@dataclass(frozen=True)
 class Proposal:
     """Weights for every path of the CPE, and the capacities they were computed from."""
 
@@ -180,10 +204,17 @@ class WeightPolicy:
         return [plan.proposal() if plan is not None else None for plan in plans]
 
     def _in_balancing_lane(self, request: PolicyInput) -> bool:
-        """Load balancing without ATSSS thresholds, weighed by a rule for many at once, with
-        the weights in force (if any) over exactly the request's paths: a fleet's usual
-        question, which ``_propose_balancing`` answers in arrays for all such requests."""
-        rule = request.rule
+        return self.answers_in_rows(
+            request.rule, request.current, tuple(p.access for p in request.paths)
+        )
+
+    def answers_in_rows(
+        self, rule: SteeringRule, current: Mapping[str, int] | None, accesses: Sequence[str]
+    ) -> bool:
+        """Whether a question with this rule and these weights in force over these accesses is
+        one the balancing lane answers (``propose_rows``): load balancing without ATSSS
+        thresholds, weighed by a rule for many at once, with the weights in force (if any)
+        over exactly its paths. A fleet's usual question."""
         if rule.mode is not SteeringMode.LOAD_BALANCING or not self._uncertainty_aware:
             return False
         if self._weigh_many is None:
@@ -191,48 +222,71 @@ class WeightPolicy:
         limits = rule.thresholds
         if limits.rtt_ms is not None or limits.loss_rate_permille is not None:
             return False
-        current = request.current
         if current is None:
             return True
-        paths = request.paths
-        return len(current) == len(paths) and all(p.access in current for p in paths)
+        return len(current) == len(accesses) and all(a in current for a in accesses)
 
     def _propose_balancing(
         self, accesses: tuple[str, ...], requests: Sequence[PolicyInput]
     ) -> list[Proposal | None]:
         """``_propose_planned`` for requests in the balancing lane over these accesses (in this
-        order), worked out as (requests × paths) arrays: the same usable paths, selection,
-        weights, predictions and reasons (tests/test_policy_equivalence.py holds the two
-        together). A fleet's step spent most of the policy's time planning one request at a
-        time in dictionaries."""
+        order), put as rows (``propose_rows``)."""
         rows, paths = len(requests), len(accesses)
-        config = self.config
+        measured = np.zeros((rows, paths), dtype=bool)
         capacity = np.zeros((rows, paths))
         stddev = np.zeros((rows, paths))
-        usable = np.zeros((rows, paths), dtype=bool)
+        measured_at_s = np.zeros((rows, paths))
         risk = np.empty((rows, paths))
-        stall = np.empty(rows)
         current = np.zeros((rows, paths), dtype=np.int64)
         has_current = np.zeros(rows, dtype=bool)
-        stale_after_s = config.stale_after_s
         for row, request in enumerate(requests):
-            now_s = request.now_s
             for column, view in enumerate(request.paths):
                 e = view.estimate
                 risk[row, column] = view.outage_probability
-                if (
-                    e is not None
-                    and e.available
-                    and e.capacity_mbps > 0
-                    and max(0.0, now_s - e.measured_at_s) <= stale_after_s
-                ):
-                    usable[row, column] = True
+                if e is not None and e.available and e.capacity_mbps > 0:
+                    measured[row, column] = True
                     capacity[row, column] = e.capacity_mbps
                     stddev[row, column] = e.stddev_mbps
-            stall[row] = self._stall_fraction(request)
+                    measured_at_s[row, column] = e.measured_at_s
             if request.current is not None:
                 has_current[row] = True
                 current[row] = [request.current[a] for a in accesses]
+        return self.propose_rows(
+            BalancingRows(
+                accesses,
+                np.array([r.now_s for r in requests], dtype=np.float64),
+                measured,
+                capacity,
+                stddev,
+                measured_at_s,
+                risk,
+                np.array([r.decision_interval_s for r in requests], dtype=np.float64),
+                current,
+                has_current,
+                [r.excluded for r in requests],
+            )
+        )
+
+    def propose_rows(self, questions: BalancingRows) -> list[Proposal | None]:
+        """``_propose_planned`` for load-balancing questions put as rows (each one that
+        ``answers_in_rows``), worked out as (rows × paths) arrays: the same usable paths,
+        selection, weights, predictions and reasons (tests/test_policy_equivalence.py holds
+        the two together). A fleet's step spent most of the policy's time planning one
+        request at a time in dictionaries."""
+        accesses = questions.accesses
+        rows, paths = len(questions.now_s), len(accesses)
+        config = self.config
+        # usable: available, capacity > 0 and fresh (CapacityEstimate.age_s ≤ stale_after_s)
+        age_s = np.maximum(0.0, questions.now_s[:, None] - questions.measured_at_s)
+        usable = questions.measured & (age_s <= config.stale_after_s)
+        capacity = np.where(usable, questions.capacity, 0.0)
+        stddev = np.where(usable, questions.stddev, 0.0)
+        risk = questions.risk
+        current, has_current = questions.current, questions.has_current
+        # _stall_fraction per row
+        stall = np.minimum(
+            1.0, config.outage_stall_s / np.maximum(questions.decision_interval_s, 1e-3)
+        )
         # Each usable path's conservative capacity (CapacityEstimate.quantile_mbps); the
         # selection is every usable path, less the negligible ones (_drop_negligible).
         z = normal_quantile(config.quantile)
@@ -285,17 +339,23 @@ class WeightPolicy:
         usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
         reasons: dict[tuple[SteeringMode, tuple[bool, ...]], str] = {}
         return [
-            self._balancing_proposal(requests[row], accesses, w, p, u, usable_sets, reasons)
+            self._balancing_proposal(excluded, now, accesses, w, p, u, usable_sets, reasons)
             if u.any()
             else None
-            for row, (w, p, u) in enumerate(
-                zip(weights.tolist(), predicted.tolist(), usable, strict=True)
+            for excluded, now, w, p, u in zip(
+                questions.excluded,
+                has_current.tolist(),
+                weights.tolist(),
+                predicted.tolist(),
+                usable,
+                strict=True,
             )
         ]
 
     def _balancing_proposal(
         self,
-        request: PolicyInput,
+        excluded: frozenset[str],
+        has_current: bool,
         accesses: tuple[str, ...],
         weights: list[int],
         predicted: list[float],
@@ -309,21 +369,21 @@ class WeightPolicy:
             usable_set = usable_sets[mask] = frozenset(
                 a for a, u in zip(accesses, mask, strict=True) if u
             )
-        excluded = request.excluded
-        reason = None if excluded else reasons.get((request.rule.mode, mask))
+        mode = SteeringMode.LOAD_BALANCING  # (the lane's)
+        reason = None if excluded else reasons.get((mode, mask))
         if reason is None:
             standby = sorted(a for a in accesses if a not in usable_set and a not in excluded)
-            reason = f"{request.rule.mode}: weights by {self.name}"
+            reason = f"{mode}: weights by {self.name}"
             reason += f"; no usable estimate for {', '.join(standby)}" if standby else ""
             if excluded:
                 shown = sorted(excluded & set(accesses))
                 reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
             else:
-                reasons[(request.rule.mode, mask)] = reason
+                reasons[(mode, mask)] = reason
         return Proposal(
             weights=dict(zip(accesses, weights, strict=True)),
             predicted_mbps=predicted[0],
-            current_predicted_mbps=predicted[1] if request.current is not None else None,
+            current_predicted_mbps=predicted[1] if has_current else None,
             usable=usable_set,
             reason=reason,
         )
