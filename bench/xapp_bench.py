@@ -44,7 +44,7 @@ from xapp.e2 import indications
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
-from xapp.live import LiveSettings
+from xapp.live import STEP_PART, LiveSettings
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import make_policy
@@ -311,7 +311,11 @@ def run_xapp_bench(
                 decode_s.append(time.perf_counter() - started)
                 source.samples.extend(samples)
             reports += sum(1 for _ in batch)
-            loop.step(tick * period_s + period_s)
+            # a step as the service takes it: the reports in, then the CPEs decided in parts
+            now_s = tick * period_s + period_s
+            loop.take_reports(now_s)
+            for first in range(0, len(domain_cpes), STEP_PART):
+                loop.decide(domain_cpes[first : first + STEP_PART], now_s)
         busy_s.append(time.perf_counter() - period_started)
         cpu_s.append(time.process_time() - cpu_started)
     for name, (module, _) in readers.items():

@@ -12,8 +12,9 @@ import pytest
 from bench.xapp_bench import STAGES, default_periods, run_xapp_bench
 from kpm import e2ap
 from kpm.reports import decode_message
+from xapp.control_loop import ControlLoop
 from xapp.e2 import indications
-from xapp.live import LiveSettings
+from xapp.live import STEP_PART, LiveSettings
 from xapp.policy.exploration import Exploration
 
 
@@ -76,6 +77,21 @@ def test_the_loop_is_the_service_s_with_exploration(monkeypatch: pytest.MonkeyPa
     row = run_xapp_bench(10, periods=2)
     assert len(asked) == row.decisions == 10 * 2 * 2
     assert LiveSettings(cpe_agents={}).exploration is not None  # the service's default
+
+
+def test_a_step_decides_its_cpes_in_the_service_s_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As `xapp serve` steps: the reports in, then STEP_PART CPEs decided at a time."""
+    parts: list[int] = []
+    plain = ControlLoop.decide
+
+    def decide(self: ControlLoop, cpes: Any, *args: Any, **kwargs: Any) -> Any:
+        parts.append(len(cpes))
+        return plain(self, cpes, *args, **kwargs)
+
+    monkeypatch.setattr(ControlLoop, "decide", decide)
+    row = run_xapp_bench(STEP_PART + 20, periods=2)
+    assert parts == [STEP_PART, 20] * 2
+    assert row.decisions == (STEP_PART + 20) * 2 * 2
 
 
 def test_the_command_prints_json_rows() -> None:
