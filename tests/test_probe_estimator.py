@@ -17,6 +17,7 @@ from core.domain import (
 )
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
+from xapp.estimators.said import NOTHING, said_of
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 
 DL = Direction.DOWNLINK
@@ -339,3 +340,39 @@ def test_a_path_back_from_an_outage_is_probed_between_sweeps() -> None:
     assert prober.started == []  # reported down: never probed
     estimator.update([KpiSample("a", "nr", DL, 1.3, 0.3, available=True)], 1.3)
     assert [(r.cpe_id, r.access, r.reason) for _, r in prober.started] == [("a", "nr", "recovered")]
+
+
+def test_said_many_tells_what_estimate_tells_path_by_path() -> None:
+    """The probe's word on many paths at once (what fusion reads) is its estimate of each, as
+    numbers: probed paths' results, a path found down, none for the others; with no path gone
+    quiet or down, and with some."""
+    prober = ScriptedProber({"nr": 340.0, "wifi": 1190.0, "lifi": None})
+    estimator = ProbeEstimator(prober, ProbeSettings(routine_gap_s=10.0, max_per_cpe=3))
+    cpes = ("a", "b")
+    paths = [(c, a, DL) for c in cpes for a in ("nr", "wifi", "lifi")]
+
+    def report(now_s: float, carried: dict[str, float]) -> list[KpiSample]:
+        return [
+            KpiSample(c, a, DL, now_s, 1.0, throughput_mbps=carried.get(a, 50.0))
+            for c in cpes
+            for a in ("nr", "wifi", "lifi")
+        ]
+
+    def agree(now_s: float) -> None:
+        expected = [said_of(estimator.estimate(*path, now_s)) for path in paths]
+        assert estimator.said_many(paths) == expected
+
+    estimator.update(report(1.0, {}), 1.0)  # every path probed (probe-only: no estimate)
+    agree(1.0)
+    estimator.update(report(2.0, {}), 2.0)  # the results: NR and Wi-Fi measured, LiFi down
+    assert estimator.said_many(paths)[0] != NOTHING
+    agree(2.0)
+    # b's Wi-Fi weighted and carrying nothing while its other paths carry: silent
+    estimator._silence._weights = lambda cpe_id, direction: {"nr": 1, "wifi": 1, "lifi": 1}
+    estimator.update(
+        [s for s in report(3.0, {}) if (s.cpe_id, s.access) != ("b", "wifi")]
+        + [KpiSample("b", "wifi", DL, 3.0, 1.0, throughput_mbps=0.0)],
+        3.0,
+    )
+    assert not estimator._silence.is_quiet()
+    agree(3.0)

@@ -215,7 +215,6 @@ class FusedEstimator:
         recorded, counts, biases, squares = records.gather(rows[:, None], kept_in[None, :])
         own = np.full(count, records.column(self.name), dtype=np.intp)
         _, own_counts, _, own_squares = records.gather(rows, own)
-        silence = self._silence.silent_since
         fused = fuse_many(
             SourceTable(
                 present=values[:, :, 0] > 0,
@@ -229,9 +228,7 @@ class FusedEstimator:
                 count=counts,
                 bias=biases,
                 square=squares,
-                silent_since=np.array(
-                    [math.nan if (since := silence(path)) is None else since for path in paths]
-                ),
+                silent_since=self._silence.silent_times(paths),
                 own_count=own_counts,
                 own_square=own_squares,
             ),

@@ -11,7 +11,11 @@ again.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import numpy.typing as npt
 
 from core.domain import Direction, KpiSample
 
@@ -57,6 +61,18 @@ class SilenceTracker:
 
     def silent_since(self, path: Path) -> float | None:
         return self._since.get(path)
+
+    def silent_times(self, paths: Sequence[Path]) -> npt.NDArray[np.float64]:
+        """``silent_since`` of each path, NaN where it is not silent: what fusion and the
+        probe planner read of a fleet's every path at each step (mostly none is silent)."""
+        since = self._since
+        if not since:
+            return np.full(len(paths), math.nan)
+        return np.fromiter((since.get(p, math.nan) for p in paths), np.float64, len(paths))
+
+    def is_quiet(self) -> bool:
+        """No path is silent."""
+        return not self._since
 
     def silent(self) -> set[Path]:
         return set(self._since)

@@ -52,6 +52,7 @@ from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
     CAPACITY,
     MEASURED_AT,
+    NOTHING,
     STDDEV,
     said_numbers,
     said_of,
@@ -123,6 +124,7 @@ class ProbeEstimator:
         self.records = records
         self.stats = ProbeStats()
         self._latest: dict[Path, CapacityEstimate] = {}
+        self._latest_said: dict[Path, Said] = {}  # the same as numbers (said_many)
         self._history: dict[Path, deque[KpiSample]] = {}
         self._down: set[Path] = set()  # the node says so (link state)
         self._silence = SilenceTracker(weights)
@@ -188,8 +190,11 @@ class ProbeEstimator:
     def said_many(self, paths: Sequence[Path]) -> list[Said]:
         """``estimate`` of each path as numbers (``SaysMany``), without an estimate made for
         each silent path at each reading."""
+        said_of_path, down = self._latest_said.get, self._down
+        if not down and self._silence.is_quiet():  # (a fleet's usual: no path gone)
+            return [said_of_path(path, NOTHING) for path in paths]
         out: list[Said] = []
-        latest_of, silent_since_of, down = self._latest.get, self._silence.silent_since, self._down
+        latest_of, silent_since_of = self._latest.get, self._silence.silent_since
         for path in paths:
             latest = latest_of(path)
             # _unusable_since, for a path neither silent nor down (most of a fleet's) at once
@@ -245,8 +250,8 @@ class ProbeEstimator:
         (log.debug if repeated else log.info)("probe of %s %s %s (%s): %s", *path, r.reason, result)
         if outcome.path_down:
             self.stats.path_down += 1
-            self._latest[path] = CapacityEstimate(
-                *path, 0.0, 0.0, self.name, outcome.finished_at_s, available=False
+            self._keep(
+                CapacityEstimate(*path, 0.0, 0.0, self.name, outcome.finished_at_s, available=False)
             )
         elif outcome.capacity_mbps is None or not math.isfinite(outcome.capacity_mbps):
             self.stats.failed += 1
@@ -262,12 +267,14 @@ class ProbeEstimator:
         else:
             self.stats.succeeded += 1
             capacity = max(0.0, outcome.capacity_mbps)
-            self._latest[path] = CapacityEstimate(
-                *path,
-                capacity,
-                self.settings.relative_error * capacity,
-                self.name,
-                outcome.finished_at_s,
+            self._keep(
+                CapacityEstimate(
+                    *path,
+                    capacity,
+                    self.settings.relative_error * capacity,
+                    self.name,
+                    outcome.finished_at_s,
+                )
             )
             self._recovered.discard(path)
             self._silence.clear(path)
@@ -276,6 +283,12 @@ class ProbeEstimator:
             self.records.append_probe_record(
                 ProbeRecord(outcome, tuple(self._history.get(path, ())))
             )
+
+    def _keep(self, result: CapacityEstimate) -> None:
+        """A probe's result as the path's newest, as an estimate and as numbers."""
+        path = (result.cpe_id, result.access, result.direction)
+        self._latest[path] = result
+        self._latest_said[path] = said_of(result)
 
     def _give_up_late(self, now_s: float) -> None:
         limit = self.settings.duration_s + self.settings.timeout_s
@@ -325,8 +338,7 @@ class ProbeEstimator:
         """The probes these paths need, as (priority, path, reason), from what the advisors
         say of them (each asked once for all the paths)."""
         said = said_table(advisors, paths, now_s)
-        silence = self._silence.silent_since
-        since = np.array([math.nan if (s := silence(path)) is None else s for path in paths])
+        since = self._silence.silent_times(paths)
         # NaN (not silent) compares False: seen back only from a silence
         back = shows_usable_since(said, since).any(axis=1)
         silent: list[bool] = (~np.isnan(since) & ~back).tolist()
