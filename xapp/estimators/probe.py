@@ -36,6 +36,7 @@ import math
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import compress
 
 import numpy as np
 import numpy.typing as npt
@@ -341,35 +342,47 @@ class ProbeEstimator:
         since = self._silence.silent_times(paths)
         # NaN (not silent) compares False: seen back only from a silence
         back = shows_usable_since(said, since).any(axis=1)
-        silent: list[bool] = (~np.isnan(since) & ~back).tolist()
+        silent = ~np.isnan(since) & ~back
         headroom: list[bool] = np.any(shows_usable_since(said, -math.inf), axis=1).tolist()
+        # once known, always known: not asked again each period for each of a fleet's paths
+        known = self._headroom_known
+        known.update(compress(paths, headroom))
+        # Each path a silence, an earlier probe's gap or a return from an outage concerns is
+        # looked at on its own; every other (a fleet's most) goes to be judged by its reasons.
+        starts, recovered = self._last_start, self._recovered
+        silent_rows = set(np.flatnonzero(silent).tolist())
+        looked = silent_rows.union(
+            row for row, path in enumerate(paths) if path in starts or path in recovered
+        )
+        judged_at_once = np.ones(len(paths), dtype=bool)
+        judged_at_once[list(looked)] = False
+        judged: list[int] = np.flatnonzero(judged_at_once).tolist()
         candidates: list[tuple[int, Path, str]] = []
-        judged: list[int] = []
-        for row, path in enumerate(paths):
-            # once known, always known: not asked again each period for each of a fleet's paths
-            if headroom[row] and path not in self._headroom_known:
-                self._headroom_known.add(path)
-            if silent[row] and path in self._headroom_known:
+        for row in sorted(looked):
+            path = paths[row]
+            is_silent = row in silent_rows
+            if is_silent and path in known:
                 continue  # its node will show its return: nothing for a probe to add yet
-            if silent[row]:
+            if is_silent:
                 gap = self.settings.down_check_s
             elif advisors:
                 gap = self.settings.min_gap_s
             else:
                 gap = self.settings.routine_gap_s
-            last = self._last_start.get(path)
+            last = starts.get(path)
             if last is not None and now_s - last < gap:
                 continue
-            if silent[row]:
+            if is_silent:
                 candidates.append((REASONS.index("down-check"), path, "down-check"))
-            elif path in self._recovered and path not in self._headroom_known:
+            elif path in recovered and path not in known:
                 candidates.append((REASONS.index("recovered"), path, "recovered"))
             else:
                 # Its node measures the headroom (if it was recovered), so the KPIs already
                 # tell what it can carry: a probe would only take the data's share of it (and,
                 # in a WRR round, of all paths).
-                self._recovered.discard(path)
+                recovered.discard(path)
                 judged.append(row)
+        judged.sort()
         chosen = [paths[row] for row in judged]
         for path, reason in zip(chosen, self._reasons(chosen, said[judged], now_s), strict=True):
             if reason is not None:
