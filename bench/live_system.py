@@ -8,6 +8,7 @@ import bisect
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -36,13 +37,40 @@ def free_port() -> int:
     return free_ports(1)[0]
 
 
+# Where the kernel takes the local ports of outgoing connections from (Linux's default below).
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def free_ports(count: int) -> list[int]:
-    """Distinct free loopback ports: held together while chosen, so none comes twice."""
+    """Distinct free loopback ports for servers that must be told their port before they
+    start (child processes: redis-server, the xApp and its RMR listener, the agents). They
+    are chosen below the kernel's ephemeral range: a port from bind(0) lies inside it, where
+    any outgoing connection on the machine may take it before the server binds it (a RIC
+    test's xApp found its RMR port taken so, once, after a minute of the test's own
+    connections). Held together while chosen, so none comes twice."""
+    try:
+        low = int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    lowest = max(1024, low - 16384)
+    rng = random.SystemRandom()
     with contextlib.ExitStack() as stack:
-        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
-        for sock in sockets:
+        chosen: list[int] = []
+        tries = 0
+        while len(chosen) < count and low - lowest >= 1024 and tries < 500:
+            tries += 1
+            port = rng.randrange(lowest, low)
+            sock = stack.enter_context(socket.socket())
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use (or just chosen)
+            chosen.append(port)
+        while len(chosen) < count:  # no room below the range: bind(0)'s, as a last resort
+            sock = stack.enter_context(socket.socket())
             sock.bind(("127.0.0.1", 0))
-        return [int(sock.getsockname()[1]) for sock in sockets]
+            chosen.append(int(sock.getsockname()[1]))
+        return chosen
 
 
 def atsss(*args: str) -> list[str]:

@@ -14,11 +14,13 @@ from typing import Any
 
 import uvicorn
 
+from bench.live_system import free_ports
+
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port for a server started as its own process (below the ephemeral range: see
+    ``free_ports``)."""
+    return free_ports(1)[0]
 
 
 @contextlib.contextmanager
