@@ -335,14 +335,14 @@ class WeightPolicy:
                 stall[members],
             )
         # The usable sets, one object per distinct set (the proposals keep them a step), and
-        # the reasons, one per distinct mode and set (a fleet's rows share a few).
+        # the reasons, one per distinct set (a fleet's rows share a few).
         usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
-        reasons: dict[tuple[SteeringMode, tuple[bool, ...]], str] = {}
+        reasons: dict[tuple[bool, ...], str] = {}
         return [
-            self._balancing_proposal(excluded, now, accesses, w, p, u, usable_sets, reasons)
+            self._balancing_proposal(excluded, in_force, accesses, w, p, u, usable_sets, reasons)
             if u.any()
             else None
-            for excluded, now, w, p, u in zip(
+            for excluded, in_force, w, p, u in zip(
                 questions.excluded,
                 has_current.tolist(),
                 weights.tolist(),
@@ -361,8 +361,10 @@ class WeightPolicy:
         predicted: list[float],
         usable: npt.NDArray[np.bool_],
         usable_sets: dict[tuple[bool, ...], frozenset[str]],
-        reasons: dict[tuple[SteeringMode, tuple[bool, ...]], str],
+        reasons: dict[tuple[bool, ...], str],
     ) -> Proposal:
+        """A row's proposal; ``has_current``: weights are in force (the prediction for them is
+        the row's second), ``reasons``: those made for rows with nothing excluded, by set."""
         mask = tuple(usable.tolist())
         usable_set = usable_sets.get(mask)
         if usable_set is None:
@@ -370,7 +372,7 @@ class WeightPolicy:
                 a for a, u in zip(accesses, mask, strict=True) if u
             )
         mode = SteeringMode.LOAD_BALANCING  # (the lane's)
-        reason = None if excluded else reasons.get((mode, mask))
+        reason = None if excluded else reasons.get(mask)
         if reason is None:
             standby = sorted(a for a in accesses if a not in usable_set and a not in excluded)
             reason = f"{mode}: weights by {self.name}"
@@ -379,7 +381,7 @@ class WeightPolicy:
                 shown = sorted(excluded & set(accesses))
                 reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
             else:
-                reasons[(mode, mask)] = reason
+                reasons[mask] = reason
         return Proposal(
             weights=dict(zip(accesses, weights, strict=True)),
             predicted_mbps=predicted[0],
