@@ -55,8 +55,8 @@ from xapp.estimators.said import (
     MEASURED_AT,
     NOTHING,
     STDDEV,
+    KeptEstimates,
     said_numbers,
-    said_of,
     said_table,
     shows_usable_since,
     usable_exact,
@@ -124,8 +124,7 @@ class ProbeEstimator:
         self.advisors_for: Advisors = advisors_for or (lambda cpe_id, direction: fixed)
         self.records = records
         self.stats = ProbeStats()
-        self._latest: dict[Path, CapacityEstimate] = {}
-        self._latest_said: dict[Path, Said] = {}  # the same as numbers (said_many)
+        self._results = KeptEstimates(self.name)  # each path's newest probe result
         self._history: dict[Path, deque[KpiSample]] = {}
         self._down: set[Path] = set()  # the node says so (link state)
         self._silence = SilenceTracker(weights)
@@ -182,38 +181,37 @@ class ProbeEstimator:
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None:
         path = (cpe_id, access, direction)
-        latest = self._latest.get(path)
-        gone_since = self._unusable_since(path, latest)
+        gone_since = self._unusable_since(path, self._results.said(path))
         if gone_since is not None:
             return CapacityEstimate(*path, 0.0, 0.0, self.name, gone_since, available=False)
-        return latest
+        return self._results.estimate(path)
 
     def said_many(self, paths: Sequence[Path]) -> list[Said]:
         """``estimate`` of each path as numbers (``SaysMany``), without an estimate made for
         each silent path at each reading."""
-        said_of_path, down = self._latest_said.get, self._down
+        results, down = self._results, self._down
         if not down and self._silence.is_quiet():  # (a fleet's usual: no path gone)
-            return [said_of_path(path, NOTHING) for path in paths]
+            return results.said_many(paths)
         out: list[Said] = []
-        latest_of, silent_since_of = self._latest.get, self._silence.silent_since
+        said_of_path, silent_since_of = results.said, self._silence.silent_since
         for path in paths:
-            latest = latest_of(path)
+            said = said_of_path(path)
             # _unusable_since, for a path neither silent nor down (most of a fleet's) at once
             if path in down or silent_since_of(path) is not None:
-                gone_since = self._unusable_since(path, latest)
+                gone_since = self._unusable_since(path, said)
                 if gone_since is not None:
                     out.append(
                         said_numbers(0.0, 0.0, gone_since, available=False, lower_bound=False)
                     )
                     continue
-            out.append(said_of(latest))
+            out.append(NOTHING if said is None else said)
         return out
 
-    def _unusable_since(self, path: Path, latest: CapacityEstimate | None) -> float | None:
+    def _unusable_since(self, path: Path, latest: Said | None) -> float | None:
         """Since when the path is unusable, as far as this estimator knows, or None: silent
         since after its newest probe result, or reported down (since its newest report)."""
         silent_since = self._silence.silent_since(path)
-        if silent_since is not None and (latest is None or latest.measured_at_s < silent_since):
+        if silent_since is not None and (latest is None or latest[MEASURED_AT] < silent_since):
             return silent_since
         if path in self._down:
             return self._history[path][-1].time_s
@@ -251,8 +249,9 @@ class ProbeEstimator:
         (log.debug if repeated else log.info)("probe of %s %s %s (%s): %s", *path, r.reason, result)
         if outcome.path_down:
             self.stats.path_down += 1
-            self._keep(
-                CapacityEstimate(*path, 0.0, 0.0, self.name, outcome.finished_at_s, available=False)
+            self._results.put(
+                path,
+                said_numbers(0.0, 0.0, outcome.finished_at_s, available=False, lower_bound=False),
             )
         elif outcome.capacity_mbps is None or not math.isfinite(outcome.capacity_mbps):
             self.stats.failed += 1
@@ -268,14 +267,15 @@ class ProbeEstimator:
         else:
             self.stats.succeeded += 1
             capacity = max(0.0, outcome.capacity_mbps)
-            self._keep(
-                CapacityEstimate(
-                    *path,
+            self._results.put(
+                path,
+                said_numbers(
                     capacity,
                     self.settings.relative_error * capacity,
-                    self.name,
                     outcome.finished_at_s,
-                )
+                    available=True,
+                    lower_bound=False,
+                ),
             )
             self._recovered.discard(path)
             self._silence.clear(path)
@@ -284,12 +284,6 @@ class ProbeEstimator:
             self.records.append_probe_record(
                 ProbeRecord(outcome, tuple(self._history.get(path, ())))
             )
-
-    def _keep(self, result: CapacityEstimate) -> None:
-        """A probe's result as the path's newest, as an estimate and as numbers."""
-        path = (result.cpe_id, result.access, result.direction)
-        self._latest[path] = result
-        self._latest_said[path] = said_of(result)
 
     def _give_up_late(self, now_s: float) -> None:
         limit = self.settings.duration_s + self.settings.timeout_s
