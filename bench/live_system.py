@@ -46,8 +46,8 @@ def free_ports(count: int) -> list[int]:
     start (child processes: redis-server, the xApp and its RMR listener, the agents). They
     are chosen below the kernel's ephemeral range: a port from bind(0) lies inside it, where
     any outgoing connection on the machine may take it before the server binds it (a RIC
-    test's xApp found its RMR port taken so, once, after a minute of the test's own
-    connections). Held together while chosen, so none comes twice."""
+    test's xApp found its RMR port taken so, once, seconds after it was chosen). Held
+    together while chosen, so none comes twice."""
     try:
         low = int(EPHEMERAL_RANGE.read_text().split()[0])
     except (OSError, ValueError, IndexError):

@@ -45,8 +45,6 @@ from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.live import STEP_PART, LiveSettings
-from xapp.policy.exploration import Exploration
-from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import make_policy
 
 VERSION = KpmVersion.V3_00
@@ -235,8 +233,8 @@ def run_xapp_bench(
         policy=make_policy("optimal", service.policy),
         sink=sink,
         store=store,
-        hysteresis=Hysteresis(service.min_gain, service.max_pushes_per_s),
-        exploration=None if service.exploration is None else Exploration(service.exploration),
+        hysteresis=service.hysteresis(),
+        exploration=service.new_exploration(),
         warmup_s=0.0,
     )
     # A step decides for all its CPEs together (their proposals in one batch): each decision's

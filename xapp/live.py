@@ -127,6 +127,14 @@ class LiveSettings:
     # How paths known only from below get more share; None: they are weighted by their bound
     exploration: ExplorationConfig | None = field(default_factory=ExplorationConfig)
 
+    def hysteresis(self) -> Hysteresis:
+        """The loop's hysteresis and push limit, as these settings say."""
+        return Hysteresis(self.min_gain, self.max_pushes_per_s)
+
+    def new_exploration(self) -> Exploration | None:
+        """A fresh exploration of the paths known only from below (None: none)."""
+        return None if self.exploration is None else Exploration(self.exploration)
+
 
 class LiveControl:
     def __init__(
@@ -196,9 +204,7 @@ class LiveControl:
         self._next_delay_log_s = time.monotonic() + DELAY_LOG_EVERY_S
         self._loop: ControlLoop | None = None
         # kept across reloads: what it learnt of paths known only from below, and its counts
-        self.exploration = (
-            Exploration(settings.exploration) if settings.exploration is not None else None
-        )
+        self.exploration = settings.new_exploration()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # The collector's passes between steps, not during them (core/collector.py).
@@ -322,7 +328,7 @@ class LiveControl:
             policy=make_policy("optimal", self.policy_config),
             sink=self.sink,
             store=self.state,
-            hysteresis=Hysteresis(self.settings.min_gain, self.settings.max_pushes_per_s),
+            hysteresis=self.settings.hysteresis(),
             exploration=self.exploration,
             # A step waits this long for its pushes; a slow agent's push lands at a later step.
             push_wait_s=self._push_wait_s(),
