@@ -6,8 +6,9 @@ did path by path (kept here as the reference)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,7 +21,7 @@ from xapp.estimators.fusion import (
     MIN_STDDEV_MBPS,
     FusedEstimator,
 )
-from xapp.estimators.said import said_of
+from xapp.estimators.said import EstimateRows, said_of
 
 Path = tuple[str, str, Direction]
 SOURCES = ("kpi", "model", "probe")
@@ -130,6 +131,12 @@ def test_many_paths_at_once_fuse_as_one_by_one(fleet: tuple[FusedEstimator, list
     fusion, paths = fleet
     one_by_one = [fusion.estimate(*path, NOW_S) for path in paths]
     assert fusion.estimate_many(paths, NOW_S) == one_by_one
+    # as columns: each path's estimate made from its numbers is the same
+    rows = fusion.estimate_rows(paths, NOW_S)
+    assert [rows.estimate(i) for i in range(len(paths))] == one_by_one
+    given = EstimateRows.of(paths, one_by_one)  # and objects taken in as columns come out
+    assert given.estimates() == one_by_one
+    assert given.available.tolist() == [e is not None and e.available for e in one_by_one]
 
 
 def test_what_many_paths_at_once_serve_is_judged_at_the_next_update() -> None:
@@ -141,7 +148,8 @@ def test_what_many_paths_at_once_serve_is_judged_at_the_next_update() -> None:
     (served,) = fusion.estimate_many([path], NOW_S)
     assert served is not None
     assert served.capacity_mbps == 300.0
-    assert fusion._served[path] == served
+    # kept as the forecast the next update judges: (capacity, measured at)
+    assert fusion._served[path] == (served.capacity_mbps, served.measured_at_s)
     assert fusion.estimate_many([], NOW_S) == []
 
 
@@ -180,10 +188,17 @@ class ReferenceFusion(FusedEstimator):
                 found.append(e)
                 if e.available and not e.lower_bound:
                     priors[(path, source.name)] = e
-            own = self._served.pop(path, NOT_SERVED)
-            if own is NOT_SERVED:
+            served = self._served.pop(path, NOT_SERVED)
+            if served is NOT_SERVED:
                 fresh = [e for e in found if e.age_s(now_s) <= self.max_age_s]
                 own = self._fuse(path, fresh, now_s)
+            else:  # what was given out, kept as the forecast to judge: (capacity, time)
+                capacity, at_s = cast(tuple[float, float], served)
+                own = (
+                    None
+                    if math.isnan(capacity)
+                    else CapacityEstimate(*path, capacity, 0.0, self.name, at_s)
+                )
             if isinstance(own, CapacityEstimate) and own.available and not own.lower_bound:
                 priors[(path, self.name)] = own
         for source in self.sources:

@@ -29,6 +29,9 @@ from core.domain import (
     WeightSet,
 )
 from core.sequence import is_after, next_after
+from core.slots import Slots
+from xapp.estimators.said import EstimateRows
+from xapp.path_state import DecisionTimes, LastUsableEstimates
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis, PushBudget
 from xapp.policy.outage_risk import OutageRisk
@@ -42,6 +45,7 @@ from xapp.policy.weight_policy import (
 from xapp.ports import (
     CapacityEstimator,
     CarrierAware,
+    EstimatesAsRows,
     KpiSource,
     ManyEstimates,
     StateStore,
@@ -169,40 +173,14 @@ class _Pending:
 
 
 class _Rows:
-    """A step's questions over the same accesses put as rows (``BalancingRows``), gathered
-    one CPE and direction at a time, in columns."""
-
-    _NOTHING_EXCLUDED: frozenset[str] = frozenset()
+    """A step's questions over the same accesses put as rows (``BalancingRows``): the CPEs and
+    directions, and where each one's paths start in the step's estimates."""
 
     def __init__(self, accesses: tuple[str, ...]) -> None:
         self.accesses = accesses
         self.items: list[_Deciding] = []
-        self.now_s: list[float] = []
-        self.interval_s: list[float] = []
-        self.has_current: list[bool] = []
-        # per row and access, row after row
-        self.measured: list[bool] = []
-        self.capacity: list[float] = []
-        self.stddev: list[float] = []
-        self.measured_at_s: list[float] = []
-        self.risk: list[float] = []
-        self.current: list[int] = []
-
-    def questions(self) -> BalancingRows:
-        shape = (len(self.items), len(self.accesses))
-        return BalancingRows(
-            self.accesses,
-            np.array(self.now_s, dtype=np.float64),
-            np.array(self.measured, dtype=bool).reshape(shape),
-            np.array(self.capacity, dtype=np.float64).reshape(shape),
-            np.array(self.stddev, dtype=np.float64).reshape(shape),
-            np.array(self.measured_at_s, dtype=np.float64).reshape(shape),
-            np.array(self.risk, dtype=np.float64).reshape(shape),
-            np.array(self.interval_s, dtype=np.float64),
-            np.array(self.current, dtype=np.int64).reshape(shape),
-            np.array(self.has_current, dtype=bool),
-            [self._NOTHING_EXCLUDED] * len(self.items),
-        )
+        self.starts: list[int] = []
+        self.questions: BalancingRows | None = None  # put together once every row is in
 
 
 class ControlLoop:
@@ -254,16 +232,17 @@ class ControlLoop:
         self._last_rule: dict[tuple[str, Direction], SteeringRule] = {}
         self._last_override: dict[tuple[str, Direction], int | None] = {}
         self._last_usable: dict[tuple[str, Direction], frozenset[str]] = {}
-        self._outage_risk = OutageRisk()
+        # The paths' places in the columns of what is remembered of each (core/slots.py).
+        self._path_slots: Slots[tuple[str, str, Direction]] = Slots()
+        self._outage_risk = OutageRisk(slots=self._path_slots)
         self._exploration = exploration
         # When each (CPE, direction) was last decided, and the running mean of the intervals.
-        self._last_decision_s: dict[tuple[str, Direction], float] = {}
-        self._decision_interval_s: dict[tuple[str, Direction], float] = {}
+        self._decision_times = DecisionTimes()
         self._warmup_s = warmup_s
         self._first_report_s: dict[tuple[str, Direction], float] = {}
         self._carrier: dict[tuple[str, str], _Carrier] = {}
         # Each path's latest usable estimate: what a path back from an outage starts from.
-        self._last_usable_estimate: dict[tuple[str, str, Direction], CapacityEstimate] = {}
+        self._last_usable_estimate = LastUsableEstimates(self._path_slots)
         self._push_wait_s = push_wait_s
         self._may_push = may_push
         self._balancing_rows = balancing_rows
@@ -488,13 +467,13 @@ class ControlLoop:
             self._last_usable,
             self._first_report_s,
             self._carrier,
-            self._last_usable_estimate,
             self._report_received_s,
             self._budgets,
         ]
         for history in histories:
             for key in [k for k in history if k[0] not in kept]:
                 del history[key]
+        self._last_usable_estimate.forget(lambda path: path[0] not in kept)
 
     def set_policy(self, policy: WeightPolicy) -> None:
         """A policy set up otherwise (an agent's lever learnt after the start)."""
@@ -522,9 +501,9 @@ class ControlLoop:
 
     def _ask_all(self, deciding: Sequence[_Deciding]) -> list[_Rows]:
         """The policy's questions for every CPE and direction the step decides: their paths'
-        estimates asked of the estimator at once where it answers for many (a fleet's step
-        fuses thousands of paths together), then each question put together: the usual ones
-        as rows (returned, by accesses), the others as inputs (``request``)."""
+        estimates asked of the estimator at once (a fleet's step fuses thousands of paths
+        together, as columns where it answers so), then each question put together: the
+        usual ones as rows (returned, by accesses), the others as inputs (``request``)."""
         asking = [d for d in deciding if d.asks]
         paths = [
             (d.cpe.cpe_id, access, d.direction)
@@ -532,34 +511,55 @@ class ControlLoop:
             for access in d.cpe.access_names
             if access not in d.excluded
         ]
-        found: Iterator[CapacityEstimate | None] | None = None
-        if isinstance(self._estimator, ManyEstimates) and paths:
-            found = iter(self._estimator.estimate_many(paths, asking[0].now_s))
+        if not paths:
+            for d in asking:
+                d.request = self._policy_input(
+                    d.cpe, d.direction, d.now_s, d.rule, d.current, d.excluded
+                )
+            return []
+        found = self._estimate_rows(paths, asking[0].now_s)
+        # A path known only from below is for exploration to show the policy: its CPE's
+        # question goes as an input. (How many such paths each CPE has, from running sums.)
+        explore = np.zeros(len(paths) + 1, dtype=np.int64)
+        if self._exploration is not None:
+            np.cumsum(found.available & found.lower_bound, out=explore[1:])
+        explored = explore.tolist()
         rows: dict[tuple[str, ...], _Rows] = {}
-        said_of = self._estimator.estimate
-        exploration = self._exploration
+        start = 0
         for d in asking:
-            asked = found
-            if self._in_rows(d):
-                cpe_id, direction, accesses = d.cpe.cpe_id, d.direction, d.cpe.access_names
-                estimates = [
-                    next(found) if found is not None else said_of(cpe_id, a, direction, d.now_s)
-                    for a in accesses
-                ]
-                # A path known only from below is for exploration to show the policy.
-                if exploration is None or not any(
-                    e is not None and e.available and e.lower_bound for e in estimates
-                ):
-                    group = rows.get(accesses)
-                    if group is None:
-                        group = rows[accesses] = _Rows(accesses)
-                    self._put_row(group, d, estimates)
-                    continue
-                asked = iter(estimates)
-            d.request = self._policy_input(
-                d.cpe, d.direction, d.now_s, d.rule, d.current, d.excluded, asked
-            )
+            accesses = d.cpe.access_names
+            count = sum(1 for a in accesses if a not in d.excluded) if d.excluded else len(accesses)
+            if self._in_rows(d) and explored[start + count] == explored[start]:
+                group = rows.get(accesses)
+                if group is None:
+                    group = rows[accesses] = _Rows(accesses)
+                group.items.append(d)
+                group.starts.append(start)
+            else:
+                d.request = self._policy_input(
+                    d.cpe,
+                    d.direction,
+                    d.now_s,
+                    d.rule,
+                    d.current,
+                    d.excluded,
+                    iter([found.estimate(i) for i in range(start, start + count)]),
+                )
+            start += count
+        for group in rows.values():
+            group.questions = self._put_rows(group, found)
         return list(rows.values())
+
+    def _estimate_rows(
+        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
+    ) -> EstimateRows:
+        """The estimator's estimates of these paths, as columns."""
+        estimator = self._estimator
+        if isinstance(estimator, EstimatesAsRows):
+            return estimator.estimate_rows(paths, now_s)
+        if isinstance(estimator, ManyEstimates):
+            return EstimateRows.of(paths, estimator.estimate_many(paths, now_s))
+        return EstimateRows.of(paths, [estimator.estimate(*path, now_s) for path in paths])
 
     def _in_rows(self, d: _Deciding) -> bool:
         """A question the policy answers as a row (``WeightPolicy.answers_in_rows``) with
@@ -573,39 +573,58 @@ class ControlLoop:
         current = d.current.weights if d.current is not None else None
         return self._policy.answers_in_rows(d.rule, current, accesses)
 
-    def _put_row(
-        self, rows: _Rows, d: _Deciding, estimates: Sequence[CapacityEstimate | None]
-    ) -> None:
-        """``_policy_input`` as a row, for a question in the rows (nothing excluded, no word
-        of the agent's, nothing to explore): the same state kept of each path and CPE."""
-        cpe_id, direction = d.cpe.cpe_id, d.direction
-        observe, last_usable = self._outage_risk.observe, self._last_usable_estimate
-        for access, e in zip(d.cpe.access_names, estimates, strict=True):
-            key = (cpe_id, access, direction)
-            if e is not None and e.available and e.capacity_mbps > 0:
-                last_usable[key] = e
-                rows.measured.append(True)
-                rows.capacity.append(e.capacity_mbps)
-                rows.stddev.append(e.stddev_mbps)
-                rows.measured_at_s.append(e.measured_at_s)
-                rows.risk.append(observe(key, True))
-            else:
-                rows.measured.append(False)
-                rows.capacity.append(0.0)
-                rows.stddev.append(0.0)
-                rows.measured_at_s.append(0.0)
-                rows.risk.append(observe(key, False))
-        if self._exploration is not None and d.rule.mode == SteeringMode.LOAD_BALANCING:
-            self._exploration.end_raises(cpe_id, direction, d.cpe.access_names)
-        current = d.current.weights if d.current is not None else None
-        if current is None:
-            rows.current.extend([0] * len(rows.accesses))
-        else:
-            rows.current.extend([current[a] for a in rows.accesses])
-        rows.has_current.append(current is not None)
-        rows.now_s.append(d.now_s)
-        rows.interval_s.append(self._interval_since_last_decision(cpe_id, direction, d.now_s))
-        rows.items.append(d)
+    def _put_rows(self, rows: _Rows, found: EstimateRows) -> BalancingRows:
+        """``_policy_input`` for questions in the rows (nothing excluded, no word of the
+        agent's, nothing to explore), all at once: the same state kept of each path and CPE
+        (the last usable estimate, the outage risk, the decision interval, the end of
+        exploration's raises)."""
+        accesses, items = rows.accesses, rows.items
+        shape = (len(items), len(accesses))
+        at = (np.array(rows.starts, dtype=np.intp)[:, None] + np.arange(len(accesses))).ravel()
+        measured = found.available[at] & (found.capacity[at] > 0)
+        capacity = np.where(measured, found.capacity[at], 0.0)
+        stddev = np.where(measured, found.stddev[at], 0.0)
+        measured_at_s = np.where(measured, found.measured_at[at], 0.0)
+        paths = found.paths
+        places = self._path_slots.many([paths[i] for i in at.tolist()])
+        risk = self._outage_risk.observe_many(places, measured)
+        kept = np.flatnonzero(measured)
+        self._last_usable_estimate.put_many(
+            places[kept],
+            capacity[kept],
+            stddev[kept],
+            measured_at_s[kept],
+            found.lower_bound[at[kept]],
+            found.source if not found.made else [found.made[i].source for i in at[kept].tolist()],  # type: ignore[union-attr]
+        )
+        now_s = np.array([d.now_s for d in items], dtype=np.float64)
+        current = np.zeros(shape, dtype=np.int64)
+        has_current = np.zeros(len(items), dtype=bool)
+        exploration = self._exploration
+        for row, d in enumerate(items):
+            if exploration is not None and d.rule.mode == SteeringMode.LOAD_BALANCING:
+                exploration.end_raises(d.cpe.cpe_id, d.direction, accesses)
+            if d.current is not None:
+                has_current[row] = True
+                weights = d.current.weights
+                current[row] = [weights[a] for a in accesses]
+        times = self._decision_times
+        intervals = times.intervals(
+            times.slots.many([(d.cpe.cpe_id, d.direction) for d in items]), now_s
+        )
+        return BalancingRows(
+            accesses,
+            now_s,
+            measured.reshape(shape),
+            capacity.reshape(shape),
+            stddev.reshape(shape),
+            measured_at_s.reshape(shape),
+            risk.reshape(shape),
+            intervals,
+            current,
+            has_current,
+            [frozenset()] * len(items),
+        )
 
     def _propose_all(self, deciding: Sequence[_Deciding], rows: Sequence[_Rows] = ()) -> None:
         """The policy's proposals for every CPE and direction the step decides, at once: the
@@ -615,8 +634,9 @@ class ControlLoop:
         for item, proposal in zip(asking, proposals, strict=True):
             item.proposal = proposal
         for group in rows:
+            assert group.questions is not None  # (put together by _ask_all)
             for item, proposal in zip(
-                group.items, self._policy.propose_rows(group.questions()), strict=True
+                group.items, self._policy.propose_rows(group.questions), strict=True
             ):
                 item.proposal = proposal
 
@@ -862,16 +882,7 @@ class ControlLoop:
     ) -> float:
         """The usual time between this CPE's decisions (1 s until known): event-driven ones in
         between must not make it look shorter than the reporting period for long."""
-        key = (cpe_id, direction)
-        last = self._last_decision_s.get(key)
-        self._last_decision_s[key] = now_s
-        usual = self._decision_interval_s.get(key)
-        if last is None or now_s <= last:
-            return usual if usual is not None else 1.0
-        gap = min(now_s - last, 60.0)
-        usual = gap if usual is None else 0.8 * usual + 0.2 * gap
-        self._decision_interval_s[key] = usual
-        return usual
+        return self._decision_times.interval((cpe_id, direction), now_s)
 
     def _estimate(
         self,
@@ -891,7 +902,7 @@ class ControlLoop:
             carrier = None
         if carrier is None:
             if estimate is not None and estimate.available and estimate.capacity_mbps > 0:
-                self._last_usable_estimate[key] = estimate
+                self._last_usable_estimate.put(key, estimate)
             return estimate
         if not carrier.up:
             return None

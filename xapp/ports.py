@@ -8,7 +8,7 @@ swappable without the control loop knowing which one it has.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from core.domain import (
     CapacityEstimate,
@@ -22,6 +22,9 @@ from core.domain import (
     SubscriptionRecord,
     WeightSet,
 )
+
+if TYPE_CHECKING:
+    from xapp.estimators.said import EstimateRows
 
 
 class KpiSource(Protocol):
@@ -64,6 +67,16 @@ class ManyEstimates(Protocol):
     def estimate_many(
         self, paths: Sequence[tuple[str, str, Direction]], now_s: float
     ) -> list[CapacityEstimate | None]: ...
+
+
+@runtime_checkable
+class EstimatesAsRows(Protocol):
+    """An estimator that answers ``estimate_many`` as columns of numbers (``EstimateRows``):
+    a fleet's step puts them into its questions without an estimate object per path."""
+
+    def estimate_rows(
+        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
+    ) -> EstimateRows: ...
 
 
 @runtime_checkable

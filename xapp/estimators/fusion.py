@@ -41,7 +41,13 @@ import numpy.typing as npt
 from core.domain import CapacityEstimate, Direction, KpiSample
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
-from xapp.estimators.said import CAPACITY, MEASURED_AT, said_table, usable_exact
+from xapp.estimators.said import (
+    CAPACITY,
+    MEASURED_AT,
+    EstimateRows,
+    said_table,
+    usable_exact,
+)
 from xapp.estimators.track_records import TrackRecords
 from xapp.ports import CapacityEstimator
 
@@ -99,10 +105,10 @@ class FusedEstimator:
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights)
-        # The estimate last given out per path since its last update: the forecast to judge.
-        # (_NOT_SERVED rather than removed: the path's key stays, and a fleet's step does not
-        # leave thousands of new key tuples for the collector to walk.)
-        self._served: dict[Path, CapacityEstimate | object | None] = {}
+        # The estimate last given out per path since its last update, as the forecast to judge
+        # (``_forecast``). (_NOT_SERVED rather than removed: the path's key stays, and a
+        # fleet's step does not leave thousands of new key tuples for the collector to walk.)
+        self._served: dict[Path, tuple[float, float] | object] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         paths = list(dict.fromkeys((s.cpe_id, s.access, s.direction) for s in samples))
@@ -114,7 +120,7 @@ class FusedEstimator:
         forecast_at_s = np.where(exact, said[:, :, MEASURED_AT], np.nan)
         # Fusion's own forecast is what it last told the loop, which acted on it; only a path
         # nobody asked about since its last update has it made now.
-        own_forecasts: list[tuple[float, float]] = []
+        own_forecasts: list[tuple[float, float] | object] = []
         served = self._served
         for path in paths:
             own = served.get(path, _NOT_SERVED)
@@ -127,8 +133,8 @@ class FusedEstimator:
                     if (e := source.estimate(*path, now_s)) is not None
                     and e.age_s(now_s) <= self.max_age_s
                 ]
-                own = self._fuse(path, fresh, now_s)
-            own_forecasts.append(_forecast(own if isinstance(own, CapacityEstimate) else None))
+                own = _forecast(self._fuse(path, fresh, now_s))
+            own_forecasts.append(own)
         for source in self.sources:
             source.update(samples, now_s)
         self._silence.update(samples)
@@ -197,14 +203,19 @@ class FusedEstimator:
             and e.age_s(now_s) <= self.max_age_s
         ]
         path = (cpe_id, access, direction)
-        fused = self._served[path] = self._fuse(path, found, now_s)
+        fused = self._fuse(path, found, now_s)
+        self._served[path] = _forecast(fused)
         return fused
 
     def estimate_many(self, paths: Sequence[Path], now_s: float) -> list[CapacityEstimate | None]:
         """``estimate`` of every path, the fusion done for all of them at once
         (fusion_many.py): what a fleet's step asks for every path it decides."""
+        return self.estimate_rows(paths, now_s).estimates()
+
+    def estimate_rows(self, paths: Sequence[Path], now_s: float) -> EstimateRows:
+        """``estimate_many`` as columns: a fleet's step reads most of them as numbers."""
         if not paths:
-            return []
+            return EstimateRows.of([], [])
         sources = self.sources
         count = len(paths)
         # What each source said of each path: (paths, sources, fields).
@@ -242,35 +253,32 @@ class FusedEstimator:
             caught_up=CAUGHT_UP,
             caught_up_after_s=CAUGHT_UP_AFTER_S,
         )
-        out: list[CapacityEstimate | None] = []
-        served = self._served
-        for path, kind, capacity, stddev, measured_at, lower_bound in zip(
-            paths,
-            fused.kind.tolist(),
-            fused.capacity.tolist(),
-            fused.stddev.tolist(),
-            fused.measured_at.tolist(),
-            fused.lower_bound.tolist(),
-            strict=True,
-        ):
-            estimate = (
-                None
-                if kind == NONE
-                else CapacityEstimate(
-                    path[0],
-                    path[1],
-                    path[2],
-                    capacity,
-                    stddev,
-                    self.name,
-                    measured_at,
-                    kind != DOWN,
-                    lower_bound=kind != DOWN and lower_bound,
-                )
+        present = fused.kind != NONE
+        available = present & (fused.kind != DOWN)
+        lower_bound = available & fused.lower_bound
+        # What is given out is the forecast judged at the path's next update (``_forecast``).
+        exact = available & ~lower_bound
+        self._served.update(
+            zip(
+                paths,
+                zip(
+                    np.where(exact, fused.capacity, np.nan).tolist(),
+                    np.where(exact, fused.measured_at, np.nan).tolist(),
+                    strict=True,
+                ),
+                strict=True,
             )
-            served[path] = estimate
-            out.append(estimate)
-        return out
+        )
+        return EstimateRows(
+            paths,
+            present,
+            fused.capacity,
+            fused.stddev,
+            fused.measured_at,
+            available,
+            lower_bound,
+            self.name,
+        )
 
     def _fuse(
         self, path: Path, found: Sequence[CapacityEstimate], now_s: float

@@ -10,7 +10,8 @@ path and its estimates converted.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import chain
 
 import numpy as np
@@ -151,3 +152,89 @@ def usable_exact(table: npt.NDArray[np.float64]) -> npt.NDArray[np.bool_]:
     """Where a table's estimate is an exact one (not a lower bound) of an available path."""
     found: npt.NDArray[np.bool_] = (table[..., KIND] == ESTIMATE) & (table[..., AVAILABLE] > 0)
     return found
+
+
+@dataclass(frozen=True, eq=False)
+class EstimateRows:
+    """Estimates of many paths as columns (``ManyEstimates.estimate_rows``): what
+    ``estimate_many`` answers, without an object per path. A fleet's step puts most of them
+    into its questions to the policy as numbers; ``estimate(i)`` makes path i's estimate for
+    the few read one by one. ``made``: estimates that were given as objects (by index), kept
+    as they are; the values of a path without an estimate (``present`` False) are unread."""
+
+    paths: Sequence[Path]
+    present: npt.NDArray[np.bool_]
+    capacity: npt.NDArray[np.float64]
+    stddev: npt.NDArray[np.float64]
+    measured_at: npt.NDArray[np.float64]
+    available: npt.NDArray[np.bool_]
+    lower_bound: npt.NDArray[np.bool_]
+    source: str
+    made: Mapping[int, CapacityEstimate | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls, paths: Sequence[Path], estimates: Sequence[CapacityEstimate | None]
+    ) -> EstimateRows:
+        """Estimates given as objects, as columns."""
+        table = np.array([said_of(e) for e in estimates], dtype=np.float64).reshape(-1, 5)
+        return cls(
+            paths,
+            table[:, KIND] > 0,
+            table[:, CAPACITY],
+            table[:, STDDEV],
+            table[:, MEASURED_AT],
+            table[:, AVAILABLE] > 0,
+            table[:, KIND] == LOWER_BOUND,
+            "",
+            dict(enumerate(estimates)),
+        )
+
+    def estimate(self, i: int) -> CapacityEstimate | None:
+        if i in self.made:
+            return self.made[i]
+        if not self.present[i]:
+            return None
+        cpe_id, access, direction = self.paths[i]
+        return CapacityEstimate(
+            cpe_id,
+            access,
+            direction,
+            float(self.capacity[i]),
+            float(self.stddev[i]),
+            self.source,
+            float(self.measured_at[i]),
+            bool(self.available[i]),
+            lower_bound=bool(self.lower_bound[i]),
+        )
+
+    def estimates(self) -> list[CapacityEstimate | None]:
+        """Every path's estimate, in order (``estimate_many``'s answer)."""
+        if self.made:
+            return [self.estimate(i) for i in range(len(self.paths))]
+        source = self.source
+        return [
+            None
+            if not present
+            else CapacityEstimate(
+                path[0],
+                path[1],
+                path[2],
+                capacity,
+                stddev,
+                source,
+                measured_at,
+                available,
+                lower_bound=lower_bound,
+            )
+            for path, present, capacity, stddev, measured_at, available, lower_bound in zip(
+                self.paths,
+                self.present.tolist(),
+                self.capacity.tolist(),
+                self.stddev.tolist(),
+                self.measured_at.tolist(),
+                self.available.tolist(),
+                self.lower_bound.tolist(),
+                strict=True,
+            )
+        ]

@@ -21,6 +21,7 @@ from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
 from xapp.estimators.outage import WeightLookup
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
+from xapp.estimators.said import EstimateRows
 from xapp.estimators.saturation import SaturationLabeller
 from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore, SaturatedPeriodStore
 
@@ -147,8 +148,15 @@ class EstimatorSelection:
         self, paths: Sequence[tuple[str, str, Direction]], now_s: float
     ) -> list[CapacityEstimate | None]:
         """``estimate`` of every path: fusion's paths fused together, the others one by one."""
-        out: list[CapacityEstimate | None] = [None] * len(paths)
+        return self.estimate_rows(paths, now_s).estimates()
+
+    def estimate_rows(
+        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
+    ) -> EstimateRows:
+        """``estimate_many`` as columns: fusion's as it gives them, the others' made one by
+        one (a fleet on fusion, the default, makes no estimate object here)."""
         fused: list[int] = []
+        others: dict[int, CapacityEstimate | None] = {}
         modes: dict[tuple[str, Direction], str] = {}
         for index, (cpe_id, access, direction) in enumerate(paths):
             key = (cpe_id, direction)
@@ -158,12 +166,13 @@ class EstimatorSelection:
             if mode == "fused":
                 fused.append(index)
             else:
-                out[index] = self._by_mode[mode].estimate(cpe_id, access, direction, now_s)
-        for index, estimate in zip(
-            fused, self.fused.estimate_many([paths[i] for i in fused], now_s), strict=True
-        ):
-            out[index] = estimate
-        return out
+                others[index] = self._by_mode[mode].estimate(cpe_id, access, direction, now_s)
+        if not others:
+            return self.fused.estimate_rows(paths, now_s)
+        if fused:
+            rows = self.fused.estimate_rows([paths[i] for i in fused], now_s)
+            others.update((index, rows.estimate(i)) for i, index in enumerate(fused))
+        return EstimateRows.of(paths, [others[i] for i in range(len(paths))])
 
     def _advisors_for(
         self, cpe_id: str, direction: Direction

@@ -1,0 +1,67 @@
+"""Each key's place in arrays: state kept per key as columns (one array per field) can then be
+read and written for thousands of keys at once.
+
+A fleet's step touches every path of every CPE. Kept in dictionaries of small objects, each
+path costs a few dictionary lookups and attribute reads in Python, every step; kept as
+columns, a step's paths are gathered and scattered by their places in a handful of array
+operations. A key's place is given the first time it is seen and kept for good (the fleet's
+paths are few and come back; a forgotten key's place is reset by its owner, not reused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, ItemsView, Sequence
+from typing import Generic, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+K = TypeVar("K", bound=Hashable)
+A = TypeVar("A", bound=np.generic)
+
+INITIAL_SIZE = 64
+
+
+class Slots(Generic[K]):
+    """Keys numbered 0, 1, 2, … in the order they are first seen."""
+
+    def __init__(self) -> None:
+        self._of: dict[K, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._of)
+
+    def of(self, key: K) -> int:
+        """The key's place, given now if it has none."""
+        slot = self._of.get(key)
+        if slot is None:
+            slot = self._of[key] = len(self._of)
+        return slot
+
+    def get(self, key: K) -> int | None:
+        """The key's place, or None if it was never given one."""
+        return self._of.get(key)
+
+    def many(self, keys: Sequence[K]) -> npt.NDArray[np.intp]:
+        """Each key's place (given now to those without one), in order."""
+        of, given = self._of, self._of.get
+        places = []
+        for key in keys:
+            slot = given(key)
+            if slot is None:
+                slot = of[key] = len(of)
+            places.append(slot)
+        return np.array(places, dtype=np.intp)
+
+    def items(self) -> ItemsView[K, int]:
+        return self._of.items()
+
+
+def grown(column: npt.NDArray[A], size: int, fill: object) -> npt.NDArray[A]:
+    """``column``, or a copy at least ``size`` long (doubling) with the new places ``fill``:
+    the columns of state kept per slot grow with the slots."""
+    if len(column) >= size:
+        return column
+    longer = np.full(max(size, 2 * len(column), INITIAL_SIZE), fill, dtype=column.dtype)
+    longer[: len(column)] = column
+    return longer
