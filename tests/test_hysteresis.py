@@ -1,5 +1,9 @@
 """Hysteresis: push only what is worth pushing."""
 
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from xapp.policy.hysteresis import Hysteresis
 
 H = Hysteresis(min_gain=0.02)
@@ -58,3 +62,50 @@ def test_mode_and_override_changes_are_pushed() -> None:
 
 def test_current_weights_that_carry_nothing_are_replaced() -> None:
     assert H.decide(CURRENT, {"nr": 1}, predicted_mbps=5, current_predicted_mbps=0).push
+
+
+ACCESSES = ("nr", "wifi", "lifi")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.tuples(*[st.integers(0, 3)] * 3),
+            st.tuples(*[st.integers(0, 3)] * 3),
+            st.floats(0.0, 2000.0),
+            st.floats(0.0, 2000.0),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=20,
+    ),
+    st.sampled_from([0.0, 0.01, 0.02]),
+)
+def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
+    rows: list[tuple[tuple[int, ...], tuple[int, ...], float, float, bool]], min_gain: float
+) -> None:
+    """``held_many`` (a fleet's rows at once) against ``decide``, row by row: each row it
+    holds, decide holds with the reason the loop gives it; of those it leaves, decide pushes
+    or gives a reason of its own."""
+    hysteresis = Hysteresis(min_gain=min_gain)
+    current = np.array([r[0] for r in rows], dtype=np.int64)
+    proposed = np.array([r[1] for r in rows], dtype=np.int64)
+    predicted = np.array([r[2] for r in rows])
+    before = np.array([r[3] for r in rows])
+    cannot_wait = np.array([r[4] for r in rows])
+    held, unchanged, gain = hysteresis.held_many(current, proposed, predicted, before, cannot_wait)
+    for row, (now, new, mbps, before_mbps, urgent) in enumerate(rows):
+        decision = hysteresis.decide(
+            dict(zip(ACCESSES, now, strict=True)),
+            dict(zip(ACCESSES, new, strict=True)),
+            predicted_mbps=mbps,
+            current_predicted_mbps=before_mbps,
+            override_changed=urgent,  # one of the changes that cannot wait
+        )
+        if held[row]:
+            assert not decision.push
+            expected = "unchanged" if unchanged[row] else hysteresis.too_small(float(gain[row]))
+            assert decision.reason == expected
+        else:
+            assert decision.push or decision.reason.startswith("current weights")

@@ -40,6 +40,8 @@ from xapp.policy.weight_policy import (
     PathView,
     PolicyInput,
     Proposal,
+    RowAnswers,
+    RowProposals,
     WeightPolicy,
 )
 from xapp.ports import (
@@ -141,6 +143,8 @@ class _Deciding:
     mode_changed: bool = False
     request: PolicyInput | None = None  # None: the override's weights, no question
     proposal: Proposal | None = None
+    # The outcome already, for a question put as a row whose weights stay (_conclude_rows).
+    held: StepOutcome | None = None
     now_s: float = 0.0  # the decision's time
 
     @property
@@ -181,6 +185,7 @@ class _Rows:
         self.items: list[_Deciding] = []
         self.starts: list[int] = []
         self.questions: BalancingRows | None = None  # put together once every row is in
+        self.answers: RowAnswers | None = None  # the policy's
 
 
 class ControlLoop:
@@ -337,7 +342,9 @@ class ControlLoop:
                     continue
                 begun.append(self._begin(cpe, direction, now_s))
         deciding = [d for d in begun if isinstance(d, _Deciding)]
-        self._propose_all(deciding, self._ask_all(deciding))
+        rows = self._ask_all(deciding)
+        self._propose_all(deciding, rows)
+        self._conclude_rows(rows)
         planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures, late = self._push_all(pending, push_until, urgent)
@@ -635,18 +642,58 @@ class ControlLoop:
             item.proposal = proposal
         for group in rows:
             assert group.questions is not None  # (put together by _ask_all)
-            for item, proposal in zip(
-                group.items, self._policy.propose_rows(group.questions), strict=True
-            ):
-                item.proposal = proposal
+            group.answers = self._policy.answer_rows(group.questions)
 
-    def _decide(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Pending:
-        """One CPE and direction decided alone."""
-        begun = self._begin(cpe, direction, now_s)
-        if isinstance(begun, StepOutcome):
-            return begun
-        self._propose_all([begun], self._ask_all([begun]))
-        return self._conclude(begun)
+    def _conclude_rows(self, rows: Sequence[_Rows]) -> None:
+        """``_conclude`` for the questions put as rows whose weights the hysteresis holds (a
+        fleet's usual: its weights stay), worked out as arrays: their outcome kept with each
+        (``_Deciding.held``), and what a decision remembers remembered. The others get their
+        proposal, for ``_conclude`` to decide as any other (a push, or a reason only it
+        words). tests/test_control_loop_many.py holds the rows to the inputs decided one by
+        one."""
+        hysteresis = self._hysteresis
+        for group in rows:
+            questions, answers = group.questions, group.answers
+            assert questions is not None  # (asked, then answered)
+            assert answers is not None
+            made = RowProposals(self._policy, questions, answers)
+            accesses, current, proposed = group.accesses, questions.current, answers.weights
+            answered = answers.answered.tolist()
+            # What cannot wait (Hysteresis.decide): a weighted path lost, an override or a
+            # mode changed, a path back that the proposal weights.
+            cannot_wait = np.asarray((~answers.usable & (current > 0)).any(axis=1), dtype=bool)
+            weights = proposed.tolist()
+            for row, d in enumerate(group.items):
+                if not answered[row]:
+                    continue
+                if d.override_changed or d.mode_changed:
+                    cannot_wait[row] = True
+                    continue
+                before = self._last_usable.get((d.cpe.cpe_id, d.direction))
+                if before is not None and any(
+                    w > 0 and a not in before
+                    for a, w in zip(accesses, weights[row], strict=True)
+                    if a in made.usable_set(row)
+                ):
+                    cannot_wait[row] = True
+            held, unchanged, gain = hysteresis.held_many(
+                current, proposed, answers.predicted[:, 0], answers.predicted[:, 1], cannot_wait
+            )
+            held &= answers.answered & questions.has_current
+            for row, (d, stays, same, rise) in enumerate(
+                zip(group.items, held.tolist(), unchanged.tolist(), gain.tolist(), strict=True)
+            ):
+                if not stays:
+                    d.proposal = made.proposal(row)
+                    continue
+                key = (d.cpe.cpe_id, d.direction)
+                self._last_usable[key] = made.usable_set(row)
+                self._report_received_s.pop(key, None)
+                self._last_rule[key] = d.rule
+                self._last_override[key] = d.override_revision
+                d.held = StepOutcome(
+                    key[0], key[1], None, "unchanged" if same else hysteresis.too_small(rise)
+                )
 
     def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:
         """What the decision starts from: the weights in force, the override, the rule, and
@@ -697,6 +744,8 @@ class ControlLoop:
             begun.current,
             begun.override,
         )
+        if begun.held is not None:
+            return begun.held
         key = (cpe.cpe_id, direction)
         rule, override_revision = begun.rule, begun.override_revision
         if override is not None and override.weights is not None:

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 
+import numpy as np
+import numpy.typing as npt
+
 
 @dataclass(frozen=True)
 class PushDecision:
@@ -166,4 +169,28 @@ class Hysteresis:
         gain = predicted_mbps / before - 1
         if gain >= self.min_gain:
             return PushDecision(True, f"predicted gain {gain:.1%}", for_gain=True, gain=gain)
-        return PushDecision(False, f"predicted gain {gain:.1%} below {self.min_gain:.1%}")
+        return PushDecision(False, self.too_small(gain))
+
+    def too_small(self, gain: float) -> str:
+        """The reason a gain below the threshold is not pushed."""
+        return f"predicted gain {gain:.1%} below {self.min_gain:.1%}"
+
+    def held_many(
+        self,
+        current: npt.NDArray[np.int64],
+        proposed: npt.NDArray[np.int64],
+        predicted_mbps: npt.NDArray[np.float64],
+        current_predicted_mbps: npt.NDArray[np.float64],
+        cannot_wait: npt.NDArray[np.bool_],
+    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+        """``decide`` for many rows with weights in force over the same paths (columns), as
+        arrays, where it holds the weights back: (held, of them those unchanged, each row's
+        predicted gain). ``cannot_wait``: rows with an override or mode changed, a weighted
+        path lost or a path appeared that the proposal weights (``decide`` pushes those unless
+        unchanged). A row not held may still be (``decide`` tells, with its reason)."""
+        unchanged = (current == proposed).all(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            gain = predicted_mbps / current_predicted_mbps - 1
+        small = ~cannot_wait & (current_predicted_mbps > 0) & (gain < self.min_gain)
+        held: npt.NDArray[np.bool_] = unchanged | small
+        return held, unchanged, gain

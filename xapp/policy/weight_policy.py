@@ -127,6 +127,65 @@ class BalancingRows:
 
 
 @dataclass(frozen=True)
+class RowAnswers:
+    """The policy's answers to ``BalancingRows``, as arrays: per row and access the weight and
+    whether the path is usable; per row what the weights are predicted to carry and what the
+    weights in force would (0 where none are). A row with no usable path has no answer."""
+
+    weights: npt.NDArray[np.int64]
+    predicted: npt.NDArray[np.float64]  # (rows, 2): the proposal's, the weights in force's
+    usable: npt.NDArray[np.bool_]
+
+    @property
+    def answered(self) -> npt.NDArray[np.bool_]:
+        return np.asarray(self.usable.any(axis=1), dtype=bool)
+
+
+class RowProposals:
+    """The ``Proposal`` of any row of answers, made when asked for: the usable sets, one
+    object per distinct set (the proposals keep them a step), and the reasons, one per
+    distinct set (a fleet's rows share a few)."""
+
+    def __init__(self, policy: WeightPolicy, questions: BalancingRows, answers: RowAnswers):
+        self._policy = policy
+        self.questions = questions
+        self.answers = answers
+        self._weights: list[list[int]] | None = None
+        self._predicted: list[list[float]] | None = None
+        self._usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
+        self._reasons: dict[tuple[bool, ...], str] = {}
+
+    def usable_set(self, row: int) -> frozenset[str]:
+        """The row's usable paths, as a set."""
+        mask = tuple(self.answers.usable[row].tolist())
+        found = self._usable_sets.get(mask)
+        if found is None:
+            accesses = self.questions.accesses
+            found = self._usable_sets[mask] = frozenset(
+                a for a, u in zip(accesses, mask, strict=True) if u
+            )
+        return found
+
+    def proposal(self, row: int) -> Proposal | None:
+        usable = self.answers.usable[row]
+        if not usable.any():
+            return None
+        if self._weights is None or self._predicted is None:
+            self._weights = self.answers.weights.tolist()
+            self._predicted = self.answers.predicted.tolist()
+        return self._policy._balancing_proposal(
+            self.questions.excluded[row],
+            bool(self.questions.has_current[row]),
+            self.questions.accesses,
+            self._weights[row],
+            self._predicted[row],
+            usable,
+            self._usable_sets,
+            self._reasons,
+        )
+
+
+@dataclass(frozen=True)
 class Proposal:
     """Weights for every path of the CPE, and the capacities they were computed from."""
 
@@ -273,6 +332,14 @@ class WeightPolicy:
         selection, weights, predictions and reasons (tests/test_policy_equivalence.py holds
         the two together). A fleet's step spent most of the policy's time planning one
         request at a time in dictionaries."""
+        answers = self.answer_rows(questions)
+        made = RowProposals(self, questions, answers)
+        return [made.proposal(row) for row in range(len(questions.now_s))]
+
+    def answer_rows(self, questions: BalancingRows) -> RowAnswers:
+        """``propose_rows``'s answers as arrays: a fleet's loop reads most of them as numbers
+        (most weights stay as they are) and makes the proposals it acts on
+        (``RowProposals``)."""
         accesses = questions.accesses
         rows, paths = len(questions.now_s), len(accesses)
         config = self.config
@@ -334,23 +401,7 @@ class WeightPolicy:
                 risk[take, order],
                 stall[members],
             )
-        # The usable sets, one object per distinct set (the proposals keep them a step), and
-        # the reasons, one per distinct set (a fleet's rows share a few).
-        usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
-        reasons: dict[tuple[bool, ...], str] = {}
-        return [
-            self._balancing_proposal(excluded, in_force, accesses, w, p, u, usable_sets, reasons)
-            if u.any()
-            else None
-            for excluded, in_force, w, p, u in zip(
-                questions.excluded,
-                has_current.tolist(),
-                weights.tolist(),
-                predicted.tolist(),
-                usable,
-                strict=True,
-            )
-        ]
+        return RowAnswers(weights, predicted, usable)
 
     def _balancing_proposal(
         self,
