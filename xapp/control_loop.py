@@ -652,45 +652,48 @@ class ControlLoop:
         words). tests/test_control_loop_many.py holds the rows to the inputs decided one by
         one."""
         hysteresis = self._hysteresis
+        last_usable, last_rule, last_override = (
+            self._last_usable,
+            self._last_rule,
+            self._last_override,
+        )
+        received = self._report_received_s
         for group in rows:
             questions, answers = group.questions, group.answers
             assert questions is not None  # (asked, then answered)
             assert answers is not None
             made = RowProposals(self._policy, questions, answers)
             accesses, current, proposed = group.accesses, questions.current, answers.weights
-            answered = answers.answered.tolist()
-            # What cannot wait (Hysteresis.decide): a weighted path lost, an override or a
-            # mode changed, a path back that the proposal weights.
-            cannot_wait = np.asarray((~answers.usable & (current > 0)).any(axis=1), dtype=bool)
-            weights = proposed.tolist()
-            for row, d in enumerate(group.items):
-                if not answered[row]:
-                    continue
-                if d.override_changed or d.mode_changed:
-                    cannot_wait[row] = True
-                    continue
-                before = self._last_usable.get((d.cpe.cpe_id, d.direction))
-                if before is not None and any(
-                    w > 0 and a not in before
-                    for a, w in zip(accesses, weights[row], strict=True)
-                    if a in made.usable_set(row)
-                ):
-                    cannot_wait[row] = True
+            # What the arrays tell at once (Hysteresis.decide): the rows held unless one of
+            # the changes that cannot wait read below (a weighted path lost is one of them).
+            weighted_lost = np.asarray((~answers.usable & (current > 0)).any(axis=1), dtype=bool)
             held, unchanged, gain = hysteresis.held_many(
-                current, proposed, answers.predicted[:, 0], answers.predicted[:, 1], cannot_wait
+                current, proposed, answers.predicted[:, 0], answers.predicted[:, 1], weighted_lost
             )
             held &= answers.answered & questions.has_current
+            weights = proposed.tolist()
             for row, (d, stays, same, rise) in enumerate(
                 zip(group.items, held.tolist(), unchanged.tolist(), gain.tolist(), strict=True)
             ):
+                key = (d.cpe.cpe_id, d.direction)
+                usable = made.usable_set(row)
+                if stays and not same:
+                    # An override or a mode changed, or a path back that the proposal weights.
+                    before = last_usable.get(key)
+                    stays = not (d.override_changed or d.mode_changed) and (
+                        before is None
+                        or not any(
+                            w > 0 and a in usable and a not in before
+                            for a, w in zip(accesses, weights[row], strict=True)
+                        )
+                    )
                 if not stays:
                     d.proposal = made.proposal(row)
                     continue
-                key = (d.cpe.cpe_id, d.direction)
-                self._last_usable[key] = made.usable_set(row)
-                self._report_received_s.pop(key, None)
-                self._last_rule[key] = d.rule
-                self._last_override[key] = d.override_revision
+                last_usable[key] = usable
+                received.pop(key, None)
+                last_rule[key] = d.rule
+                last_override[key] = d.override_revision
                 d.held = StepOutcome(
                     key[0], key[1], None, "unchanged" if same else hysteresis.too_small(rise)
                 )

@@ -142,22 +142,26 @@ class RowAnswers:
 
 
 class RowProposals:
-    """The ``Proposal`` of any row of answers, made when asked for: the usable sets, one
-    object per distinct set (the proposals keep them a step), and the reasons, one per
-    distinct set (a fleet's rows share a few)."""
+    """The ``Proposal`` of any row of answers, made when asked for (a fleet's loop asks for
+    the rows whose weights may move): the usable sets, one object per distinct set (the
+    proposals keep them a step), and the reasons, one per distinct set (a fleet's rows share
+    a few)."""
 
     def __init__(self, policy: WeightPolicy, questions: BalancingRows, answers: RowAnswers):
-        self._policy = policy
+        self._name = policy.name
         self.questions = questions
         self.answers = answers
-        self._weights: list[list[int]] | None = None
-        self._predicted: list[list[float]] | None = None
+        # The answers as plain numbers, once (read row by row, numpy's rows cost more).
+        self._weights: list[list[int]] = answers.weights.tolist()
+        self._predicted: list[list[float]] = answers.predicted.tolist()
+        self._has_current: list[bool] = questions.has_current.tolist()
+        self._usable: list[tuple[bool, ...]] = [tuple(m) for m in answers.usable.tolist()]
         self._usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
         self._reasons: dict[tuple[bool, ...], str] = {}
 
     def usable_set(self, row: int) -> frozenset[str]:
         """The row's usable paths, as a set."""
-        mask = tuple(self.answers.usable[row].tolist())
+        mask = self._usable[row]
         found = self._usable_sets.get(mask)
         if found is None:
             accesses = self.questions.accesses
@@ -167,21 +171,30 @@ class RowProposals:
         return found
 
     def proposal(self, row: int) -> Proposal | None:
-        usable = self.answers.usable[row]
-        if not usable.any():
+        """The row's proposal (None: no usable path)."""
+        mask = self._usable[row]
+        if not any(mask):
             return None
-        if self._weights is None or self._predicted is None:
-            self._weights = self.answers.weights.tolist()
-            self._predicted = self.answers.predicted.tolist()
-        return self._policy._balancing_proposal(
-            self.questions.excluded[row],
-            bool(self.questions.has_current[row]),
-            self.questions.accesses,
-            self._weights[row],
-            self._predicted[row],
-            usable,
-            self._usable_sets,
-            self._reasons,
+        accesses, excluded = self.questions.accesses, self.questions.excluded[row]
+        usable_set = self.usable_set(row)
+        reason = None if excluded else self._reasons.get(mask)
+        if reason is None:
+            mode = SteeringMode.LOAD_BALANCING  # (the lane's)
+            standby = sorted(a for a in accesses if a not in usable_set and a not in excluded)
+            reason = f"{mode}: weights by {self._name}"
+            reason += f"; no usable estimate for {', '.join(standby)}" if standby else ""
+            if excluded:
+                shown = sorted(excluded & set(accesses))
+                reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
+            else:
+                self._reasons[mask] = reason
+        predicted = self._predicted[row]
+        return Proposal(
+            weights=dict(zip(accesses, self._weights[row], strict=True)),
+            predicted_mbps=predicted[0],
+            current_predicted_mbps=predicted[1] if self._has_current[row] else None,
+            usable=usable_set,
+            reason=reason,
         )
 
 
@@ -402,44 +415,6 @@ class WeightPolicy:
                 stall[members],
             )
         return RowAnswers(weights, predicted, usable)
-
-    def _balancing_proposal(
-        self,
-        excluded: frozenset[str],
-        has_current: bool,
-        accesses: tuple[str, ...],
-        weights: list[int],
-        predicted: list[float],
-        usable: npt.NDArray[np.bool_],
-        usable_sets: dict[tuple[bool, ...], frozenset[str]],
-        reasons: dict[tuple[bool, ...], str],
-    ) -> Proposal:
-        """A row's proposal; ``has_current``: weights are in force (the prediction for them is
-        the row's second), ``reasons``: those made for rows with nothing excluded, by set."""
-        mask = tuple(usable.tolist())
-        usable_set = usable_sets.get(mask)
-        if usable_set is None:
-            usable_set = usable_sets[mask] = frozenset(
-                a for a, u in zip(accesses, mask, strict=True) if u
-            )
-        mode = SteeringMode.LOAD_BALANCING  # (the lane's)
-        reason = None if excluded else reasons.get(mask)
-        if reason is None:
-            standby = sorted(a for a in accesses if a not in usable_set and a not in excluded)
-            reason = f"{mode}: weights by {self.name}"
-            reason += f"; no usable estimate for {', '.join(standby)}" if standby else ""
-            if excluded:
-                shown = sorted(excluded & set(accesses))
-                reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
-            else:
-                reasons[mask] = reason
-        return Proposal(
-            weights=dict(zip(accesses, weights, strict=True)),
-            predicted_mbps=predicted[0],
-            current_predicted_mbps=predicted[1] if has_current else None,
-            usable=usable_set,
-            reason=reason,
-        )
 
     def _plan(self, request: PolicyInput) -> _Plan | None:
         """Which paths carry traffic and why; the weights of those weighed come later."""
