@@ -61,7 +61,7 @@ def reference_samples(
         if not entry.min <= record.value <= entry.max:
             processor.reject(node, "out-of-range", entry.check(record.value) or "")
             continue
-        use = _Use.of(entry, record)
+        use = _Use.of(entry, record.name, record.labels)
         if record.ue_keys:
             cpe_id = processor._cpe_for(node, record.ue_keys)
             if cpe_id is None:
