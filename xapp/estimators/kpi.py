@@ -27,9 +27,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from core.standards import nr as nr_standard
+from xapp.estimators.columns import Group, columns_of
 from xapp.estimators.said import (
     AVAILABLE,
     CAPACITY,
@@ -70,9 +75,38 @@ class KpiEstimator:
         self._nr_rate_per_prb: dict[Path, float] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        # (the dictionaries and the kept numbers read through locals: a fleet's period is
-        # thousands of samples)
-        kept, change_variance = self._kept, self._change_variance
+        """Each sample's reading, worked out for each access and direction's samples at once
+        (columns.py); a path reported twice in the step is read in order, one at a time."""
+        for (access, direction), group in columns_of(samples).groups.items():
+            paths = [(s.cpe_id, access, direction) for s in group.samples]
+            if len(set(paths)) < len(paths):
+                self.update_one_by_one(group.samples)
+                continue
+            efficiency = rate = None
+            if access == "wifi":
+                efficiency = _measured_into(
+                    self._wifi_efficiency, paths, measured_wifi_efficiency_of(group)
+                )
+            elif access == "nr" and direction == Direction.UPLINK:
+                rate = _measured_into(
+                    self._nr_rate_per_prb, paths, measured_nr_rate_per_prb_of(group)
+                )
+            read = readings_of(group, efficiency, rate)
+            for path, sample, known, capacity, stddev, available, lower_bound in zip(
+                paths,
+                group.samples,
+                read.known.tolist(),
+                read.capacity.tolist(),
+                read.stddev.tolist(),
+                read.available.tolist(),
+                read.lower_bound.tolist(),
+                strict=True,
+            ):
+                if known:
+                    self._keep(path, sample.time_s, capacity, stddev, available, lower_bound)
+
+    def update_one_by_one(self, samples: Sequence[KpiSample]) -> None:
+        """``update``, sample after sample (the reference, and a path reported twice)."""
         wifi_efficiency, nr_rate_per_prb = self._wifi_efficiency, self._nr_rate_per_prb
         for sample in samples:
             access, direction = sample.access, sample.direction
@@ -86,20 +120,32 @@ class KpiEstimator:
                 if rate is not None:
                     nr_rate_per_prb[path] = rate
             reading = _reading(sample, wifi_efficiency.get(path), nr_rate_per_prb.get(path))
-            if reading is None:
-                continue
-            capacity, stddev, available, lower_bound = reading
-            if available and not lower_bound:
-                previous = kept.said(path)
-                if previous is not None and previous[AVAILABLE] and previous[KIND] == ESTIMATE:
-                    change = min(abs(capacity - previous[CAPACITY]), MAX_CHANGE_RATIO * capacity)
-                    variance = change_variance.get(path, change**2)
-                    change_variance[path] = (
-                        1 - VOLATILITY_WEIGHT
-                    ) * variance + VOLATILITY_WEIGHT * change**2
-                spread = math.sqrt(change_variance.get(path, 0.0))
-                stddev = math.hypot(stddev, spread)
-            kept.put(path, said_numbers(capacity, stddev, sample.time_s, available, lower_bound))
+            if reading is not None:
+                self._keep(path, sample.time_s, *reading)
+
+    def _keep(
+        self,
+        path: Path,
+        time_s: float,
+        capacity: float,
+        stddev: float,
+        available: bool,
+        lower_bound: bool,
+    ) -> None:
+        """A reading as the path's estimate: its σ widened by how much the path's capacity
+        has been moving from period to period."""
+        kept = self._kept
+        if available and not lower_bound:
+            previous = kept.said(path)
+            if previous is not None and previous[AVAILABLE] and previous[KIND] == ESTIMATE:
+                change = min(abs(capacity - previous[CAPACITY]), MAX_CHANGE_RATIO * capacity)
+                variance = self._change_variance.get(path, change**2)
+                self._change_variance[path] = (
+                    1 - VOLATILITY_WEIGHT
+                ) * variance + VOLATILITY_WEIGHT * change**2
+            spread = math.sqrt(self._change_variance.get(path, 0.0))
+            stddev = math.hypot(stddev, spread)
+        kept.put(path, said_numbers(capacity, stddev, time_s, available, lower_bound))
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -275,3 +321,192 @@ def _wifi(m: Mapping[str, float], direction: Direction, efficiency: float | None
     if airtime is not None and busy is not None:
         share = min(1.0, (airtime + max(0.0, 100.0 - busy)) / 100.0)
     return phy * (efficiency or WIFI_MAC_EFFICIENCY) * share
+
+
+def _measured_into(
+    kept: dict[Path, float], paths: Sequence[Path], measured: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Each path's newly measured value (NaN: not measurable) into ``kept``; then what
+    ``kept`` holds for each path (NaN: nothing)."""
+    for path, value in zip(paths, measured.tolist(), strict=True):
+        if value == value:  # (not NaN)
+            kept[path] = value
+    get = kept.get
+    return np.fromiter((get(path, math.nan) for path in paths), np.float64, len(paths))
+
+
+# ---------------------------------------------------------------- the formulas on columns
+#
+# A step's samples of one access and direction at once (columns.py), in their usual case: an
+# NR path that used PRBs and carried something, a Wi-Fi or LiFi path with its PHY rate. Every
+# other sample (no headroom KPIs, an NR downlink read from its CQI, an NR uplink that sent
+# nothing, a link down) is read by ``_reading`` itself, one at a time: the functions above are
+# the reference, and tests/test_sample_columns.py holds the two equal, bit for bit. Python's
+# max(a, b) is a unless b > a, and min(a, b) a unless b < a: written so here, operation for
+# operation.
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+_WIFI_PHY = {Direction.DOWNLINK: "WLAN.StaPhyRateDl", Direction.UPLINK: "WLAN.StaPhyRateUl"}
+_LIFI_PHY = {Direction.DOWNLINK: "LIFI.StaPhyRateDl", Direction.UPLINK: "LIFI.StaPhyRateUl"}
+
+
+class Readings(NamedTuple):
+    """``_reading`` of each sample of a group (``known`` False: None)."""
+
+    capacity: FloatArray
+    stddev: FloatArray
+    available: BoolArray
+    lower_bound: BoolArray
+    known: BoolArray
+
+
+def readings_of(
+    group: Group,
+    wifi_efficiency: FloatArray | None = None,
+    nr_rate_per_prb: FloatArray | None = None,
+) -> Readings:
+    """``_reading`` of each sample of the group, with (per sample, NaN for None) the station's
+    MAC efficiency and the NR path's rate per PRB as last measured; without an efficiency,
+    the sample's own where measurable (as ``_reading`` reads it)."""
+    count = len(group)
+    headroom = np.full(count, math.nan)
+    usual = np.zeros(count, dtype=bool)
+    if group.access == "nr":
+        usual = _nr_usual(group, headroom)
+    elif group.access == "wifi":
+        own = measured_wifi_efficiency_of(group)
+        given = own if wifi_efficiency is None else wifi_efficiency
+        usual = _wifi_usual(group, headroom, np.where(np.isnan(given), own, given))
+    elif group.access == "lifi":
+        phy = group.column(_LIFI_PHY[group.direction])
+        usual = ~np.isnan(phy)
+        headroom = phy
+    usual &= ~group.down
+    throughput = group.throughput
+    carried = np.where(np.isnan(throughput) | (throughput == 0), 0.0, throughput)
+    capacity = np.where(usual & (carried > headroom), carried, headroom)  # max(headroom, …)
+    capacity = np.where(group.down, 0.0, np.where(usual, capacity, math.nan))
+    out = Readings(
+        capacity,
+        np.where(group.down, 0.0, RELATIVE_ERROR * capacity),
+        usual.copy(),
+        np.zeros(count, dtype=bool),
+        usual | group.down,
+    )
+    for i in np.flatnonzero(~out.known).tolist():  # the others, one by one
+        efficiency = None if wifi_efficiency is None else _number(wifi_efficiency[i])
+        rate = None if nr_rate_per_prb is None else _number(nr_rate_per_prb[i])
+        reading = _reading(group.samples[i], efficiency, rate)
+        if reading is not None:
+            out.capacity[i], out.stddev[i], out.available[i], out.lower_bound[i] = reading
+            out.known[i] = True
+    return out
+
+
+def utilisation_of(group: Group) -> FloatArray:
+    """``utilisation`` of each sample of the group, NaN for None (made once a step: the
+    models' inputs and the saturation labeller both read it)."""
+    return group.memo("utilisation", lambda: _utilisation_of(group))
+
+
+def _utilisation_of(group: Group) -> FloatArray:
+    read = readings_of(group)
+    throughput = group.throughput
+    share = np.full(len(group), math.nan)
+    counted = read.known & ~read.lower_bound & ~np.isnan(throughput) & (read.capacity > 0)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        ratio = throughput / read.capacity
+    share[counted] = np.where(ratio < 1.0, ratio, 1.0)[counted]  # min(1.0, ratio)
+    return share
+
+
+def utilisations(samples: Sequence[KpiSample]) -> FloatArray:
+    """``utilisation`` of every sample, in order (NaN for None)."""
+    columns = columns_of(samples)
+    return columns.in_order(utilisation_of(group) for group in columns.groups.values())
+
+
+def measured_wifi_efficiency_of(group: Group) -> FloatArray:
+    """``measured_wifi_efficiency`` of each sample of the group, NaN for None."""
+    count = len(group)
+    if group.access != "wifi" or group.direction != Direction.DOWNLINK:
+        return np.full(count, math.nan)
+    throughput = group.throughput
+    phy, airtime = group.column("WLAN.StaPhyRateDl"), group.column("WLAN.StaAirtime")
+    measurable = (
+        ~np.isnan(throughput)
+        & (throughput != 0)
+        & ~np.isnan(phy)
+        & (phy != 0)
+        & (airtime >= MEASURED_AIRTIME_PCT)  # (NaN compares false)
+    )
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        measured = throughput / (airtime / 100.0) / phy
+    return np.where(measurable, measured, math.nan)
+
+
+def measured_nr_rate_per_prb_of(group: Group) -> FloatArray:
+    """``measured_nr_rate_per_prb`` of each sample of the group, NaN for None."""
+    count = len(group)
+    if group.access != "nr":
+        return np.full(count, math.nan)
+    used_name, available_name, _ = _NR_PRBS[group.direction]
+    used, available = group.column(used_name), group.column(available_name)
+    throughput = group.throughput
+    measurable = (
+        ~np.isnan(available)
+        & (available != 0)
+        & ~np.isnan(used)
+        & (used != 0)
+        & ~np.isnan(throughput)
+        & (throughput != 0)
+    )
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        rate = throughput / used
+    return np.where(measurable, rate, math.nan)
+
+
+def _nr_usual(group: Group, headroom: FloatArray) -> BoolArray:
+    """``_nr`` where the UE used PRBs and carried something: throughput × free / used."""
+    used_name, available_name, total_name = _NR_PRBS[group.direction]
+    used, available = group.column(used_name), group.column(available_name)
+    total = group.column(total_name)
+    throughput = group.throughput
+    usual: BoolArray = (
+        ~np.isnan(available)
+        & (available != 0)
+        & ~np.isnan(used)
+        & (used != 0)
+        & ~np.isnan(throughput)
+    )
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        # others: max(0.0, total % of available − own), 0 without the cell's usage
+        others = total / 100 * available - used
+        others = np.where(np.isnan(total), 0.0, np.where(others > 0.0, others, 0.0))
+        free = available - others
+        free = np.where(free > used, free, used)  # max(own, available − others)
+        np.copyto(headroom, throughput * free / used, where=usual)
+    return usual
+
+
+def _wifi_usual(group: Group, headroom: FloatArray, efficiency: FloatArray) -> BoolArray:
+    """``_wifi`` where the PHY rate is known: PHY rate × efficiency × airtime share."""
+    phy = group.column(_WIFI_PHY[group.direction])
+    airtime, busy = group.column("WLAN.StaAirtime"), group.column("WLAN.ChannelUtilization")
+    idle = 100.0 - busy
+    idle = np.where(idle > 0.0, idle, 0.0)  # max(0.0, 100 − busy)
+    share = (airtime + idle) / 100.0
+    share = np.where(np.isnan(airtime) | np.isnan(busy), 1.0, np.where(share < 1.0, share, 1.0))
+    # the station's efficiency where measured (not 0), the nominal one otherwise
+    efficiency = np.where(np.isnan(efficiency) | (efficiency == 0), WIFI_MAC_EFFICIENCY, efficiency)
+    usual: BoolArray = ~np.isnan(phy)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.copyto(headroom, phy * efficiency * share, where=usual)
+    return usual
+
+
+def _number(value: float) -> float | None:
+    """A column's value as the formulas above take it: None for NaN."""
+    return None if math.isnan(value) else float(value)

@@ -25,7 +25,8 @@ import numpy.typing as npt
 from core.domain import CapacityEstimate, Direction, KpiSample
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from models.runtime import ModelError, OnnxCapacityModel
-from xapp.estimators.kpi import reported_cqi, utilisation
+from xapp.estimators.columns import Group, columns_of
+from xapp.estimators.kpi import reported_cqi, utilisation, utilisation_of
 from xapp.estimators.said import KeptEstimates, said_numbers
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
@@ -66,6 +67,7 @@ KPI_COLUMNS: dict[str, dict[str, str]] = {
 }
 
 Key = tuple[str, str, Direction]
+FloatRows = npt.NDArray[np.float64]  # (rows, feature inputs)
 
 log = logging.getLogger(__name__)
 
@@ -131,20 +133,21 @@ class ModelEstimator:
         self.unavailable[access] = reason
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        rows: dict[str, tuple[list[Key], list[list[float]]]] = {}
-        for sample in samples:
-            if sample.direction != Direction.DOWNLINK or sample.access not in self._models:
+        # Each access's downlink samples that carried a throughput, read from the step's
+        # columns (``_rows`` of them all at once; ``_row`` is the one-sample reference).
+        for (access, direction), group in columns_of(samples).groups.items():
+            if direction != Direction.DOWNLINK or access not in self._models:
                 continue
-            if sample.throughput_mbps is None:
+            carried = ~np.isnan(group.throughput)
+            if not carried.any():
                 continue
-            key = (sample.cpe_id, sample.access, sample.direction)
-            keys, access_rows = rows.setdefault(sample.access, ([], []))
-            keys.append(key)
-            access_rows.append(_row(sample))
-            self._newest[key] = (sample.available, sample.throughput_mbps, sample.time_s)
-            self._dirty.add(key)
-        for access, (keys, access_rows) in rows.items():
-            self._histories[access].append_many(keys, access_rows)
+            members = [s for s, c in zip(group.samples, carried.tolist(), strict=True) if c]
+            keys: list[Key] = [(s.cpe_id, access, direction) for s in members]
+            newest = self._newest
+            for key, sample in zip(keys, members, strict=True):
+                newest[key] = (sample.available, sample.throughput_mbps, sample.time_s)
+            self._dirty.update(keys)
+            self._histories[access].append_many(keys, _rows(group, carried, members))
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -238,6 +241,19 @@ def _row(sample: KpiSample) -> list[float]:
     return row
 
 
+def _rows(group: Group, chosen: npt.NDArray[np.bool_], members: list[KpiSample]) -> FloatRows:
+    """``_row`` of the chosen samples of a group (one access, downlink), as one array."""
+    access = group.access
+    throughput = group.throughput[chosen]
+    columns = [np.where(throughput == 0, 0.0, throughput)]  # (as ``or 0.0``: -0.0 too)
+    columns += [group.column(name)[chosen] for name in KPI_COLUMNS[access]]
+    if access == "nr":
+        columns.append(np.array([_cqi(s.measurements) for s in members], dtype=np.float64))
+    share = utilisation_of(group)[chosen]
+    columns.append(np.where(np.isnan(share), math.nan, share >= SATURATED_UTILISATION))
+    return np.column_stack(columns)
+
+
 class _Batch(NamedTuple):
     """A batch of paths to predict, cut from an access's histories (``_Histories.batch``)."""
 
@@ -266,7 +282,7 @@ class _Histories:
     def append(self, key: Key, row: list[float]) -> None:
         self.append_many([key], [row])
 
-    def append_many(self, keys: list[Key], rows: list[list[float]]) -> None:
+    def append_many(self, keys: list[Key], rows: list[list[float]] | FloatRows) -> None:
         """Each key's row as its path's newest, in order (a path's rows one after the other
         where it comes more than once)."""
         slots = [self._slot_of(key) for key in keys]
@@ -276,7 +292,7 @@ class _Histories:
         elif slots:
             self._put(slots, rows)
 
-    def _put(self, slots: list[int], rows: list[list[float]]) -> None:
+    def _put(self, slots: list[int], rows: list[list[float]] | FloatRows) -> None:
         """The rows as their (distinct) slots' newest: every block shifted by one period."""
         at = np.array(slots, dtype=np.intp)
         blocks = self._rows[at]

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from core.domain import Direction, KpiSample, SaturatedPeriod
-from xapp.estimators.kpi import utilisation
+from xapp.estimators.kpi import utilisation, utilisations
 from xapp.ports import SaturatedPeriodStore
 
 # Above this share of what the KPIs say the path could carry, it carried all it could.
@@ -63,7 +63,9 @@ class SaturationLabeller:
 
     def update(self, samples: Sequence[KpiSample]) -> None:
         kept: list[tuple[SaturatedPeriod, int]] = []
-        for sample in samples:
+        # each sample's utilisation, worked out for the step's columns at once (NaN for None)
+        shares_now = utilisations(samples).tolist()
+        for sample, share in zip(samples, shares_now, strict=True):
             key = (sample.cpe_id, sample.access, sample.direction)
             # (not setdefault: its default deques would be made for every sample)
             history = self._history.get(key)
@@ -73,7 +75,7 @@ class SaturationLabeller:
             shares = self._shares.get(key)
             if shares is None:
                 shares = self._shares[key] = deque(maxlen=SATURATED_PERIODS)
-            shares.append(utilisation(sample))
+            shares.append(None if share != share else share)
             if len(kept) >= MAX_KEPT_PER_UPDATE:
                 continue
             if sample.time_s - self._last_kept_s.get(key, -float("inf")) < self.every_s:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from xapp.estimators.columns import StepSamples
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
@@ -117,7 +118,8 @@ class EstimatorSelection:
         and probe estimators itself): a fleet on the KPI estimator does not pay for the model's
         inference on every path. A CPE switched to another estimator (an override) starts it
         from that period's reports."""
-        by_mode: dict[str, list[KpiSample]] = {}
+        # (each mode's samples carry their columns, read once for all its estimators)
+        by_mode: dict[str, StepSamples] = {}
         modes: dict[tuple[str, Direction], str] = {}
         heard = self.last_report_s
         for sample in samples:
@@ -126,7 +128,10 @@ class EstimatorSelection:
             mode = modes.get(key)
             if mode is None:
                 mode = modes[key] = self.mode_for(*key)
-            by_mode.setdefault(mode, []).append(sample)
+            chosen = by_mode.get(mode)
+            if chosen is None:
+                chosen = by_mode[mode] = StepSamples()
+            chosen.append(sample)
         if "fused" in by_mode:
             self.fused.update(by_mode["fused"], now_s)
         for mode in ("kpi-only", "model-only"):
@@ -136,7 +141,9 @@ class EstimatorSelection:
             # Probe results under way are collected, and probes planned, every step.
             self.probe.update(by_mode.get("probe-only", []), now_s)
         if self.labeller is not None:
-            self.labeller.update(samples)
+            # a fleet on one estimator: its samples are all of them, their columns read already
+            every = next(iter(by_mode.values())) if len(by_mode) == 1 else StepSamples(samples)
+            self.labeller.update(every)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float

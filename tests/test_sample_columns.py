@@ -1,0 +1,167 @@
+"""The KPI formulas on a step's columns (xapp/estimators/columns.py, kpi.py's ``…_of``) read
+each sample as kpi.py reads it alone, bit for bit: whichever measurements a node sends, zeros
+included; and so do the models' inputs."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from core.domain import Direction, KpiSample
+from xapp.estimators import kpi
+from xapp.estimators.columns import SampleColumns, StepSamples, columns_of
+from xapp.estimators.model import KPI_COLUMNS, _row, _rows, row_columns
+
+# What each access's nodes may report, per direction (the CQI bins as the E2 reader keys them).
+MEASURED = {
+    "nr": [
+        "RRU.PrbUsedDl",
+        "RRU.PrbAvailDl",
+        "RRU.PrbTotDl",
+        "RRU.PrbUsedUl",
+        "RRU.PrbAvailUl",
+        "RRU.PrbTotUl",
+        "CARR.AverageLayersDl",
+        "CARR.WBCQIDist|distBinX=4",
+        "CARR.WBCQIDist|distBinX=12",
+    ],
+    "wifi": [
+        "WLAN.StaPhyRateDl",
+        "WLAN.StaPhyRateUl",
+        "WLAN.StaAirtime",
+        "WLAN.ChannelUtilization",
+    ],
+    "lifi": ["LIFI.StaPhyRateDl", "LIFI.StaPhyRateUl"],
+    "satellite": ["SAT.Whatever"],  # an access kpi.py has no formula for
+}
+# and what the models read besides
+for _access, _names in KPI_COLUMNS.items():
+    MEASURED[_access] += [n for n in _names if n not in MEASURED[_access]]
+values = st.one_of(st.just(0.0), st.floats(0.0, 300.0), st.floats(0.5, 2000.0))
+
+
+@st.composite
+def samples(draw: st.DrawFn) -> KpiSample:
+    access = draw(st.sampled_from(sorted(MEASURED)))
+    names = draw(st.lists(st.sampled_from(MEASURED[access]), unique=True))
+    return KpiSample(
+        f"cpe-{draw(st.integers(0, 5))}",
+        access,
+        draw(st.sampled_from(list(Direction))),
+        10.0,
+        1.0,
+        throughput_mbps=draw(st.one_of(st.none(), values)),
+        available=draw(st.sampled_from([None, True, False])),
+        measurements={name: draw(values) for name in names},
+    )
+
+
+def _none(value: float) -> float | None:
+    return None if math.isnan(value) else float(value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(samples(), max_size=30), st.data())
+def test_the_formulas_on_columns_read_each_sample_as_kpi_py_does(
+    step: list[KpiSample], data: st.DataObject
+) -> None:
+    columns = SampleColumns(step)
+    utilisation = kpi.utilisations(step).tolist()
+    assert [_none(u) for u in utilisation] == [kpi.utilisation(s) for s in step]
+    for (access, direction), group in columns.groups.items():
+        members = [s for s in step if (s.access, s.direction) == (access, direction)]
+        assert group.samples == members
+        # the efficiency and rate a KPI estimator may hold for each path (NaN: none)
+        held = st.one_of(st.just(math.nan), st.floats(0.0, 50.0))
+        efficiency = np.array(
+            data.draw(st.lists(held, min_size=len(members), max_size=len(members)))
+        )
+        rate = np.array(data.draw(st.lists(held, min_size=len(members), max_size=len(members))))
+        read = kpi.readings_of(group, efficiency, rate)
+        for i, sample in enumerate(members):
+            expected = kpi._reading(sample, _none(efficiency[i]), _none(rate[i]))
+            assert bool(read.known[i]) == (expected is not None)
+            if expected is not None:
+                got = (
+                    float(read.capacity[i]),
+                    float(read.stddev[i]),
+                    bool(read.available[i]),
+                    bool(read.lower_bound[i]),
+                )
+                assert got == expected
+        measured = [_none(v) for v in kpi.measured_wifi_efficiency_of(group).tolist()]
+        assert measured == [kpi.measured_wifi_efficiency(s) for s in members]
+        if access == "nr":
+            rates = [_none(v) for v in kpi.measured_nr_rate_per_prb_of(group).tolist()]
+            assert rates == [kpi.measured_nr_rate_per_prb(s) for s in members]
+
+
+# A LiFi path that carried exactly the saturation share of its PHY rate, and one a little less.
+AT_THE_LIMIT = [
+    KpiSample("cpe-1", "lifi", Direction.DOWNLINK, 1.0, 1.0, carried, measurements=phy)
+    for carried, phy in ((80.0, {"LIFI.StaPhyRateDl": 100.0}), (79.0, {"LIFI.StaPhyRateDl": 100.0}))
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(samples(), max_size=30))
+@example(AT_THE_LIMIT)
+def test_the_models_inputs_from_columns_are_those_of_each_sample(step: list[KpiSample]) -> None:
+    for (access, direction), group in SampleColumns(step).groups.items():
+        if access not in KPI_COLUMNS or direction != Direction.DOWNLINK:
+            continue
+        carried = ~np.isnan(group.throughput)
+        members = [s for s, c in zip(group.samples, carried.tolist(), strict=True) if c]
+        got = _rows(group, carried, members)
+        expected = np.array([_row(s) for s in members], dtype=np.float64)
+        assert got.shape == (len(members), len(row_columns(access)))
+        if members:
+            np.testing.assert_array_equal(got, expected.reshape(got.shape))
+
+
+def test_a_steps_samples_carry_their_columns_made_once() -> None:
+    step = StepSamples(
+        [KpiSample("cpe-1", "lifi", Direction.DOWNLINK, 1.0, 1.0, 5.0, measurements={})]
+    )
+    assert columns_of(step) is columns_of(step)
+    assert columns_of(list(step)) is not columns_of(list(step))
+
+
+# A station reported twice in one step: first without the airtime to measure its efficiency,
+# then with it (the first is read with the efficiency known before it, not with the second's).
+TWICE = [
+    KpiSample(
+        "cpe-1",
+        "wifi",
+        Direction.DOWNLINK,
+        1.0,
+        1.0,
+        300.0,
+        measurements={"WLAN.StaPhyRateDl": 1200.0, **airtime},
+    )
+    for airtime in ({}, {"WLAN.StaAirtime": 50.0})
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(samples(), max_size=25), min_size=1, max_size=5))
+@example([TWICE])
+def test_the_kpi_estimator_on_columns_keeps_what_it_keeps_sample_by_sample(
+    steps: list[list[KpiSample]],
+) -> None:
+    """Over steps (a path may come twice in one), the estimator reading columns keeps the
+    same estimates, efficiencies, rates and volatility as the one reading sample by sample."""
+    on_columns, one_by_one = kpi.KpiEstimator(), kpi.KpiEstimator()
+    for n, step in enumerate(steps):
+        timed = [dataclasses.replace(s, time_s=float(n)) for s in step]
+        on_columns.update(StepSamples(timed), float(n))
+        one_by_one.update_one_by_one(timed)
+        paths = sorted({(s.cpe_id, s.access, s.direction) for s in timed})
+        assert on_columns.said_many(paths) == one_by_one.said_many(paths)
+    assert on_columns._wifi_efficiency == one_by_one._wifi_efficiency
+    assert on_columns._nr_rate_per_prb == one_by_one._nr_rate_per_prb
+    assert on_columns._change_variance == one_by_one._change_variance
