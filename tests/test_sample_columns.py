@@ -8,6 +8,7 @@ import dataclasses
 import math
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from core.domain import Direction, KpiSample
 from xapp.estimators import kpi
 from xapp.estimators.columns import SampleColumns, StepSamples, columns_of
 from xapp.estimators.model import KPI_COLUMNS, _row, _rows, row_columns
+from xapp.estimators.said import KeptEstimates, said_numbers
 
 # What each access's nodes may report, per direction (the CQI bins as the E2 reader keys them).
 MEASURED = {
@@ -165,3 +167,23 @@ def test_the_kpi_estimator_on_columns_keeps_what_it_keeps_sample_by_sample(
     assert on_columns._wifi_efficiency == one_by_one._wifi_efficiency
     assert on_columns._nr_rate_per_prb == one_by_one._nr_rate_per_prb
     assert on_columns._change_variance == one_by_one._change_variance
+
+
+def test_estimates_kept_many_at_once_are_those_kept_one_by_one() -> None:
+    """``KeptEstimates.put_many`` (the models' batch) keeps what ``put`` keeps, refuses what
+    ``said_numbers`` refuses, and forgets the estimates made of the numbers it replaces."""
+    paths = [("cpe-1", "nr", Direction.DOWNLINK), ("cpe-2", "wifi", Direction.DOWNLINK)]
+    numbers = [
+        said_numbers(300.0, 20.0, 5.0, True, False),
+        said_numbers(0.0, 0.0, 5.0, False, True),
+    ]
+    one, many = KeptEstimates("model"), KeptEstimates("model")
+    for path, said in zip(paths, numbers, strict=True):
+        one.put(path, said)
+    many.put(paths[0], said_numbers(1.0, 1.0, 1.0, True, False))
+    made = many.estimate(paths[0])  # made of the numbers about to be replaced
+    many.put_many(paths, np.array(numbers))
+    assert many.said_many(paths) == one.said_many(paths)
+    assert many.estimate(paths[0]) == one.estimate(paths[0]) != made
+    with pytest.raises(ValueError, match="stddev_mbps must be finite"):
+        many.put_many(paths[:1], np.array([[1.0, 300.0, math.nan, 5.0, 1.0]]))

@@ -27,7 +27,7 @@ from models.features import SATURATED, THROUGHPUT, feature_names, features_from_
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.columns import Group, columns_of
 from xapp.estimators.kpi import reported_cqi, utilisation, utilisation_of
-from xapp.estimators.said import KeptEstimates, said_numbers
+from xapp.estimators.said import ESTIMATE, LOWER_BOUND, KeptEstimates
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
     SATURATED_PERIODS,
@@ -187,36 +187,32 @@ class ModelEstimator:
             self.inferences += 1
             self.unavailable.pop(access, None)
             column = feature_names(access).index("ref_from_resources")
-            # As plain numbers once (read element by element, numpy's scalars cost more than
-            # the rest of the loop); the interval's width in the model's own precision.
-            estimates = prediction.estimate_mbps.tolist()
-            widths = (prediction.upper_mbps - prediction.lower_mbps).tolist()
-            bounded_only = (~(features[:, column] == 1.0) & ~batch.saturated).tolist()
-            for i, key in enumerate(keys):
-                newest_available, newest_carried, newest_s = self._newest[key]
-                available = newest_available if newest_available is not None else True
-                carried = newest_carried or 0.0
-                estimate = float(estimates[i])
-                if not math.isfinite(estimate):
-                    # Nothing the model could scale (no resource KPIs, no saturated period):
-                    # what the path carried is all that is known.
-                    estimate, spread, lower_bound = carried, LOWER_BOUND_ERROR * carried, True
-                else:
-                    spread = float(widths[i]) / Z_10_90
-                    # A reference from throughput alone bounds a held-back path from below only.
-                    lower_bound = bool(bounded_only[i])
-                    if lower_bound:
-                        estimate = carried
-                self._kept.put(
-                    key,
-                    said_numbers(
-                        estimate if available else 0.0,
-                        max(spread, 0.0),
-                        newest_s,
-                        available,
-                        lower_bound,
-                    ),
-                )
+            newest = [self._newest[key] for key in keys]
+            available = np.array([a is not False for a, _, _ in newest], dtype=bool)
+            carried = np.array([c or 0.0 for _, c, _ in newest], dtype=np.float64)
+            estimate = prediction.estimate_mbps.astype(np.float64)
+            # the interval's width in the model's own precision
+            spread = (prediction.upper_mbps - prediction.lower_mbps).astype(np.float64) / Z_10_90
+            # A reference from throughput alone bounds a held-back path from below only.
+            lower_bound = ~(features[:, column] == 1.0) & ~batch.saturated
+            scaled = np.isfinite(estimate)
+            # Nothing the model could scale (no resource KPIs, no saturated period): what the
+            # path carried is all that is known.
+            lower_bound = np.where(scaled, lower_bound, True)
+            estimate = np.where(lower_bound, carried, estimate)
+            spread = np.where(scaled, spread, LOWER_BOUND_ERROR * carried)
+            self._kept.put_many(
+                keys,
+                np.column_stack(
+                    [
+                        np.where(lower_bound, LOWER_BOUND, ESTIMATE),
+                        np.where(available, estimate, 0.0),
+                        np.where(spread < 0.0, 0.0, spread),  # max(spread, 0.0)
+                        np.array([at for _, _, at in newest], dtype=np.float64),
+                        available.astype(np.float64),
+                    ]
+                ),
+            )
 
 
 def row_columns(access: str) -> tuple[str, ...]:

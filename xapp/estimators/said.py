@@ -91,6 +91,19 @@ class KeptEstimates:
         self._said[path] = said
         self._made.pop(path, None)
 
+    def put_many(self, paths: Sequence[Path], table: npt.NDArray[np.float64]) -> None:
+        """``put`` of each path's numbers (a row of ``table`` each: a ``Said``'s fields),
+        checked as ``said_numbers`` checks them."""
+        capacity, stddev = table[:, CAPACITY], table[:, STDDEV]
+        fine = (capacity >= 0) & (capacity < np.inf) & (stddev >= 0) & (stddev < np.inf)
+        if not fine.all():
+            wrong = int(np.argmin(fine))
+            check_capacity(float(capacity[wrong]), float(stddev[wrong]))  # (raises)
+        self._said.update(zip(paths, map(tuple, table.tolist()), strict=True))
+        if self._made:
+            for path in paths:
+                self._made.pop(path, None)
+
     def drop(self, path: Path) -> None:
         self._said.pop(path, None)
         self._made.pop(path, None)
