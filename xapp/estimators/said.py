@@ -208,46 +208,31 @@ class EstimateRows:
             return self.made[i]
         if not self.present[i]:
             return None
-        cpe_id, access, direction = self.paths[i]
-        return CapacityEstimate(
-            cpe_id,
-            access,
-            direction,
+        said = (
+            LOWER_BOUND if self.lower_bound[i] else ESTIMATE,
             float(self.capacity[i]),
             float(self.stddev[i]),
-            self.source,
             float(self.measured_at[i]),
-            bool(self.available[i]),
-            lower_bound=bool(self.lower_bound[i]),
+            1.0 if self.available[i] else 0.0,
         )
+        return estimate_of(self.paths[i], said, self.source)
 
     def estimates(self) -> list[CapacityEstimate | None]:
         """Every path's estimate, in order (``estimate_many``'s answer)."""
         if self.made:
             return [self.estimate(i) for i in range(len(self.paths))]
+        # each path's numbers as a Said, as plain numbers at once
+        table = np.column_stack(
+            [
+                np.where(self.lower_bound, LOWER_BOUND, ESTIMATE),
+                self.capacity,
+                self.stddev,
+                self.measured_at,
+                self.available.astype(np.float64),
+            ]
+        ).tolist()
         source = self.source
         return [
-            None
-            if not present
-            else CapacityEstimate(
-                path[0],
-                path[1],
-                path[2],
-                capacity,
-                stddev,
-                source,
-                measured_at,
-                available,
-                lower_bound=lower_bound,
-            )
-            for path, present, capacity, stddev, measured_at, available, lower_bound in zip(
-                self.paths,
-                self.present.tolist(),
-                self.capacity.tolist(),
-                self.stddev.tolist(),
-                self.measured_at.tolist(),
-                self.available.tolist(),
-                self.lower_bound.tolist(),
-                strict=True,
-            )
+            estimate_of(path, said, source) if present else None
+            for path, present, said in zip(self.paths, self.present.tolist(), table, strict=True)
         ]
