@@ -53,15 +53,23 @@ class Slots(Generic[K]):
             places.append(slot)
         return np.array(places, dtype=np.intp)
 
+    def found(self, keys: Sequence[K]) -> npt.NDArray[np.intp]:
+        """Each key's place, -1 for a key never given one (none is given now: reading a
+        key does not make room for it)."""
+        given = self._of.get
+        return np.array([given(key, -1) for key in keys], dtype=np.intp)
+
     def items(self) -> ItemsView[K, int]:
         return self._of.items()
 
 
 def grown(column: npt.NDArray[A], size: int, fill: object) -> npt.NDArray[A]:
     """``column``, or a copy at least ``size`` long (doubling) with the new places ``fill``:
-    the columns of state kept per slot grow with the slots."""
+    the columns of state kept per slot grow with the slots. A table (one row per slot) grows
+    by rows."""
     if len(column) >= size:
         return column
-    longer = np.full(max(size, 2 * len(column), INITIAL_SIZE), fill, dtype=column.dtype)
+    rows = max(size, 2 * len(column), INITIAL_SIZE)
+    longer = np.full((rows, *column.shape[1:]), fill, dtype=column.dtype)
     longer[: len(column)] = column
     return longer

@@ -361,6 +361,10 @@ def test_said_many_tells_what_estimate_tells_path_by_path() -> None:
     def agree(now_s: float) -> None:
         expected = [said_of(estimator.estimate(*path, now_s)) for path in paths]
         assert estimator.said_many(paths) == expected
+        # and as a table (what fusion reads), a path never seen among them
+        unseen = ("z", "nr", DL)
+        table = estimator.said_rows([*paths, unseen])
+        assert [tuple(row) for row in table.tolist()] == [*expected, NOTHING]
 
     estimator.update(report(1.0, {}), 1.0)  # every path probed (probe-only: no estimate)
     agree(1.0)

@@ -158,15 +158,18 @@ def test_the_kpi_estimator_on_columns_keeps_what_it_keeps_sample_by_sample(
     """Over steps (a path may come twice in one), the estimator reading columns keeps the
     same estimates, efficiencies, rates and volatility as the one reading sample by sample."""
     on_columns, one_by_one = kpi.KpiEstimator(), kpi.KpiEstimator()
+    seen: set[tuple[str, str, Direction]] = set()
     for n, step in enumerate(steps):
         timed = [dataclasses.replace(s, time_s=float(n)) for s in step]
         on_columns.update(StepSamples(timed), float(n))
         one_by_one.update_one_by_one(timed)
         paths = sorted({(s.cpe_id, s.access, s.direction) for s in timed})
+        seen.update(paths)
         assert on_columns.said_many(paths) == one_by_one.said_many(paths)
     assert on_columns._wifi_efficiency == one_by_one._wifi_efficiency
     assert on_columns._nr_rate_per_prb == one_by_one._nr_rate_per_prb
-    assert on_columns._change_variance == one_by_one._change_variance
+    for path in seen:
+        assert on_columns.change_variance(path) == one_by_one.change_variance(path)
 
 
 def test_estimates_kept_many_at_once_are_those_kept_one_by_one() -> None:
@@ -187,3 +190,42 @@ def test_estimates_kept_many_at_once_are_those_kept_one_by_one() -> None:
     assert many.estimate(paths[0]) == one.estimate(paths[0]) != made
     with pytest.raises(ValueError, match="stddev_mbps must be finite"):
         many.put_many(paths[:1], np.array([[1.0, 300.0, math.nan, 5.0, 1.0]]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 40),
+            st.one_of(st.none(), st.floats(0.0, 1e4), st.just(math.inf)),
+        ),
+        max_size=60,
+    )
+)
+def test_estimates_kept_as_a_table_read_as_the_numbers_put(
+    steps: list[tuple[int, float | None]],
+) -> None:
+    """``KeptEstimates`` (a table by slot, growing) against a dictionary of the numbers put:
+    a put, a refused put (infinite), a drop (None); read one by one, as tuples and as a table,
+    with paths never put among them."""
+    kept, expected = KeptEstimates("kpi"), dict[tuple[str, str, Direction], tuple[float, ...]]()
+    for n, (cpe, capacity) in enumerate(steps):
+        path = (f"cpe-{cpe}", "nr", Direction.DOWNLINK)
+        if capacity is None:
+            kept.drop(path)
+            expected.pop(path, None)
+        elif math.isinf(capacity):
+            with pytest.raises(ValueError, match="capacity_mbps must be finite"):
+                kept.put_many([path], np.array([[1.0, capacity, 1.0, float(n), 1.0]]))
+        else:
+            said = said_numbers(capacity, capacity / 10, float(n), n % 3 > 0, n % 5 == 0)
+            if n % 2:
+                kept.put(path, said)
+            else:
+                kept.put_many([path], np.array([said]))
+            expected[path] = said
+    paths = [(f"cpe-{cpe}", "nr", Direction.DOWNLINK) for cpe in range(45)]
+    assert [kept.said(path) for path in paths] == [expected.get(path) for path in paths]
+    numbers = [expected.get(path, (0.0, 0.0, 0.0, 0.0, 0.0)) for path in paths]
+    assert kept.said_many(paths) == numbers
+    np.testing.assert_array_equal(kept.said_rows(paths), np.array(numbers).reshape(-1, 5))

@@ -24,6 +24,9 @@ from core.domain import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from xapp.estimators.said import EstimateRows
 
 
@@ -57,6 +60,14 @@ class SaysMany(Protocol):
     ``estimate`` gives one by one: kept so as they are made, not converted at each reading."""
 
     def said_many(self, paths: Sequence[tuple[str, str, Direction]]) -> list[Said]: ...
+
+
+@runtime_checkable
+class SaysAsTable(Protocol):
+    """An estimator that keeps its estimates as a table and gives many paths' as one array
+    (paths, 5), a ``Said``'s fields per row: fusion reads a fleet's without a tuple per path."""
+
+    def said_rows(self, paths: Sequence[tuple[str, str, Direction]]) -> npt.NDArray[np.float64]: ...
 
 
 @runtime_checkable

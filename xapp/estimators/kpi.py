@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from core.slots import grown
 from core.standards import nr as nr_standard
 from xapp.estimators.columns import Group, columns_of
 from xapp.estimators.said import (
@@ -40,6 +41,7 @@ from xapp.estimators.said import (
     CAPACITY,
     ESTIMATE,
     KIND,
+    LOWER_BOUND,
     KeptEstimates,
     said_numbers,
 )
@@ -66,7 +68,9 @@ class KpiEstimator:
 
     def __init__(self) -> None:
         self._kept = KeptEstimates(self.name)  # each path's newest estimate
-        self._change_variance: dict[Path, float] = {}
+        # The running variance of each path's period-to-period change (NaN: none yet), by the
+        # kept estimates' slots.
+        self._change_variance = np.full(0, math.nan)
         # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
         # airtime to measure it (a path just back, or given little weight) uses it.
         self._wifi_efficiency: dict[Path, float] = {}
@@ -92,18 +96,15 @@ class KpiEstimator:
                     self._nr_rate_per_prb, paths, measured_nr_rate_per_prb_of(group)
                 )
             read = readings_of(group, efficiency, rate)
-            for path, sample, known, capacity, stddev, available, lower_bound in zip(
-                paths,
-                group.samples,
-                read.known.tolist(),
-                read.capacity.tolist(),
-                read.stddev.tolist(),
-                read.available.tolist(),
-                read.lower_bound.tolist(),
-                strict=True,
-            ):
-                if known:
-                    self._keep(path, sample.time_s, capacity, stddev, available, lower_bound)
+            known = np.flatnonzero(read.known)
+            self._keep_many(
+                [paths[row] for row in known.tolist()],
+                np.fromiter((group.samples[row].time_s for row in known.tolist()), np.float64),
+                read.capacity[known],
+                read.stddev[known],
+                read.available[known],
+                read.lower_bound[known],
+            )
 
     def update_one_by_one(self, samples: Sequence[KpiSample]) -> None:
         """``update``, sample after sample (the reference, and a path reported twice)."""
@@ -123,6 +124,15 @@ class KpiEstimator:
             if reading is not None:
                 self._keep(path, sample.time_s, *reading)
 
+    def change_variance(self, path: Path) -> float | None:
+        """The running variance of the path's period-to-period change, None before its
+        first change."""
+        slot = self._kept.slots.get(path)
+        if slot is None or slot >= len(self._change_variance):
+            return None
+        variance = float(self._change_variance[slot])
+        return None if math.isnan(variance) else variance
+
     def _keep(
         self,
         path: Path,
@@ -133,19 +143,71 @@ class KpiEstimator:
         lower_bound: bool,
     ) -> None:
         """A reading as the path's estimate: its σ widened by how much the path's capacity
-        has been moving from period to period."""
+        has been moving from period to period. (``_keep_many`` is its twin for many paths.)"""
         kept = self._kept
+        slot = kept.slots.of(path)
+        self._change_variance = grown(self._change_variance, slot + 1, math.nan)
         if available and not lower_bound:
             previous = kept.said(path)
             if previous is not None and previous[AVAILABLE] and previous[KIND] == ESTIMATE:
                 change = min(abs(capacity - previous[CAPACITY]), MAX_CHANGE_RATIO * capacity)
-                variance = self._change_variance.get(path, change**2)
-                self._change_variance[path] = (
+                variance = float(self._change_variance[slot])
+                if variance != variance:  # (NaN: the path's first change)
+                    variance = change**2
+                self._change_variance[slot] = (
                     1 - VOLATILITY_WEIGHT
                 ) * variance + VOLATILITY_WEIGHT * change**2
-            spread = math.sqrt(self._change_variance.get(path, 0.0))
+            variance = float(self._change_variance[slot])
+            spread = math.sqrt(0.0 if variance != variance else variance)
             stddev = math.hypot(stddev, spread)
         kept.put(path, said_numbers(capacity, stddev, time_s, available, lower_bound))
+
+    def _keep_many(
+        self,
+        paths: list[Path],
+        time_s: npt.NDArray[np.float64],
+        capacity: npt.NDArray[np.float64],
+        stddev: npt.NDArray[np.float64],
+        available: npt.NDArray[np.bool_],
+        lower_bound: npt.NDArray[np.bool_],
+    ) -> None:
+        """``_keep`` of many paths (each once), as array operations: the same IEEE operations
+        in the same order, but for ``change**2`` and ``math.hypot``, done path by path as there
+        (numpy squares by multiplying, and its hypot may differ from Python's in the last bit).
+        tests/test_sample_columns.py holds the two equal."""
+        kept = self._kept
+        places = kept.slots.many(paths)
+        self._change_variance = variances = grown(self._change_variance, len(kept.slots), math.nan)
+        previous = kept.rows_at(places)
+        exact = available & ~lower_bound
+        changed = np.flatnonzero(
+            exact & (previous[:, AVAILABLE] != 0) & (previous[:, KIND] == ESTIMATE)
+        )
+        # min(a, b) is a unless b < a; abs and the product as Python works them out
+        now = capacity[changed]
+        change = np.abs(now - previous[changed, CAPACITY])
+        ceiling = MAX_CHANGE_RATIO * now
+        change = np.where(ceiling < change, ceiling, change)
+        squared = np.array([c**2 for c in change.tolist()], dtype=np.float64)
+        variance = variances[places[changed]]
+        variance = np.where(np.isnan(variance), squared, variance)
+        variances[places[changed]] = (
+            1 - VOLATILITY_WEIGHT
+        ) * variance + VOLATILITY_WEIGHT * squared
+        widened = np.flatnonzero(exact)
+        spread = np.sqrt(np.nan_to_num(variances[places[widened]], nan=0.0))
+        stddev = stddev.copy()
+        stddev[widened] = list(map(math.hypot, stddev[widened].tolist(), spread.tolist()))
+        table = np.column_stack(
+            [
+                np.where(lower_bound, LOWER_BOUND, ESTIMATE),
+                capacity,
+                stddev,
+                time_s,
+                available.astype(np.float64),
+            ]
+        )
+        kept.put_rows(paths, places, table)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -154,6 +216,9 @@ class KpiEstimator:
 
     def said_many(self, paths: Sequence[Path]) -> list[Said]:
         return self._kept.said_many(paths)
+
+    def said_rows(self, paths: Sequence[Path]) -> npt.NDArray[np.float64]:
+        return self._kept.said_rows(paths)
 
 
 def estimate_from_sample(

@@ -161,6 +161,11 @@ class ModelEstimator:
             self._predict_dirty()
         return self._kept.said_many(paths)
 
+    def said_rows(self, paths: Sequence[Key]) -> npt.NDArray[np.float64]:
+        if self._dirty:
+            self._predict_dirty()
+        return self._kept.said_rows(paths)
+
     def _predict_dirty(self) -> None:
         by_access: dict[str, list[Key]] = {}
         for key in self._dirty:

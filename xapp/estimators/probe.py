@@ -207,6 +207,24 @@ class ProbeEstimator:
             out.append(NOTHING if said is None else said)
         return out
 
+    def said_rows(self, paths: Sequence[Path]) -> npt.NDArray[np.float64]:
+        """``said_many`` as a table (``SaysAsTable``): the kept results, each path that is
+        down or silent (a fleet's few) then read as ``said_many`` reads it."""
+        rows = self._results.said_rows(paths)
+        if not self._down and self._silence.is_quiet():
+            return rows
+        gone = self._down | self._silence.silent()
+        for row, path in enumerate(paths):
+            if path in gone:
+                kind, capacity, stddev, measured_at, available = rows[row].tolist()
+                said = None if not kind else (kind, capacity, stddev, measured_at, available)
+                gone_since = self._unusable_since(path, said)
+                if gone_since is not None:
+                    rows[row] = said_numbers(
+                        0.0, 0.0, gone_since, available=False, lower_bound=False
+                    )
+        return rows
+
     def _unusable_since(self, path: Path, latest: Said | None) -> float | None:
         """Since when the path is unusable, as far as this estimator knows, or None: silent
         since after its newest probe result, or reported down (since its newest report)."""

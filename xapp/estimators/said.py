@@ -18,7 +18,8 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, check_capacity
-from xapp.ports import CapacityEstimator, Said, SaysMany
+from core.slots import Slots, grown
+from xapp.ports import CapacityEstimator, Said, SaysAsTable, SaysMany
 
 Path = tuple[str, str, Direction]
 
@@ -78,47 +79,82 @@ def estimate_of(path: Path, said: Said, source: str) -> CapacityEstimate:
 
 
 class KeptEstimates:
-    """A source's newest estimate of each path, kept as numbers and made into a
+    """A source's newest estimate of each path, kept as numbers in a table (a row per path,
+    by ``slots``; a zero row, ``NOTHING``, where none is kept) and made into a
     ``CapacityEstimate`` only when one is asked for (then kept until the numbers change):
-    fusion reads a fleet's numbers at once, and its paths are seldom asked one by one."""
+    fusion reads a fleet's numbers at once, and its paths are seldom asked one by one. The
+    owner may keep columns of its own by the same slots (the KPI estimator's volatility)."""
 
     def __init__(self, source: str) -> None:
         self.source = source
-        self._said: dict[Path, Said] = {}
+        self.slots: Slots[Path] = Slots()
+        self._table: npt.NDArray[np.float64] = np.zeros((0, 5))
         self._made: dict[Path, CapacityEstimate] = {}
 
     def put(self, path: Path, said: Said) -> None:
-        self._said[path] = said
+        slot = self.slots.of(path)
+        self._table = grown(self._table, slot + 1, 0.0)
+        self._table[slot] = said
         self._made.pop(path, None)
 
     def put_many(self, paths: Sequence[Path], table: npt.NDArray[np.float64]) -> None:
         """``put`` of each path's numbers (a row of ``table`` each: a ``Said``'s fields),
         checked as ``said_numbers`` checks them."""
+        self.put_rows(paths, self.slots.many(paths), table)
+
+    def put_rows(
+        self, paths: Sequence[Path], places: npt.NDArray[np.intp], table: npt.NDArray[np.float64]
+    ) -> None:
+        """``put_many`` where the paths' places (``slots``) are known already."""
         capacity, stddev = table[:, CAPACITY], table[:, STDDEV]
         fine = (capacity >= 0) & (capacity < np.inf) & (stddev >= 0) & (stddev < np.inf)
         if not fine.all():
             wrong = int(np.argmin(fine))
             check_capacity(float(capacity[wrong]), float(stddev[wrong]))  # (raises)
-        self._said.update(zip(paths, map(tuple, table.tolist()), strict=True))
+        self._table = grown(self._table, len(self.slots), 0.0)
+        self._table[places] = table
         if self._made:
             for path in paths:
                 self._made.pop(path, None)
 
     def drop(self, path: Path) -> None:
-        self._said.pop(path, None)
+        slot = self.slots.get(path)
+        if slot is not None and slot < len(self._table):
+            self._table[slot] = NOTHING
         self._made.pop(path, None)
 
     def said(self, path: Path) -> Said | None:
-        return self._said.get(path)
+        slot = self.slots.get(path)
+        if slot is None or slot >= len(self._table) or not self._table[slot, KIND]:
+            return None
+        kind, capacity, stddev, measured_at, available = self._table[slot].tolist()
+        return (kind, capacity, stddev, measured_at, available)
 
     def said_many(self, paths: Sequence[Path]) -> list[Said]:
-        get = self._said.get
-        return [get(path, NOTHING) for path in paths]
+        return [
+            (kind, capacity, stddev, measured_at, available)
+            for kind, capacity, stddev, measured_at, available in self.said_rows(paths).tolist()
+        ]
+
+    def said_rows(self, paths: Sequence[Path]) -> npt.NDArray[np.float64]:
+        """(paths, 5): ``said_many`` as a table."""
+        return self.rows_at(self.slots.found(paths))
+
+    def rows_at(self, places: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+        """(places, 5): the numbers kept at these places (``slots``; -1 or a place given after
+        the last put: nothing)."""
+        table = self._table
+        unknown = (places < 0) | (places >= len(table))
+        if not len(table):
+            return np.zeros((len(places), 5))
+        rows = table[np.where(unknown, 0, places)]
+        rows[unknown] = 0.0
+        return rows
 
     def estimate(self, path: Path) -> CapacityEstimate | None:
         made = self._made.get(path)
         if made is None:
-            said = self._said.get(path)
+            said = self.said(path)
             if said is None:
                 return None
             made = self._made[path] = estimate_of(path, said, self.source)
@@ -132,18 +168,24 @@ def said_by(source: CapacityEstimator, paths: Sequence[Path], now_s: float) -> l
     return [said_of(source.estimate(*path, now_s)) for path in paths]
 
 
+def said_rows_by(
+    source: CapacityEstimator, paths: Sequence[Path], now_s: float
+) -> npt.NDArray[np.float64]:
+    """(paths, 5): ``said_by`` as a table; read from the source's own where it keeps one."""
+    if isinstance(source, SaysAsTable):
+        return source.said_rows(paths)
+    count = len(paths)
+    flat = np.fromiter(chain.from_iterable(said_by(source, paths, now_s)), np.float64, count * 5)
+    return flat.reshape(count, 5)
+
+
 def said_table(
     sources: Sequence[CapacityEstimator], paths: Sequence[Path], now_s: float
 ) -> npt.NDArray[np.float64]:
     """(paths, sources, 5): what each source says of each path."""
-    count = len(paths)
-    columns = [
-        np.fromiter(chain.from_iterable(said_by(source, paths, now_s)), np.float64, count * 5)
-        for source in sources
-    ]
-    if not columns:
-        return np.zeros((count, 0, 5))
-    return np.stack([column.reshape(count, 5) for column in columns], axis=1)
+    if not sources:
+        return np.zeros((len(paths), 0, 5))
+    return np.stack([said_rows_by(source, paths, now_s) for source in sources], axis=1)
 
 
 def shows_usable_since(
