@@ -120,21 +120,19 @@ class FusedEstimator:
         forecast_at_s = np.where(exact, said[:, :, MEASURED_AT], np.nan)
         # Fusion's own forecast is what it last told the loop, which acted on it; only a path
         # nobody asked about since its last update has it made now.
-        own_forecasts: list[tuple[float, float] | object] = []
         served = self._served
-        for path in paths:
-            own = served.get(path, _NOT_SERVED)
-            if own is not _NOT_SERVED:
-                served[path] = _NOT_SERVED
-            else:
+        own_forecasts = [served.get(path, _NOT_SERVED) for path in paths]
+        served.update(dict.fromkeys(paths, _NOT_SERVED))  # (judged once: now)
+        for i, own in enumerate(own_forecasts):
+            if own is _NOT_SERVED:
+                path = paths[i]
                 fresh = [
                     e
                     for source in self.sources
                     if (e := source.estimate(*path, now_s)) is not None
                     and e.age_s(now_s) <= self.max_age_s
                 ]
-                own = _forecast(self._fuse(path, fresh, now_s))
-            own_forecasts.append(own)
+                own_forecasts[i] = _forecast(self._fuse(path, fresh, now_s))
         for source in self.sources:
             source.update(samples, now_s)
         self._silence.update(samples)

@@ -145,11 +145,13 @@ class ProbeEstimator:
         self._carrier_word[(cpe_id, access)] = now_s if up else None
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        for sample in samples:
-            self._remember(sample, now_s)
-            back_at = self._carrier_word.get((sample.cpe_id, sample.access), -math.inf)
-            if back_at is not None and sample.time_s - sample.period_s >= back_at:
-                self._carrier_word.pop((sample.cpe_id, sample.access), None)
+        self._remember(samples, now_s)
+        carrier_word = self._carrier_word
+        if carrier_word:  # (a fleet's usual: no agent's word stands)
+            for sample in samples:
+                back_at = carrier_word.get((sample.cpe_id, sample.access), -math.inf)
+                if back_at is not None and sample.time_s - sample.period_s >= back_at:
+                    carrier_word.pop((sample.cpe_id, sample.access), None)
         self._silence.update(samples)
         for outcome in self.prober.collect(now_s):
             self._take(outcome)
@@ -235,21 +237,29 @@ class ProbeEstimator:
             return self._history[path][-1].time_s
         return None
 
-    def _remember(self, sample: KpiSample, now_s: float) -> None:
-        path = (sample.cpe_id, sample.access, sample.direction)
-        self._first_seen.setdefault(path, now_s)
-        history = self._history.get(path)
-        if history is None:  # (not setdefault: its default deque would be made every time)
-            history = self._history[path] = deque(maxlen=HISTORY_PERIODS)
-        history.append(sample)
-        if sample.available is False:
-            self._down.add(path)
-            self._recovered.discard(path)
-        elif path in self._down and (
-            sample.available is True or (sample.throughput_mbps or 0.0) > 0
-        ):
-            self._down.discard(path)
-            self._recovered.add(path)
+    def _remember(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        """Each sample into its path's history; the paths the node says are down or back."""
+        first_seen, histories, down, recovered = (
+            self._first_seen,
+            self._history,
+            self._down,
+            self._recovered,
+        )
+        for sample in samples:
+            path = (sample.cpe_id, sample.access, sample.direction)
+            history = histories.get(path)
+            if history is None:  # (not setdefault: its default deque would be made every time)
+                first_seen.setdefault(path, now_s)
+                history = histories[path] = deque(maxlen=HISTORY_PERIODS)
+            history.append(sample)
+            if sample.available is False:
+                down.add(path)
+                recovered.discard(path)
+            elif down and path in down and (
+                sample.available is True or (sample.throughput_mbps or 0.0) > 0
+            ):
+                down.discard(path)
+                recovered.add(path)
 
     def _take(self, outcome: ProbeOutcome) -> None:
         r = outcome.request
