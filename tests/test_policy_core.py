@@ -144,3 +144,23 @@ def test_shapes_beyond_the_core_are_refused_when_it_is_insisted_on() -> None:
     assert robust.robust_weights_many(too_many, too_many, 100, 0.2).shape == too_many.shape
     with pytest.raises(ValueError, match="holds"):
         compiled.core.optimal(np.ones(3), np.empty(2, dtype=np.int64), 1, 3, 100)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.floats(2.0**-1000, 1.7e308),
+        st.sampled_from(
+            [2.0**-1000, 1e-300, 1.0, 3.0, 12.1, 342.0, 1190.0, 1.7976931348623157e308]
+        ),
+    )
+)
+def test_a_paths_own_weight_at_its_own_rate_is_the_rate_divisor(capacity: float) -> None:
+    """What lets the core skip a third of its divisions: at round rate c / m (path j's
+    candidate m) path j's own weight, as the numpy twin divides it out, is m, for every m up
+    to the core's largest weight, wherever c / m is a normal number (from 2^-1000 on)."""
+    m = np.arange(1, 65536, dtype=np.float64)
+    rate = capacity / m
+    weights = capacity / rate
+    weights *= 1 + 1e-12  # as optimal_weights_batch guards floor()
+    np.testing.assert_array_equal(np.floor(weights), m)

@@ -49,6 +49,8 @@
 
 static const double FLOOR_GUARD = 1 + 1e-12; /* optimal.py: floor() against c/r = k - eps */
 static const double TIE = 1 - 1e-9;          /* optimal.py and robust.py: ties */
+/* 2^-1000: c / m stays a normal number for every weight m up to MAX_WEIGHT_LIMIT. */
+static const double OWN_WEIGHT_KNOWN_FROM = 0x1p-1000;
 
 /* fmin as C99 and numpy define it (a NaN operand gives the other), inline: the library call
  * costs more than the comparison, and this runs a few hundred thousand times a decision. */
@@ -86,9 +88,19 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
             const double rate = c[j] / (double)(k + 1);
             divisor[k] = rate > 0 ? rate : INFINITY;
         }
+        /* Path j's own weight at rate c[j] / m is m, and its capacity per segment that rate:
+         * c[j] / (c[j] / m) rounds to within 2^-52 of m, and the guard lifts it above m and
+         * below m + 1 (m up to 65535), so the division numpy does gives m exactly; c[j] / m
+         * is the rate's own division. A capacity too small for c[j] / m to be a normal
+         * number (or 0) is divided out as numpy does. A third of a candidate's divisions. */
+        const int own_known = c[j] >= OWN_WEIGHT_KNOWN_FROM;
         const double *restrict by = divisor;
         for (int i = 0; i < paths; i++) {
             double *restrict wi = w + (size_t)i * max_weight;
+            if (i == j && own_known) {
+                for (int k = 0; k < max_weight; k++) wi[k] = (double)(k + 1);
+                continue;
+            }
             const double ci = c[i];
             for (int k = 0; k < max_weight; k++) {
                 /* min(max_weight, floor(x)) for x >= 0: truncation is floor there; x past
@@ -100,13 +112,27 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
             }
         }
         double *total = totals + (size_t)j * max_weight;
-        for (int k = 0; k < max_weight; k++) {
-            total[k] = w[k];
-            ratio[k] = c[0] / w[k];
+        if (j == 0 && own_known) {
+            for (int k = 0; k < max_weight; k++) {
+                total[k] = w[k];
+                ratio[k] = by[k];
+            }
+        } else {
+            for (int k = 0; k < max_weight; k++) {
+                total[k] = w[k];
+                ratio[k] = c[0] / w[k];
+            }
         }
         for (int i = 1; i < paths; i++) {
             const double *wi = w + (size_t)i * max_weight;
             const double ci = c[i];
+            if (i == j && own_known) {
+                for (int k = 0; k < max_weight; k++) {
+                    total[k] = total[k] + wi[k];
+                    ratio[k] = least_of(ratio[k], by[k]);
+                }
+                continue;
+            }
             for (int k = 0; k < max_weight; k++) {
                 total[k] = total[k] + wi[k];
                 ratio[k] = least_of(ratio[k], ci / wi[k]);
