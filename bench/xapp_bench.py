@@ -300,10 +300,12 @@ def run_xapp_bench(
     loop._save = watch.timed("conclude + push", loop._save)  # type: ignore[method-assign]
     loop.take_reports = watch.timed("estimator update", loop.take_reports)  # type: ignore[method-assign]
     processor._samples = watch.timed("samples", processor._samples)  # type: ignore[method-assign]
+    processor._samples_of_columns = watch.timed("samples", processor._samples_of_columns)  # type: ignore[method-assign]
     # The readers are module functions the processor calls by name: timed for this run only.
     readers = {
         "decode_header": (indications, "KPM"),
         "decode_message": (indications, "KPM"),
+        "read_columns": (indications, "KPM"),
         "decode": (e2ap, "E2AP"),
     }
     plain_readers = {name: getattr(module, name) for name, (module, _) in readers.items()}

@@ -256,7 +256,20 @@ typedef struct {
     uint64_t info_tail_value;
     PyObject *info_names;  /* tuple, owned */
     PyObject *info_labels; /* tuple, owned */
+    struct Columns *columns; /* not NULL: Format 3 read into columns (read_columns) */
 } Reader;
+
+/* A Format 3 message read as columns (read_columns): every UE's measurements the same names,
+ * one complete period each, nothing to complain of; anything else is read as records. A
+ * measurement whose labels differ between UEs (a UE's CQI bin) keeps each UE's. */
+typedef struct Columns {
+    PyObject *names, *labels; /* the first UE's (owned) */
+    PyObject **varying;       /* per measurement: NULL, or a list of each UE's labels */
+    Py_ssize_t measured;
+    PyObject *keys;           /* list: each UE's key tuple */
+    double *values;           /* UEs × measurements, NaN for noValue */
+    Py_ssize_t used, size;    /* doubles */
+} Columns;
 
 static void reader_init(Reader *r, const unsigned char *data, Py_ssize_t size, PyObject *subscribed) {
     memset(r, 0, sizeof(*r));
@@ -462,6 +475,70 @@ static PyObject *new_record(PyObject *name, PyObject *value, PyObject *period_in
     return record;
 }
 
+/* One UE's measurements into the columns: HAND_OVER (read the message as records) unless
+ * they are one complete period of the first UE's names. */
+static int columns_add(Columns *c, PyObject *names, PyObject *labels, Py_ssize_t periods,
+                       PyObject **values, const int *incomplete) {
+    Py_ssize_t measured = PyTuple_GET_SIZE(names);
+    if (periods != 1 || incomplete[0] || measured == 0 ||
+        PyList_GET_SIZE(values[0]) != measured)
+        return HAND_OVER;
+    Py_ssize_t ues = PyList_GET_SIZE(c->keys); /* read before this one */
+    if (c->names == NULL) {
+        c->varying = PyMem_Calloc((size_t)measured, sizeof(PyObject *));
+        if (c->varying == NULL) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        c->names = Py_NewRef(names);
+        c->labels = Py_NewRef(labels);
+        c->measured = measured;
+    } else if (measured != c->measured) {
+        return HAND_OVER;
+    } else if (names != c->names) {
+        int same = PyObject_RichCompareBool(names, c->names, Py_EQ);
+        if (same < 0) return FAILED;
+        if (!same) return HAND_OVER;
+    }
+    /* (labels the same object as the first UE's: the same bytes, nothing varies) */
+    for (Py_ssize_t m = 0; labels != c->labels && m < measured; m++) {
+        PyObject *label = PyTuple_GET_ITEM(labels, m), *first = PyTuple_GET_ITEM(c->labels, m);
+        if (c->varying[m] == NULL && label != first) {
+            int same = PyObject_RichCompareBool(label, first, Py_EQ);
+            if (same < 0) return FAILED;
+            if (same) continue;
+            /* varies from this UE on: the UEs before had the first UE's */
+            if ((c->varying[m] = PyList_New(ues)) == NULL) return FAILED;
+            for (Py_ssize_t u = 0; u < ues; u++)
+                PyList_SET_ITEM(c->varying[m], u, Py_NewRef(first));
+        }
+    }
+    for (Py_ssize_t m = 0; m < measured; m++) {
+        if (c->varying[m] != NULL && PyList_Append(c->varying[m], PyTuple_GET_ITEM(labels, m)))
+            return FAILED;
+    }
+    if (c->used + measured > c->size) {
+        Py_ssize_t size = c->size ? 2 * c->size : 64 * measured;
+        while (size < c->used + measured) size *= 2;
+        double *grown = PyMem_Realloc(c->values, (size_t)size * sizeof(double));
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return FAILED;
+        }
+        c->values = grown;
+        c->size = size;
+    }
+    for (Py_ssize_t m = 0; m < measured; m++) {
+        PyObject *value = PyList_GET_ITEM(values[0], m);
+        const double number = value == Py_None ? NAN : PyFloat_AS_DOUBLE(value);
+        /* NaN stands for noValue here: a REAL NaN sent as a value goes as a record, and is
+         * refused there (out of range) */
+        if (value != Py_None && number != number) return HAND_OVER;
+        c->values[c->used++] = number;
+    }
+    return 0;
+}
+
 /* An E2SM-KPM-IndicationMessage-Format1's granularity (new ref: int or None) and records
  * (appended to ``records``), each with these UE keys. */
 static int format1(Reader *r, PyObject *keys, PyObject **granularity, PyObject *records) {
@@ -524,6 +601,10 @@ static int format1(Reader *r, PyObject *keys, PyObject **granularity, PyObject *
         goto out;
     }
     Py_ssize_t measured = PyTuple_GET_SIZE(names);
+    if (r->columns != NULL) {
+        status = columns_add(r->columns, names, labels, periods, values, incomplete);
+        goto out;
+    }
     if (measured == 0) goto out;
     for (Py_ssize_t index = 0; index < periods; index++) {
         Py_ssize_t size = PyList_GET_SIZE(values[index]);
@@ -665,6 +746,10 @@ static PyObject *format3(Reader *r) {
         if (keys == NULL) goto out;
         PyObject *period = NULL;
         int status = format1(r, keys, &period, records);
+        if (!status && r->columns != NULL && PyList_Append(r->columns->keys, keys)) {
+            Py_DECREF(period);
+            status = FAILED;
+        }
         Py_DECREF(keys);
         if (status) goto out;
         if (!PyObject_IsTrue(granularity)) {
@@ -673,7 +758,12 @@ static PyObject *format3(Reader *r) {
             Py_DECREF(period);
         }
     }
-    found = report(3, granularity, records, r);
+    if (r->columns != NULL) {
+        /* nothing complained of (a problem is read as records), some UE read */
+        if (r->problems == NULL && r->columns->names != NULL) found = Py_NewRef(granularity);
+    } else {
+        found = report(3, granularity, records, r);
+    }
 out:
     Py_XDECREF(records);
     Py_DECREF(granularity);
@@ -703,6 +793,7 @@ static PyObject *message(Reader *r, int format3_in_root) {
             Reader inner;
             reader_init(&inner, (const unsigned char *)PyBytes_AS_STRING(content),
                         PyBytes_GET_SIZE(content), r->subscribed);
+            inner.columns = r->columns;
             PyObject *found = format3(&inner);
             if (found != NULL && done(&inner.bits)) Py_CLEAR(found);
             reader_clear(&inner);
@@ -711,7 +802,9 @@ static PyObject *message(Reader *r, int format3_in_root) {
         }
     }
     PyObject *found = NULL;
-    if (chosen == 0) {
+    if (chosen == 0 && r->columns != NULL) {
+        return NULL; /* Format 1: records */
+    } else if (chosen == 0) {
         PyObject *records = PyList_New(0);
         PyObject *granularity = NULL;
         PyObject *no_keys = PyTuple_New(0);
@@ -754,6 +847,75 @@ static PyObject *read_message(PyObject *module, PyObject *args) {
     return found;
 }
 
+static void columns_clear(Columns *c) {
+    if (c->varying != NULL) {
+        for (Py_ssize_t m = 0; m < c->measured; m++) Py_XDECREF(c->varying[m]);
+        PyMem_Free(c->varying);
+        c->varying = NULL;
+    }
+    Py_CLEAR(c->names);
+    Py_CLEAR(c->labels);
+    Py_CLEAR(c->keys);
+    PyMem_Free(c->values);
+    c->values = NULL;
+}
+
+/* {measurement: tuple of each UE's labels} for the measurements whose labels vary. */
+static PyObject *varying_dict(Columns *c) {
+    PyObject *found = PyDict_New();
+    for (Py_ssize_t m = 0; found != NULL && m < c->measured; m++) {
+        if (c->varying[m] == NULL) continue;
+        PyObject *index = PyLong_FromSsize_t(m);
+        PyObject *each = PyList_AsTuple(c->varying[m]);
+        if (index == NULL || each == NULL || PyDict_SetItem(found, index, each)) Py_CLEAR(found);
+        Py_XDECREF(index);
+        Py_XDECREF(each);
+    }
+    return found;
+}
+
+/* read_message for a Format 3 message whose UEs all report the same measurements, one period:
+ * (granularity, names, the first UE's labels, UE key tuples, values as UEs × measurements
+ * doubles with NaN for noValue, {measurement: each UE's labels} where they vary), or None
+ * (read it with read_message). */
+static PyObject *read_columns(PyObject *module, PyObject *args) {
+    Py_buffer data;
+    int format3_in_root;
+    PyObject *subscribed;
+    if (!PyArg_ParseTuple(args, "y*pO!:read_columns", &data, &format3_in_root, &PyTuple_Type,
+                          &subscribed))
+        return NULL;
+    Columns columns = {0};
+    columns.keys = PyList_New(0);
+    if (columns.keys == NULL) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    Reader r;
+    reader_init(&r, (const unsigned char *)data.buf, data.len, subscribed);
+    r.columns = &columns;
+    PyObject *granularity = data.len ? message(&r, format3_in_root) : NULL;
+    reader_clear(&r);
+    PyBuffer_Release(&data);
+    PyObject *found = NULL;
+    if (granularity != NULL) {
+        PyObject *keys = PyList_AsTuple(columns.keys);
+        PyObject *values = PyBytes_FromStringAndSize((const char *)columns.values,
+                                                     columns.used * (Py_ssize_t)sizeof(double));
+        PyObject *varying = varying_dict(&columns);
+        if (keys != NULL && values != NULL && varying != NULL)
+            found = PyTuple_Pack(6, granularity, columns.names, columns.labels, keys, values,
+                                 varying);
+        Py_XDECREF(keys);
+        Py_XDECREF(values);
+        Py_XDECREF(varying);
+        Py_DECREF(granularity);
+    }
+    columns_clear(&columns);
+    if (found == NULL && !PyErr_Occurred()) Py_RETURN_NONE;
+    return found;
+}
+
 static PyObject *configure(PyObject *module, PyObject *args) {
     PyObject *record, *report_cls, *problem_cls;
     if (!PyArg_ParseTuple(args, "OOO:configure", &record, &report_cls, &problem_cls)) return NULL;
@@ -770,6 +932,9 @@ static PyObject *configure(PyObject *module, PyObject *args) {
 static PyMethodDef methods[] = {
     {"read_message", read_message, METH_VARARGS,
      "read_message(data, format3_in_root, subscribed_names) -> IndicationReport | None"},
+    {"read_columns", read_columns, METH_VARARGS,
+     "read_columns(data, format3_in_root, subscribed_names) -> (granularity, names, labels, "
+     "UE keys, values, varying labels) | None"},
     {"configure", configure, METH_VARARGS,
      "configure(MeasurementRecord, IndicationReport, ReportProblem): the types to build"},
     {NULL, NULL, 0, NULL},

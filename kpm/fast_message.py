@@ -36,9 +36,11 @@ import math
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
+
 from core.compiled import compiled_core
 from kpm.reals import mantissa_length_allowed
-from kpm.reports import IndicationReport, MeasurementRecord, ReportProblem
+from kpm.reports import IndicationColumns, IndicationReport, MeasurementRecord, ReportProblem
 from kpm.ueid import ue_keys
 from kpm.versions import KpmVersion
 
@@ -233,6 +235,24 @@ def read_message(
         return None
     except (IndexError, ValueError, OverflowError):  # a cut value; never trusted
         return None
+
+
+def read_columns(
+    data: bytes, version: KpmVersion, subscribed_names: Sequence[str] = ()
+) -> IndicationColumns | None:
+    """A Format 3 message in its usual shape (``IndicationColumns``) read as columns by the C
+    core, which reads it as ``read_message`` does, check for check, and keeps the values as
+    doubles rather than making a record of each; None for any other message, or where the
+    core is not built or not used by default (``read_message`` then reads it as records)."""
+    in_root = FORMAT3_IN_ROOT.get(version)
+    if in_root is None or not data or _core is None or not _default_compiled:
+        return None
+    read = _core.read_columns(data, in_root, tuple(subscribed_names))
+    if read is None:
+        return None
+    granularity, names, labels, keys, values, varying = read
+    table = np.frombuffer(values, dtype=np.float64).reshape(len(keys), len(names))
+    return IndicationColumns(granularity, names, labels, keys, table, varying)
 
 
 class _Reader:

@@ -14,6 +14,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from kpm.codec import KpmPdu, codec_for
 from kpm.errors import CodecError
 from kpm.timestamps import decode_timestamp
@@ -58,6 +61,42 @@ class IndicationReport:
     granularity_ms: int | None
     records: tuple[MeasurementRecord, ...]
     problems: tuple[ReportProblem, ...] = ()
+
+
+@dataclass(frozen=True)
+class IndicationColumns:
+    """A Format 3 report in its usual shape, as columns: every UE reports the same
+    measurements (names) for one period, and nothing is amiss (no problem). What its records
+    would say, without a record per value: record (UE u, measurement m) is
+    ``MeasurementRecord(names[m], values[u, m] (None where NaN), 0, ue_keys[u], labels of
+    (u, m))``, UE after UE, each UE's in measurement order (``records_of_columns``)."""
+
+    granularity_ms: int | None
+    names: tuple[str, ...]
+    labels: tuple[Mapping[str, Any], ...]  # the first UE's, per measurement
+    ue_keys: tuple[tuple[str, ...], ...]
+    values: npt.NDArray[np.float64]  # (UEs, measurements); NaN: noValue
+    # Measurements whose labels differ between UEs (a UE's CQI bin): each UE's labels.
+    varying: Mapping[int, tuple[Mapping[str, Any], ...]]
+
+    def labels_of(self, ue: int, measurement: int) -> Mapping[str, Any]:
+        each = self.varying.get(measurement)
+        return self.labels[measurement] if each is None else each[ue]
+
+
+def records_of_columns(columns: IndicationColumns) -> list[MeasurementRecord]:
+    """The records the columns stand for, in the order a reader gives them."""
+    return [
+        MeasurementRecord(
+            name,
+            None if math.isnan(value) else value,
+            0,
+            keys,
+            columns.labels_of(ue, m),
+        )
+        for ue, (keys, row) in enumerate(zip(columns.ue_keys, columns.values.tolist(), strict=True))
+        for m, (name, value) in enumerate(zip(columns.names, row, strict=True))
+    ]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from kpm import fast_message
 from kpm.codec import KpmPdu, codec_for
 from kpm.fast_message import FAST_LAYOUTS, read_message
+from kpm.reports import records_of_columns
 from kpm.versions import KpmVersion
 
 from .test_fast_message import NAMES, _representative, _vector_messages, messages, same
@@ -50,6 +51,14 @@ def twins_agree(data: bytes, layout: KpmVersion, names: tuple[str, ...] = NAMES)
         f"{'the core' if core is not None else 'the Python twin'} alone took {data.hex()} "
         f"as {layout}"
     )
+    columns = fast_message.read_columns(data, layout, names)
+    if columns is not None:
+        # the columns stand for exactly the core's records: its usual Format 3, nothing amiss
+        assert core is not None, f"the core took {data.hex()} ({layout}) as columns alone"
+        assert core.message_format == 3
+        assert not core.problems
+        assert columns.granularity_ms == core.granularity_ms
+        assert records_of_columns(columns) == list(core.records)
     if core is None or python is None:
         return False
     assert same(core, python), f"the twins read {data.hex()} ({layout}) differently"

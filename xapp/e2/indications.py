@@ -13,8 +13,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
+import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from core.domain import Cpe, Direction, KpiSample
@@ -22,7 +24,14 @@ from kpm import dialects, e2ap
 from kpm.catalogue import Catalogue, Measurement, MeasurementDirection, Scope, load_catalogue
 from kpm.codec import KpmPdu
 from kpm.errors import CodecError, hex_excerpt
-from kpm.reports import IndicationReport, MeasurementRecord, decode_header, decode_message
+from kpm.fast_message import read_columns
+from kpm.reports import (
+    IndicationColumns,
+    IndicationReport,
+    MeasurementRecord,
+    decode_header,
+    decode_message,
+)
 from kpm.versions import KpmVersion
 from xapp.e2.config import E2NodeConfig
 
@@ -176,6 +185,15 @@ class IndicationProcessor:
         elif detection.ambiguous:
             self.reject(node, "header-ambiguous", detection.describe(), data=indication.header)
         version = detection.header.version
+        if self._fast_reader:
+            columns = read_columns(indication.message, version, context.config.measurements)
+            if columns is not None:
+                samples = self._samples_of_columns(
+                    context, detection.header.collect_start_unix_s, columns, received_s
+                )
+                if samples is not None:
+                    self.accepted.labels(version=version.value).inc()
+                    return samples
         try:
             report = decode_message(
                 indication.message, version, context.config.measurements, fast=self._fast_reader
@@ -380,6 +398,120 @@ class IndicationProcessor:
                         )
         return samples
 
+    def _samples_of_columns(
+        self,
+        context: NodeContext,
+        start_s: float,
+        columns: IndicationColumns,
+        received_s: float | None,
+    ) -> list[KpiSample] | None:
+        """``_samples`` of a message read as columns, in a fleet's usual case: every
+        measurement known, every value in its range (or none), every UE of a CPE of its own.
+        None otherwise: the message is then read as records, and ``_samples`` words what is
+        wrong, value by value. The same samples as ``_samples`` gives for the records the
+        columns stand for (tests/test_indication_columns.py): each value scaled by the same
+        multiplication, each sample's measurements in the records' order."""
+        node = context.config.node
+        plans = [
+            self._plan_of(name, labels)
+            for name, labels in zip(columns.names, columns.labels, strict=True)
+        ]
+        # a measurement whose labels vary (a UE's CQI bin): its key per UE, all else alike
+        keys_of: dict[int, list[str]] = {}
+        by_content: dict[tuple[str, tuple[tuple[str, Any], ...]], _Plan | None] = {}
+        for m, each in columns.varying.items():
+            name, first = columns.names[m], plans[m]
+            found = []
+            for labels in each:
+                content = (name, tuple(labels.items()))
+                plan = by_content.get(content, _UNSEEN)
+                if plan is _UNSEEN:
+                    plan = by_content[content] = self._plan_of(name, labels)
+                if plan is None or first is None or plan[:2] + plan[3:7] != first[:2] + first[3:7]:
+                    return None
+                found.append(plan[2])
+            keys_of[m] = found
+        if any(plan is None for plan in plans):
+            return None
+        known: list[_Plan] = [plan for plan in plans if plan is not None]
+        values = columns.values
+        low = np.array([plan[0] for plan in known])
+        high = np.array([plan[1] for plan in known])
+        given = ~np.isnan(values)
+        if (given & ~((low <= values) & (values <= high))).any():
+            return None
+        found_cpes = [self._cpe_of_ue(node, keys) for keys in columns.ue_keys]
+        cpe_ids = [cpe_id for cpe_id in found_cpes if cpe_id is not None]
+        if len(set(cpe_ids)) < len(found_cpes):
+            return None  # a UE of no CPE, or two of one
+        # value * scale, as _Collected.add multiplies (the same IEEE product)
+        scaled = (values * np.array([plan[3] for plan in known])).tolist()
+        complete: list[bool] = np.all(given, axis=1).tolist()
+        period_s = (columns.granularity_ms or context.config.granularity) / 1000.0
+        time_s = start_s + period_s  # (the message's one period: index 0)
+        access = context.config.access
+        # Per direction: its measurements, their keys, those that set a field of the sample.
+        directions: list[
+            tuple[
+                Direction,
+                Callable[[list[float]], Sequence[float]],
+                list[str],
+                list[tuple[int, str]],
+                list[tuple[int, list[str]]],
+            ]
+        ] = []
+        for direction, goes in ((Direction.DOWNLINK, 4), (Direction.UPLINK, 5)):
+            measured = [m for m, plan in enumerate(known) if plan[goes]]
+            if measured:
+                directions.append(
+                    (
+                        direction,
+                        _row_reader(measured),
+                        [known[m][2] for m in measured],
+                        [(m, role) for m in measured if (role := known[m][6]) is not None],
+                        [(i, keys_of[m]) for i, m in enumerate(measured) if m in keys_of],
+                    )
+                )
+        samples: list[KpiSample] = []
+        # by CPE, then downlink before uplink, as _samples orders them
+        for ue in sorted(range(len(cpe_ids)), key=lambda ue: cpe_ids[ue]):
+            cpe_id, row = cpe_ids[ue], scaled[ue]
+            for direction, read, keys, fields, varying in directions:
+                if varying:
+                    keys = list(keys)
+                    for i, key_of_ue in varying:
+                        keys[i] = key_of_ue[ue]
+                if complete[ue]:
+                    measurements = dict(zip(keys, read(row), strict=True))
+                else:
+                    measurements = {
+                        key: value
+                        for key, value in zip(keys, read(row), strict=True)
+                        if value == value
+                    }
+                if not measurements:
+                    continue
+                throughput, available = None, None
+                for m, role in fields:
+                    if row[m] == row[m]:
+                        throughput, available = _field_set(role, row[m], throughput, available)
+                samples.append(
+                    KpiSample.made(
+                        cpe_id,
+                        access,
+                        direction,
+                        time_s,
+                        period_s,
+                        throughput,
+                        None,
+                        None,
+                        available,
+                        measurements,
+                        received_s,
+                    )
+                )
+        return samples
+
     def _plan_of(self, name: str, labels: Mapping[str, Any]) -> _Plan | None:
         """What ``_samples`` does with a measurement's values (None: the catalogue does not
         know the name)."""
@@ -445,6 +577,15 @@ class _Use:
         )
 
 
+def _row_reader(places: list[int]) -> Callable[[list[float]], Sequence[float]]:
+    """The values at ``places`` of a row, as a sequence (itemgetter gives a bare value for
+    one place)."""
+    if len(places) == 1:
+        place = places[0]
+        return lambda row: (row[place],)
+    return itemgetter(*places)
+
+
 # What _samples does with a measurement's values, unpacked once per record: its range (low,
 # high), its key in the samples, its scale, the directions it goes to, the field it sets
 # (None: none), its catalogue entry and its use.
@@ -466,10 +607,19 @@ class _Values:
 
     def set_field(self, role: str, value: float) -> None:
         """A value (canonical units) a field of the sample is read from, by its role."""
-        if role == "throughput":
-            self.throughput = value
-        elif role == "link_state":
-            self.available = value >= 0.5
+        self.throughput, self.available = _field_set(role, value, self.throughput, self.available)
+
+
+def _field_set(
+    role: str, value: float, throughput: float | None, available: bool | None
+) -> tuple[float | None, bool | None]:
+    """A sample's throughput and link state once a value of ``role`` (canonical units) is read
+    into them."""
+    if role == "throughput":
+        return value, available
+    if role == "link_state":
+        return throughput, value >= 0.5
+    return throughput, available
 
 
 class _Collected:

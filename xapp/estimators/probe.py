@@ -255,8 +255,10 @@ class ProbeEstimator:
             if sample.available is False:
                 down.add(path)
                 recovered.discard(path)
-            elif down and path in down and (
-                sample.available is True or (sample.throughput_mbps or 0.0) > 0
+            elif (
+                down
+                and path in down
+                and (sample.available is True or (sample.throughput_mbps or 0.0) > 0)
             ):
                 down.discard(path)
                 recovered.add(path)
