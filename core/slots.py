@@ -63,6 +63,30 @@ class Slots(Generic[K]):
         return self._of.items()
 
 
+class Places(Generic[K]):
+    """Keys with their places in any ``Slots`` asked of, each found once (a fleet's paths are
+    looked up once for every table kept by the same slots, not once per table); found again
+    where the slots have grown since (a key given a place meanwhile)."""
+
+    def __init__(self, keys: Sequence[K]) -> None:
+        self.keys = keys
+        self._found: dict[int, tuple[Slots[K], int, npt.NDArray[np.intp]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def in_slots(self, slots: Slots[K]) -> npt.NDArray[np.intp]:
+        """``slots.found(keys)``."""
+        known = self._found.get(id(slots))
+        if known is None or known[1] != len(slots):
+            known = self._found[id(slots)] = (slots, len(slots), slots.found(self.keys))
+        return known[2]
+
+
+def places_of(keys: Sequence[K] | Places[K]) -> Places[K]:
+    return keys if isinstance(keys, Places) else Places(keys)
+
+
 def grown(column: npt.NDArray[A], size: int, fill: object) -> npt.NDArray[A]:
     """``column``, or a copy at least ``size`` long (doubling) with the new places ``fill``:
     the columns of state kept per slot grow with the slots. A table (one row per slot) grows

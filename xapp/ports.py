@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from core.slots import Places
     from xapp.estimators.said import EstimateRows
 
 
@@ -67,7 +68,9 @@ class SaysAsTable(Protocol):
     """An estimator that keeps its estimates as a table and gives many paths' as one array
     (paths, 5), a ``Said``'s fields per row: fusion reads a fleet's without a tuple per path."""
 
-    def said_rows(self, paths: Sequence[tuple[str, str, Direction]]) -> npt.NDArray[np.float64]: ...
+    def said_rows(
+        self, paths: Sequence[tuple[str, str, Direction]] | Places[tuple[str, str, Direction]]
+    ) -> npt.NDArray[np.float64]: ...
 
 
 @runtime_checkable

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from core.slots import Places, Slots
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
@@ -93,7 +94,10 @@ class FusedEstimator:
         max_age_s: float = 30.0,
         weights: WeightLookup | None = None,
         references: Sequence[CapacityEstimator] = (),
+        slots: Slots[Path] | None = None,
     ) -> None:
+        """``slots``: the fleet's paths' places, shared with the sources' tables (each step's
+        paths are then looked up once for all of them)."""
         if not sources:
             raise ValueError("fusion needs at least one estimator")
         self.sources = list(sources)
@@ -101,7 +105,7 @@ class FusedEstimator:
         # Fixed for the estimator's life: asked for every path of a fleet every period.
         self._measuring = frozenset(reference.name for reference in self.references)
         # (path, source) → (comparisons, bias: slow mean relative error, mean squared error)
-        self._errors = TrackRecords([source.name for source in self.sources] + [self.name])
+        self._errors = TrackRecords([source.name for source in self.sources] + [self.name], slots)
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights)
@@ -112,9 +116,10 @@ class FusedEstimator:
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         paths = list(dict.fromkeys((s.cpe_id, s.access, s.direction) for s in samples))
+        at = Places(paths)
         # What each source forecast for the period just reported: a usable exact estimate's
         # (capacity, time), NaN where there is none; paths × sources.
-        said = said_table(self.sources, paths, now_s)
+        said = said_table(self.sources, at, now_s)
         exact = usable_exact(said)
         forecast_mbps = np.where(exact, said[:, :, CAPACITY], np.nan)
         forecast_at_s = np.where(exact, said[:, :, MEASURED_AT], np.nan)
@@ -139,7 +144,7 @@ class FusedEstimator:
         if self.references and paths:
             own_table = np.array(own_forecasts, dtype=np.float64).reshape(-1, 2)
             self._score(
-                paths,
+                at,
                 np.column_stack([forecast_mbps, own_table[:, 0]]),
                 np.column_stack([forecast_at_s, own_table[:, 1]]),
                 now_s,
@@ -147,7 +152,7 @@ class FusedEstimator:
 
     def _score(
         self,
-        paths: list[Path],
+        paths: Places[Path],
         forecast_mbps: npt.NDArray[np.float64],
         forecast_at_s: npt.NDArray[np.float64],
         now_s: float,
@@ -216,10 +221,11 @@ class FusedEstimator:
             return EstimateRows.of([], [])
         sources = self.sources
         count = len(paths)
+        at = Places(paths)
         # What each source said of each path: (paths, sources, fields).
-        values = said_table(sources, paths, now_s)
+        values = said_table(sources, at, now_s)
         records = self._errors
-        rows = records.rows(paths)
+        rows = records.rows(at)
         kept_in = np.array([records.column(source.name) for source in sources], dtype=np.intp)
         recorded, counts, biases, squares = records.gather(rows[:, None], kept_in[None, :])
         own = np.full(count, records.column(self.name), dtype=np.intp)

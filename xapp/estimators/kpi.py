@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from core.slots import grown
+from core.slots import Places, Slots, grown
 from core.standards import nr as nr_standard
 from xapp.estimators.columns import Group, columns_of
 from xapp.estimators.said import (
@@ -66,8 +66,9 @@ Path = tuple[str, str, Direction]
 class KpiEstimator:
     name = "kpi"
 
-    def __init__(self) -> None:
-        self._kept = KeptEstimates(self.name)  # each path's newest estimate
+    def __init__(self, slots: Slots[Path] | None = None) -> None:
+        """``slots``: the fleet's paths' places, shared with the other estimators."""
+        self._kept = KeptEstimates(self.name, slots)  # each path's newest estimate
         # The running variance of each path's period-to-period change (NaN: none yet), by the
         # kept estimates' slots.
         self._change_variance = np.full(0, math.nan)
@@ -217,7 +218,7 @@ class KpiEstimator:
     def said_many(self, paths: Sequence[Path]) -> list[Said]:
         return self._kept.said_many(paths)
 
-    def said_rows(self, paths: Sequence[Path]) -> npt.NDArray[np.float64]:
+    def said_rows(self, paths: Sequence[Path] | Places[Path]) -> npt.NDArray[np.float64]:
         return self._kept.said_rows(paths)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from core.slots import Places, Slots
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
 from models.runtime import ModelError, OnnxCapacityModel
 from xapp.estimators.columns import Group, columns_of
@@ -75,7 +76,12 @@ log = logging.getLogger(__name__)
 class ModelEstimator:
     name = "model"
 
-    def __init__(self, models: Mapping[str, OnnxCapacityModel] | None = None) -> None:
+    def __init__(
+        self,
+        models: Mapping[str, OnnxCapacityModel] | None = None,
+        slots: Slots[Key] | None = None,
+    ) -> None:
+        """``slots``: the fleet's paths' places, shared with the other estimators."""
         # access → why this estimator cannot serve it (a model missing, corrupt, for another
         # feature set, or producing garbage); fusion then carries on with the other estimators
         self.unavailable: dict[str, str] = {}
@@ -90,7 +96,7 @@ class ModelEstimator:
         # What the newest period of each path said: (available, carried Mbit/s, its time).
         self._newest: dict[Key, tuple[bool | None, float | None, float]] = {}
         self._dirty: set[Key] = set()
-        self._kept = KeptEstimates(self.name)  # each path's newest estimate
+        self._kept = KeptEstimates(self.name, slots)  # each path's newest estimate
 
     def describe(self) -> list[dict[str, object]]:
         """Which model answers for each access (or why none does)."""
@@ -161,7 +167,7 @@ class ModelEstimator:
             self._predict_dirty()
         return self._kept.said_many(paths)
 
-    def said_rows(self, paths: Sequence[Key]) -> npt.NDArray[np.float64]:
+    def said_rows(self, paths: Sequence[Key] | Places[Key]) -> npt.NDArray[np.float64]:
         if self._dirty:
             self._predict_dirty()
         return self._kept.said_rows(paths)

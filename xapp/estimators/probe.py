@@ -49,6 +49,7 @@ from core.domain import (
     ProbeRecord,
     ProbeRequest,
 )
+from core.slots import Places, Slots
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
     CAPACITY,
@@ -115,16 +116,18 @@ class ProbeEstimator:
         records: ProbeRecordStore | None = None,
         advisors_for: Advisors | None = None,
         weights: WeightLookup | None = None,
+        slots: Slots[Path] | None = None,
     ) -> None:
         """``advisors_for(cpe_id, direction)``: whom to consult for that CPE (default: always
-        ``advisors``); None means do not probe that CPE at all."""
+        ``advisors``); None means do not probe that CPE at all. ``slots``: the fleet's paths'
+        places, shared with the other estimators."""
         self.prober = prober
         self.settings = settings or ProbeSettings()
         fixed = tuple(advisors)
         self.advisors_for: Advisors = advisors_for or (lambda cpe_id, direction: fixed)
         self.records = records
         self.stats = ProbeStats()
-        self._results = KeptEstimates(self.name)  # each path's newest probe result
+        self._results = KeptEstimates(self.name, slots)  # each path's newest probe result
         self._history: dict[Path, deque[KpiSample]] = {}
         self._down: set[Path] = set()  # the node says so (link state)
         self._silence = SilenceTracker(weights)
@@ -209,14 +212,14 @@ class ProbeEstimator:
             out.append(NOTHING if said is None else said)
         return out
 
-    def said_rows(self, paths: Sequence[Path]) -> npt.NDArray[np.float64]:
+    def said_rows(self, paths: Sequence[Path] | Places[Path]) -> npt.NDArray[np.float64]:
         """``said_many`` as a table (``SaysAsTable``): the kept results, each path that is
         down or silent (a fleet's few) then read as ``said_many`` reads it."""
         rows = self._results.said_rows(paths)
         if not self._down and self._silence.is_quiet():
             return rows
         gone = self._down | self._silence.silent()
-        for row, path in enumerate(paths):
+        for row, path in enumerate(paths.keys if isinstance(paths, Places) else paths):
             if path in gone:
                 kind, capacity, stddev, measured_at, available = rows[row].tolist()
                 said = None if not kind else (kind, capacity, stddev, measured_at, available)

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, check_capacity
-from core.slots import Slots, grown
+from core.slots import Places, Slots, grown, places_of
 from xapp.ports import CapacityEstimator, Said, SaysAsTable, SaysMany
 
 Path = tuple[str, str, Direction]
@@ -85,9 +85,11 @@ class KeptEstimates:
     fusion reads a fleet's numbers at once, and its paths are seldom asked one by one. The
     owner may keep columns of its own by the same slots (the KPI estimator's volatility)."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, slots: Slots[Path] | None = None) -> None:
+        """``slots``: the places of the fleet's paths, shared with the other sources and
+        fusion (each step's paths are then looked up once for all of them); else its own."""
         self.source = source
-        self.slots: Slots[Path] = Slots()
+        self.slots: Slots[Path] = slots if slots is not None else Slots()
         self._table: npt.NDArray[np.float64] = np.zeros((0, 5))
         self._made: dict[Path, CapacityEstimate] = {}
 
@@ -136,9 +138,9 @@ class KeptEstimates:
             for kind, capacity, stddev, measured_at, available in self.said_rows(paths).tolist()
         ]
 
-    def said_rows(self, paths: Sequence[Path]) -> npt.NDArray[np.float64]:
+    def said_rows(self, paths: Sequence[Path] | Places[Path]) -> npt.NDArray[np.float64]:
         """(paths, 5): ``said_many`` as a table."""
-        return self.rows_at(self.slots.found(paths))
+        return self.rows_at(places_of(paths).in_slots(self.slots))
 
     def rows_at(self, places: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
         """(places, 5): the numbers kept at these places (``slots``; -1 or a place given after
@@ -169,23 +171,26 @@ def said_by(source: CapacityEstimator, paths: Sequence[Path], now_s: float) -> l
 
 
 def said_rows_by(
-    source: CapacityEstimator, paths: Sequence[Path], now_s: float
+    source: CapacityEstimator, paths: Sequence[Path] | Places[Path], now_s: float
 ) -> npt.NDArray[np.float64]:
     """(paths, 5): ``said_by`` as a table; read from the source's own where it keeps one."""
     if isinstance(source, SaysAsTable):
         return source.said_rows(paths)
-    count = len(paths)
-    flat = np.fromiter(chain.from_iterable(said_by(source, paths, now_s)), np.float64, count * 5)
+    keys = paths.keys if isinstance(paths, Places) else paths
+    count = len(keys)
+    flat = np.fromiter(chain.from_iterable(said_by(source, keys, now_s)), np.float64, count * 5)
     return flat.reshape(count, 5)
 
 
 def said_table(
-    sources: Sequence[CapacityEstimator], paths: Sequence[Path], now_s: float
+    sources: Sequence[CapacityEstimator], paths: Sequence[Path] | Places[Path], now_s: float
 ) -> npt.NDArray[np.float64]:
-    """(paths, sources, 5): what each source says of each path."""
+    """(paths, sources, 5): what each source says of each path (``Places``: the paths looked
+    up once for the sources that keep their tables by the same slots)."""
     if not sources:
         return np.zeros((len(paths), 0, 5))
-    return np.stack([said_rows_by(source, paths, now_s) for source in sources], axis=1)
+    at = places_of(paths)
+    return np.stack([said_rows_by(source, at, now_s) for source in sources], axis=1)
 
 
 def shows_usable_since(

@@ -16,13 +16,14 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from core.slots import Slots
 from xapp.estimators.columns import StepSamples
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
 from xapp.estimators.outage import WeightLookup
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
-from xapp.estimators.said import EstimateRows
+from xapp.estimators.said import EstimateRows, Path
 from xapp.estimators.saturation import SaturationLabeller
 from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore, SaturatedPeriodStore
 
@@ -77,14 +78,18 @@ class EstimatorSelection:
         self.choice = choice
         # When each CPE's access last had a report (loop time): the fleet view's freshness.
         self.last_report_s: dict[tuple[str, str], float] = {}
-        self.kpi = KpiEstimator()
-        self.model = model if model is not None else ModelEstimator()
+        # The fleet's paths' places, one for every estimator's tables: fusion and the probe
+        # planner read three sources' word on a step's paths, looked up once.
+        paths = Slots[Path]()
+        self.kpi = KpiEstimator(paths)
+        self.model = model if model is not None else ModelEstimator(slots=paths)
         self.probe = ProbeEstimator(
             prober,
             self.settings.probe,
             records=records,
             advisors_for=self._advisors_for,
             weights=weights,
+            slots=paths,
         )
         self.fused = FusedEstimator(
             [self.kpi, self.model, self.probe],
@@ -92,6 +97,7 @@ class EstimatorSelection:
             max_age_s=self.settings.max_age_s,
             weights=weights,
             references=[self.kpi, self.probe],
+            slots=paths,
         )
         self.labeller = (
             SaturationLabeller(labels, self.settings.label_every_s, self.settings.labels_per_path)

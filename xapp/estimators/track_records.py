@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import Direction
+from core.slots import Places, Slots, grown, places_of
 
 Path = tuple[str, str, Direction]
 Record = tuple[int, float, float]  # comparisons, bias, mean squared error
@@ -25,12 +26,13 @@ Key = tuple[Path, str]  # (path, source name)
 
 
 class TrackRecords:
-    def __init__(self, names: Iterable[str]) -> None:
-        """``names``: the sources' names (and fusion's own), one column each."""
+    def __init__(self, names: Iterable[str], slots: Slots[Path] | None = None) -> None:
+        """``names``: the sources' names (and fusion's own), one column each. ``slots``: the
+        fleet's paths' places (a row each), shared with the sources' tables; else its own."""
         self._column: dict[str, int] = {}
         for name in names:
             self._column.setdefault(name, len(self._column))
-        self._row: dict[Path, int] = {}
+        self._slots: Slots[Path] = slots if slots is not None else Slots()
         width = len(self._column)
         self.recorded = np.zeros((16, width), dtype=bool)
         self.count = np.zeros((16, width), dtype=np.int64)
@@ -40,19 +42,19 @@ class TrackRecords:
     def column(self, name: str) -> int:
         return self._column[name]
 
-    def rows(self, paths: Sequence[Path]) -> npt.NDArray[np.intp]:
+    def rows(self, paths: Sequence[Path] | Places[Path]) -> npt.NDArray[np.intp]:
         """Each path's row, -1 for a path without one."""
-        get = self._row.get
-        return np.fromiter((get(path, -1) for path in paths), np.intp, len(paths))
+        found = places_of(paths).in_slots(self._slots)
+        return np.where(found < len(self.count), found, -1)
 
-    def rows_made(self, paths: Sequence[Path]) -> npt.NDArray[np.intp]:
+    def rows_made(self, paths: Sequence[Path] | Places[Path]) -> npt.NDArray[np.intp]:
         """Each path's row, one made for a path without one."""
-        rows = self._row
-        found = [rows.get(path, -1) for path in paths]
-        for i, row in enumerate(found):
-            if row < 0:
-                found[i] = self._new_row(paths[i])
-        return np.array(found, dtype=np.intp)
+        at = places_of(paths)
+        found = at.in_slots(self._slots)
+        if (found < 0).any():
+            found = self._slots.many(at.keys)
+        self._grow(len(self._slots))
+        return found
 
     def gather(
         self, rows: npt.NDArray[np.intp], columns: npt.NDArray[np.intp]
@@ -96,9 +98,14 @@ class TrackRecords:
 
     def get(self, key: Key, default: Record | None = None) -> Record | None:
         path, name = key
-        row = self._row.get(path)
+        row = self._slots.get(path)
         column = self._column.get(name)
-        if row is None or column is None or not self.recorded[row, column]:
+        if (
+            row is None
+            or row >= len(self.count)
+            or column is None
+            or not self.recorded[row, column]
+        ):
             return default
         return (
             int(self.count[row, column]),
@@ -108,9 +115,8 @@ class TrackRecords:
 
     def __setitem__(self, key: Key, record: Record) -> None:
         path, name = key
-        row = self._row.get(path)
-        if row is None:
-            row = self._new_row(path)
+        row = self._slots.of(path)
+        self._grow(row + 1)
         column = self._column[name]
         self.recorded[row, column] = True
         self.count[row, column], self.bias[row, column], self.square[row, column] = record
@@ -123,20 +129,14 @@ class TrackRecords:
         """Every record, keyed as a dictionary would (for tests and inspection)."""
         names = list(self._column)
         out: dict[Key, Record] = {}
-        for path in self._row:
+        for path, _ in self._slots.items():
             for name in names:
                 record = self.get((path, name))
                 if record is not None:
                     out[(path, name)] = record
         return out
 
-    def _new_row(self, path: Path) -> int:
-        row = self._row[path] = len(self._row)
-        if row == len(self.count):
-            size = 2 * row
-            for field in ("recorded", "count", "bias", "square"):
-                old = getattr(self, field)
-                grown = np.zeros((size, old.shape[1]), dtype=old.dtype)
-                grown[:row] = old
-                setattr(self, field, grown)
-        return row
+    def _grow(self, rows: int) -> None:
+        """Room for ``rows`` rows (doubling), the new ones without records."""
+        for field in ("recorded", "count", "bias", "square"):
+            setattr(self, field, grown(getattr(self, field), rows, 0))

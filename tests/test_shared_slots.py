@@ -1,0 +1,97 @@
+"""The fleet's paths' places shared by every estimator's tables (core/slots.py): the sources'
+kept estimates, fusion's track records. Sharing changes where a path's row is, never what is
+read there: estimators built on one ``Slots`` estimate what estimators with their own do."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bench.xapp_bench import _NoAgents, _Queue, encoded_periods, scaled_site
+from core.domain import Direction, KpiSample
+from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
+from core.slots import Places, Slots
+from xapp.e2.config import E2NodeConfig
+from xapp.e2.indications import IndicationProcessor
+from xapp.estimators.columns import StepSamples
+from xapp.estimators.fusion import FusedEstimator
+from xapp.estimators.kpi import KpiEstimator
+from xapp.estimators.model import ModelEstimator
+from xapp.estimators.probe import ProbeEstimator
+from xapp.estimators.said import Path
+from xapp.estimators.track_records import TrackRecords
+
+from .test_model_history_equivalence import SHARED
+
+
+def test_places_are_found_again_once_the_slots_grew() -> None:
+    slots: Slots[str] = Slots()
+    slots.of("a")
+    at = Places(["a", "b"])
+    assert at.in_slots(slots).tolist() == [0, -1]
+    slots.of("b")  # given a place meanwhile (another table kept the path)
+    assert at.in_slots(slots).tolist() == [0, 1]
+
+
+def test_track_records_on_shared_slots_read_as_on_their_own() -> None:
+    """Paths given places by another table first (and beyond the records' arrays) have no
+    record until one is put."""
+    shared: Slots[Path] = Slots()
+    paths = [(f"cpe-{i}", "nr", Direction.DOWNLINK) for i in range(40)]
+    on_shared, on_own = TrackRecords(["kpi", "fused"], shared), TrackRecords(["kpi", "fused"])
+    shared.many(paths[::-1])  # another table's places, in another order
+    for records in (on_shared, on_own):
+        assert (records.rows(paths) == -1).sum() == len(paths) - (records is on_shared) * 16
+        rows = records.rows_made(paths[:30])
+        columns = np.full(30, records.column("kpi"))
+        records.put(rows, columns, np.arange(30), np.linspace(0, 1, 30), np.ones(30))
+        records[(paths[35], "fused")] = (2, 0.5, 3.0)
+    assert on_shared.as_dict() == on_own.as_dict()
+    for records in (on_shared, on_own):
+        gathered = records.gather(records.rows(paths), np.full(40, records.column("kpi")))
+        assert gathered[0].tolist() == [True] * 30 + [False] * 10
+    assert on_shared.get((paths[35], "fused")) == on_own.get((paths[35], "fused")) == (2, 0.5, 3.0)
+
+
+def _estimators(slots: Slots[Path] | None) -> tuple[FusedEstimator, ProbeEstimator]:
+    kpi = KpiEstimator(slots)
+    model = ModelEstimator(SHARED._models, slots=slots)
+    probe = ProbeEstimator(_NoAgents(), advisors=(kpi, model), slots=slots)
+    fused = FusedEstimator([kpi, model, probe], references=[kpi, probe], slots=slots)
+    return fused, probe
+
+
+def _steps(cpes: int, periods: int) -> list[list[KpiSample]]:
+    scenario = scaled_site(cpes, periods + 1)
+    processor = IndicationProcessor(e2_cpes(scenario))
+    for access in scenario.access_names:
+        config = E2NodeConfig(
+            node=node_name(access), access=access, measurements=DEFAULT_SUBSCRIBED[access]
+        )
+        processor.set_node(config, None)
+    return [
+        [s for node, payload in batch for s in processor.handle_payload(node, payload)]
+        for batch in encoded_periods(scenario, periods, 1.0, 1000)
+    ]
+
+
+def test_estimators_on_shared_slots_estimate_what_they_do_on_their_own() -> None:
+    """A 30-CPE site over six periods (fusion's judging, the models' histories, the probe
+    planner's advice): the fused estimates, as rows, alike in every period."""
+    shared, own = _estimators(Slots()), _estimators(None)
+    queue = _Queue()
+    for n, samples in enumerate(_steps(30, 6)):
+        now_s = n + 1.0
+        paths = sorted({(s.cpe_id, s.access, s.direction) for s in samples})
+        found = []
+        for fused, _ in (shared, own):
+            queue.samples = list(samples)
+            fused.update(StepSamples(queue.poll(now_s)), now_s)
+            rows = fused.estimate_rows(paths[::-1], now_s)  # another order than reported
+            found.append(
+                np.column_stack(
+                    [rows.present, rows.capacity, rows.stddev, rows.measured_at, rows.available]
+                )
+            )
+        np.testing.assert_array_equal(found[0], found[1])
+        assert shared[0]._errors.as_dict() == own[0]._errors.as_dict()
+    assert shared[1].stats == own[1].stats
