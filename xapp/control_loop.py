@@ -275,12 +275,14 @@ class ControlLoop:
         samples = self._source.poll(now_s)
         self._estimator.update(samples, now_s)
         self._remember_conditions(samples, now_s)
+        newest = self._report_received_s
         for sample in samples:
-            if sample.received_s is not None:
+            received_s = sample.received_s
+            if received_s is not None:
                 key = (sample.cpe_id, sample.direction)
-                self._report_received_s[key] = max(
-                    sample.received_s, self._report_received_s.get(key, sample.received_s)
-                )
+                before = newest.get(key)
+                if before is None or received_s > before:
+                    newest[key] = received_s
 
     def decide(
         self, cpes: Sequence[Cpe], now_s: float, push_until: float | None = None
@@ -710,7 +712,9 @@ class ControlLoop:
             key in self._last_override and self._last_override[key] != override_revision
         )
         rule = self._rule_for(cpe.cpe_id, override)
-        mode_changed = key in self._last_rule and self._last_rule[key] != rule
+        # (the same rule object, a fleet's usual, is the same rule without a comparison)
+        last_rule = self._last_rule.get(key, rule)
+        mode_changed = last_rule is not rule and last_rule != rule
 
         if override is not None and override.frozen and override.weights is None:
             # Frozen: the weights in force stay; when the freeze ends, the changed override

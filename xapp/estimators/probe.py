@@ -37,6 +37,7 @@ from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -92,6 +93,9 @@ class ProbeSettings:
             raise ValueError("probe duration and timeout must be > 0 and min_gap_s ≥ 0")
         if self.parallel_flows < 1 or self.max_per_cpe < 1:
             raise ValueError("parallel_flows and max_per_cpe must be ≥ 1")
+
+
+_UNASKED: Any = object()  # (a CPE and direction whose advisors are not asked yet)
 
 
 @dataclass
@@ -333,15 +337,16 @@ class ProbeEstimator:
         # Paths grouped by who their advisors are (advisors_for may give a new sequence of the
         # same estimators each time).
         by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]] = {}
+        # (each tested only where it holds any path: a fleet's usual is none)
+        in_flight, down, carrier_word = self._in_flight, self._down, self._carrier_word
         for path in paths:
-            if path in self._in_flight or path in self._down:
+            if (in_flight and path in in_flight) or (down and path in down):
                 continue
-            if (path[0], path[1]) in self._carrier_word:
+            if carrier_word and (path[0], path[1]) in carrier_word:
                 continue  # the agent's word stands for now
             key = (path[0], path[2])
-            if key in asked:
-                group = asked[key]
-            else:
+            group = asked.get(key, _UNASKED)
+            if group is _UNASKED:
                 advisors = self.advisors_for(*key)
                 group = None
                 if advisors is not None:
