@@ -3,9 +3,10 @@ one array.
 
 Fusion reads every source's word on each of a fleet's paths four times a step (the forecasts
 to judge, the measurements to judge them by, the probe planner's advice, the estimates to
-fuse). A source that keeps its estimates as numbers as well (``SaysMany``: the KPI and model
-estimators) hands them over with one dictionary lookup per path; any other is asked path by
-path and its estimates converted.
+fuse). A source that keeps its estimates as a table (``SaysAsTable``: the KPI, model and
+probe estimators, through ``KeptEstimates``) hands a step's rows over by their places, the
+paths looked up once for every table kept by the same slots (``core.slots.Places``); any other
+is asked path by path and its estimates converted.
 """
 
 from __future__ import annotations
