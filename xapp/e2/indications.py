@@ -186,7 +186,10 @@ class IndicationProcessor:
             self.reject(node, "header-ambiguous", detection.describe(), data=indication.header)
         version = detection.header.version
         if self._fast_reader:
-            columns = read_columns(indication.message, version, context.config.measurements)
+            try:
+                columns = read_columns(indication.message, version, context.config.measurements)
+            except Exception:  # (memory): the records' reading below says what is wrong
+                columns = None
             if columns is not None:
                 samples = self._samples_of_columns(
                     context, detection.header.collect_start_unix_s, columns, received_s
