@@ -313,11 +313,9 @@ class IndicationProcessor:
                 plan = labelled.get((name, id(labels)), _UNSEEN)
                 if plan is _UNSEEN:
                     # each UE has label objects of its own: the plan is shared by content
-                    content = (name, tuple(labels.items()))
-                    plan = by_content.get(content, _UNSEEN)
-                    if plan is _UNSEEN:
-                        plan = by_content[content] = self._plan_of(name, labels)
-                    labelled[(name, id(labels))] = plan
+                    plan = labelled[(name, id(labels))] = self._plan_by_content(
+                        by_content, name, labels
+                    )
             else:
                 plan = plain.get(name, _UNSEEN)
                 if plan is _UNSEEN:
@@ -419,24 +417,21 @@ class IndicationProcessor:
             self._plan_of(name, labels)
             for name, labels in zip(columns.names, columns.labels, strict=True)
         ]
+        known: list[_Plan] = [plan for plan in plans if plan is not None]
+        if len(known) < len(plans):
+            return None  # an unknown measurement
         # a measurement whose labels vary (a UE's CQI bin): its key per UE, all else alike
         keys_of: dict[int, list[str]] = {}
         by_content: dict[tuple[str, tuple[tuple[str, Any], ...]], _Plan | None] = {}
         for m, each in columns.varying.items():
-            name, first = columns.names[m], plans[m]
+            name, first = columns.names[m], known[m]
             found = []
             for labels in each:
-                content = (name, tuple(labels.items()))
-                plan = by_content.get(content, _UNSEEN)
-                if plan is _UNSEEN:
-                    plan = by_content[content] = self._plan_of(name, labels)
-                if plan is None or first is None or plan[:2] + plan[3:7] != first[:2] + first[3:7]:
+                plan = self._plan_by_content(by_content, name, labels)
+                if plan is None or not _alike_but_key(plan, first):
                     return None
                 found.append(plan[2])
             keys_of[m] = found
-        if any(plan is None for plan in plans):
-            return None
-        known: list[_Plan] = [plan for plan in plans if plan is not None]
         values = columns.values
         low = np.array([plan[0] for plan in known])
         high = np.array([plan[1] for plan in known])
@@ -514,6 +509,19 @@ class IndicationProcessor:
                     )
                 )
         return samples
+
+    def _plan_by_content(
+        self,
+        by_content: dict[tuple[str, tuple[tuple[str, Any], ...]], _Plan | None],
+        name: str,
+        labels: Mapping[str, Any],
+    ) -> _Plan | None:
+        """``_plan_of``, made once per name and labels' content in ``by_content``."""
+        content = (name, tuple(labels.items()))
+        plan = by_content.get(content, _UNSEEN)
+        if plan is _UNSEEN:
+            plan = by_content[content] = self._plan_of(name, labels)
+        return plan  # type: ignore[no-any-return]
 
     def _plan_of(self, name: str, labels: Mapping[str, Any]) -> _Plan | None:
         """What ``_samples`` does with a measurement's values (None: the catalogue does not
@@ -593,6 +601,13 @@ def _row_reader(places: list[int]) -> Callable[[list[float]], Sequence[float]]:
 # high), its key in the samples, its scale, the directions it goes to, the field it sets
 # (None: none), its catalogue entry and its use.
 _Plan = tuple[float, float, str, float, bool, bool, str | None, Measurement, _Use]
+
+
+def _alike_but_key(plan: _Plan, other: _Plan) -> bool:
+    """The two plans do the same with a value (range, scale, directions, field) under
+    whatever keys: one measurement's plans for labels that differ only in what they key."""
+    return plan[:2] + plan[3:7] == other[:2] + other[3:7]
+
 
 # The roles a sample's own fields are read from (_Values.set_field).
 _FIELD_ROLES = frozenset({"throughput", "link_state"})

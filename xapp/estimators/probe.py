@@ -50,7 +50,7 @@ from core.domain import (
     ProbeRecord,
     ProbeRequest,
 )
-from core.slots import Places, Slots
+from core.slots import Places, Slots, places_of
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
     CAPACITY,
@@ -223,7 +223,7 @@ class ProbeEstimator:
         if not self._down and self._silence.is_quiet():
             return rows
         gone = self._down | self._silence.silent()
-        for row, path in enumerate(paths.keys if isinstance(paths, Places) else paths):
+        for row, path in enumerate(places_of(paths).keys):
             if path in gone:
                 kind, capacity, stddev, measured_at, available = rows[row].tolist()
                 said = None if not kind else (kind, capacity, stddev, measured_at, available)

@@ -177,7 +177,7 @@ def said_rows_by(
     """(paths, 5): ``said_by`` as a table; read from the source's own where it keeps one."""
     if isinstance(source, SaysAsTable):
         return source.said_rows(paths)
-    keys = paths.keys if isinstance(paths, Places) else paths
+    keys = places_of(paths).keys
     count = len(keys)
     flat = np.fromiter(chain.from_iterable(said_by(source, keys, now_s)), np.float64, count * 5)
     return flat.reshape(count, 5)
