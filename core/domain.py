@@ -175,6 +175,11 @@ class KpiSample:
         return sample
 
 
+# A capacity beyond this is garbage, not an estimate (802.11be peaks near 46 Gbit/s): what a
+# model forecasts or what a node's counters work out to beyond it says only that they are wrong.
+MAX_CAPACITY_MBPS = 100_000.0
+
+
 def check_capacity(capacity_mbps: float, stddev_mbps: float) -> None:
     """What a capacity estimate must be: both finite and ≥ 0 (ValueError otherwise)."""
     if 0 <= capacity_mbps < math.inf and 0 <= stddev_mbps < math.inf:

@@ -16,13 +16,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from core.domain import MAX_CAPACITY_MBPS
 from models.features import REFERENCE, TARGET_TRANSFORM, feature_names, from_log_ratio
 
 SHIPPED = Path(__file__).with_name("shipped")
 
 
-# A capacity beyond this is garbage, not a forecast (802.11be peaks near 46 Gbit/s).
-MAX_CAPACITY_MBPS = 100_000.0
 # Nor is a log ratio past this (e^12 ≈ 160,000×; 0 to 10 Gbit/s is e^9.2 with the offset).
 MAX_LOG_RATIO = 12.0
 
@@ -74,6 +73,10 @@ class Prediction:
     # Rows where the lower model said more than the upper one (before the two were put around
     # the estimate): most of them means the card swapped the two files.
     crossed_share: float = 0.0
+    # Rows whose forecast was garbage (NaN in every part, as rows without a reference), and
+    # what was wrong with the first: one node's absurd counters, or a model going bad.
+    refused_rows: tuple[int, ...] = ()
+    refused_reason: str = ""
 
 
 class OnnxCapacityModel:
@@ -140,31 +143,58 @@ class OnnxCapacityModel:
         reference = batch[:, self._reference].astype(np.float64)
         # A row without a reference capacity has nothing to scale: NaN, for the caller to skip.
         known = np.isfinite(reference) & (reference >= 0)
-        out = {}
+        # A row whose forecast is garbage (NaN, e^12 times its reference, beyond any access) is
+        # refused alone: one node's absurd counters must not cost a fleet its model. A model
+        # that answers garbage for every row it could scale is broken (ModelError).
+        refused = np.zeros(len(batch), dtype=bool)
+        reasons: list[str] = []
+        raw = {}
         for part, session in self.sessions.items():
             result = np.asarray(
                 session.run(None, {session.get_inputs()[0].name: batch})[0], dtype=np.float64
             ).ravel()
-            if not np.all(np.isfinite(result[known])):
-                raise ModelError(f"the {self.name} {part} model produced NaN or infinite values")
-            if np.any(np.abs(result[known]) > MAX_LOG_RATIO):
-                worst = float(result[known][np.argmax(np.abs(result[known]))])
-                raise ModelError(
+            raw[part] = result
+            bad = known & ~np.isfinite(result)
+            if bad.any():
+                reasons.append(f"the {self.name} {part} model produced NaN or infinite values")
+            ratio = np.where(np.isfinite(result), result, 0.0)
+            far = known & ~bad & (np.abs(ratio) > MAX_LOG_RATIO)
+            if far.any():
+                worst = float(ratio[far][np.argmax(np.abs(ratio[far]))])
+                reasons.append(
                     f"the {self.name} {part} model predicted a capacity e^{worst:.3g} times "
                     "its reference"
                 )
+            refused |= bad | far
+        out = {}
+        for part, result in raw.items():
+            scaled = known & ~refused
             mbps = np.full(len(batch), np.nan)
-            mbps[known] = from_log_ratio(result[known], reference[known])
-            if np.any(mbps[known] > MAX_CAPACITY_MBPS):
-                raise ModelError(
-                    f"the {self.name} {part} model predicted {float(np.nanmax(mbps)):.3g} Mbit/s, "
-                    f"beyond any access ({MAX_CAPACITY_MBPS:g})"
+            mbps[scaled] = from_log_ratio(result[scaled], reference[scaled])
+            beyond = scaled & (mbps > MAX_CAPACITY_MBPS)
+            if beyond.any():
+                reasons.append(
+                    f"the {self.name} {part} model predicted {float(np.max(mbps[beyond])):.3g} "
+                    f"Mbit/s, beyond any access ({MAX_CAPACITY_MBPS:g})"
                 )
-            out[part] = mbps.astype(np.float32)
+                refused |= beyond
+            out[part] = mbps
+        if refused.any() and not (known & ~refused).any():
+            raise ModelError(reasons[0])
+        known &= ~refused
+        for part in out:
+            out[part] = np.where(known, out[part], np.nan).astype(np.float32)
         crossed = float(np.mean(out["lower"][known] > out["upper"][known])) if known.any() else 0.0
         lower = np.minimum(out["lower"], out["estimate"])
         upper = np.maximum(out["upper"], out["estimate"])
-        return Prediction(out["estimate"], lower, upper, crossed)
+        return Prediction(
+            out["estimate"],
+            lower,
+            upper,
+            crossed,
+            tuple(np.flatnonzero(refused).tolist()),
+            reasons[0] if reasons else "",
+        )
 
 
 def _one_thread() -> Any:

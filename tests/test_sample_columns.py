@@ -43,7 +43,10 @@ MEASURED = {
 # and what the models read besides
 for _access, _names in KPI_COLUMNS.items():
     MEASURED[_access] += [n for n in _names if n not in MEASURED[_access]]
-values = st.one_of(st.just(0.0), st.floats(0.0, 300.0), st.floats(0.5, 2000.0))
+# and, rarely, counters that disagree with one another (a PHY rate or PRB count of almost
+# nothing beside a real throughput; a throughput beyond any access): readings to refuse alike
+extreme = st.sampled_from([5e-324, 1e-300, 2e-9, 2.5e5, 1e300])
+values = st.one_of(st.just(0.0), st.floats(0.0, 300.0), st.floats(0.5, 2000.0), extreme)
 
 
 @st.composite

@@ -32,7 +32,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from core.domain import CapacityEstimate, Direction, KpiSample
+from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
 from core.slots import Places, Slots, grown
 from core.standards import nr as nr_standard
 from xapp.estimators.columns import Group, columns_of
@@ -53,6 +53,9 @@ WIFI_MAC_EFFICIENCY = 1190.0 / 2401.96  # TCP goodput over PHY rate, measured (d
 # Below this airtime share (%) the counters' rounding (0.1 %) says too little of the rate per
 # airtime; the nominal efficiency stands in.
 MEASURED_AIRTIME_PCT = 5.0
+# What a station's airtime can carry at most: its PHY rate. Counters that say more (a PHY rate
+# of 1e-300 Mbit/s beside a real throughput) disagree with one another; they measure nothing.
+MAX_MAC_EFFICIENCY = 1.0
 RELATIVE_ERROR = 0.10  # of an estimate built from headroom KPIs
 LOWER_BOUND_ERROR = 0.50  # of a bare throughput, which may be far below capacity
 VOLATILITY_WEIGHT = 0.3
@@ -261,6 +264,8 @@ def _reading(
     throughput = sample.throughput_mbps
     if sample.available is False:
         return 0.0, 0.0, False, False
+    if throughput is not None and throughput > MAX_CAPACITY_MBPS:
+        return None  # more than any access carries: the report is wrong, not the path fast
     headroom: float | None = None
     if sample.access == "nr":
         headroom = _nr(m, throughput, sample.direction, nr_rate_per_prb)
@@ -271,7 +276,9 @@ def _reading(
     elif sample.access == "lifi":
         key = "LIFI.StaPhyRateDl" if sample.direction == Direction.DOWNLINK else "LIFI.StaPhyRateUl"
         headroom = m.get(key)
-    if headroom is not None:
+    # Headroom counters that work out beyond any access's capacity (or overflow: a PRB count
+    # of 1e-300) disagree with one another: only the throughput is left to tell.
+    if headroom is not None and headroom <= MAX_CAPACITY_MBPS:
         capacity = max(headroom, throughput or 0.0)
         return capacity, RELATIVE_ERROR * capacity, True, False
     if throughput is None:
@@ -373,7 +380,8 @@ def measured_wifi_efficiency(sample: KpiSample) -> float | None:
     phy, airtime = m.get("WLAN.StaPhyRateDl"), m.get("WLAN.StaAirtime")
     if not throughput or not phy or airtime is None or airtime < MEASURED_AIRTIME_PCT:
         return None
-    return throughput / (airtime / 100.0) / phy
+    efficiency = throughput / (airtime / 100.0) / phy
+    return efficiency if efficiency <= MAX_MAC_EFFICIENCY else None
 
 
 def _wifi(m: Mapping[str, float], direction: Direction, efficiency: float | None) -> float | None:
@@ -449,8 +457,10 @@ def readings_of(
         phy = group.column(_LIFI_PHY[group.direction])
         usual = ~np.isnan(phy)
         headroom = phy
-    usual &= ~group.down
     throughput = group.throughput
+    # as _reading: a headroom beyond any access's capacity (or NaN) is none, and a throughput
+    # beyond it gives no reading at all (both read by _reading below)
+    usual &= ~group.down & (headroom <= MAX_CAPACITY_MBPS) & ~(throughput > MAX_CAPACITY_MBPS)
     carried = np.where(np.isnan(throughput) | (throughput == 0), 0.0, throughput)
     capacity = np.where(usual & (carried > headroom), carried, headroom)  # max(headroom, …)
     capacity = np.where(group.down, 0.0, np.where(usual, capacity, math.nan))
@@ -510,7 +520,7 @@ def measured_wifi_efficiency_of(group: Group) -> FloatArray:
     )
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         measured = throughput / (airtime / 100.0) / phy
-    return np.where(measurable, measured, math.nan)
+    return np.where(measurable & (measured <= MAX_MAC_EFFICIENCY), measured, math.nan)
 
 
 def measured_nr_rate_per_prb_of(group: Group) -> FloatArray:

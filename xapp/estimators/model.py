@@ -22,10 +22,10 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from core.domain import CapacityEstimate, Direction, KpiSample
+from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
 from core.slots import Places, Slots
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
-from models.runtime import ModelError, OnnxCapacityModel
+from models.runtime import ModelError, OnnxCapacityModel, Prediction
 from xapp.estimators.columns import Group, columns_of
 from xapp.estimators.kpi import reported_cqi, utilisation, utilisation_of
 from xapp.estimators.said import ESTIMATE, LOWER_BOUND, KeptEstimates
@@ -85,6 +85,8 @@ class ModelEstimator:
         # access → why this estimator cannot serve it (a model missing, corrupt, for another
         # feature set, or producing garbage); fusion then carries on with the other estimators
         self.unavailable: dict[str, str] = {}
+        # access → the paths whose forecast the last prediction refused as garbage, and why
+        self.refused: dict[str, str] = {}
         self.inferences = 0  # batched predictions, and the time they took (for metrics)
         self.inference_s = 0.0
         if models is None:
@@ -138,13 +140,34 @@ class ModelEstimator:
             log.error("model estimator unavailable for %s: %s", access, reason)
         self.unavailable[access] = reason
 
+    def _note_refused(self, access: str, keys: list[Key], prediction: Prediction) -> None:
+        """Say once when forecasts start being refused for some paths (their estimate is then
+        what they carried), and when none are any more."""
+        if prediction.refused_rows:
+            count = len(prediction.refused_rows)
+            if access not in self.refused:
+                some = ", ".join(keys[row][0] for row in prediction.refused_rows[:3])
+                log.warning(
+                    "model forecasts refused for %d %s path(s) (CPEs %s%s): %s",
+                    count,
+                    access,
+                    some,
+                    ", ..." if count > 3 else "",
+                    prediction.refused_reason,
+                )
+            self.refused[access] = f"{count} path(s): {prediction.refused_reason}"
+        elif self.refused.pop(access, None) is not None:
+            log.info("model forecasts for %s taken for every path again", access)
+
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         # Each access's downlink samples that carried a throughput, read from the step's
         # columns (``_rows`` of them all at once; ``_row`` is the one-sample reference).
         for (access, direction), group in columns_of(samples).groups.items():
             if direction != Direction.DOWNLINK or access not in self._models:
                 continue
-            carried = ~np.isnan(group.throughput)
+            # a throughput beyond any access is a wrong report, not a period to learn from
+            throughput = group.throughput
+            carried = ~np.isnan(throughput) & ~(throughput > MAX_CAPACITY_MBPS)
             if not carried.any():
                 continue
             members = [s for s, c in zip(group.samples, carried.tolist(), strict=True) if c]
@@ -197,6 +220,7 @@ class ModelEstimator:
             self.inference_s += time.perf_counter() - started
             self.inferences += 1
             self.unavailable.pop(access, None)
+            self._note_refused(access, keys, prediction)
             column = feature_names(access).index("ref_from_resources")
             newest = [self._newest[key] for key in keys]
             available = np.array([a is not False for a, _, _ in newest], dtype=bool)
