@@ -6,8 +6,12 @@ testbed (test_testbed.py). Here: the failures, which must never be taken for an 
 
 from __future__ import annotations
 
+import http.server
+import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from core.domain import Direction, ProbeOutcome, ProbeRequest
 from tests.test_agent_api import TOKEN, agent, write_config
@@ -61,3 +65,65 @@ def test_failed_probes_are_failures_not_outages(tmp_path: Path) -> None:
     assert "401" in by_key[("cpe-2", "wifi")].error
     assert "cpe-3" in by_key[("cpe-3", "wifi")].error
     assert "no agent configured" in by_key[("cpe-9", "wifi")].error
+
+
+class _LyingAgent(http.server.BaseHTTPRequestHandler):
+    """Answers every probe with the body its server was given (real HTTP, a real socket)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        body = self.server.answer  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _probe_answered(answer: bytes) -> ProbeOutcome:
+    """One probe of an agent whose server answers ``answer`` (real HTTP, a real socket)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _LyingAgent)
+    server.answer = answer  # type: ignore[attr-defined]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    prober = AgentProber({"cpe-1": AgentEndpoint(f"http://127.0.0.1:{server.server_port}", TOKEN)})
+    try:
+        prober.start(request("wifi"), 5.0)
+        (outcome,) = wait(prober, 1)
+    finally:
+        prober.close()
+        server.shutdown()
+        server.server_close()
+    return outcome
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b'{"probe": {"mbps": Infinity, "bytes": 1000}}',
+        b'{"probe": {"mbps": NaN, "bytes": 1000}}',
+        b'{"probe": {"mbps": -5.0, "bytes": 1000}}',
+        b'{"probe": {"mbps": 1e12, "bytes": 1000}}',
+        b'{"probe": {"path_mbps": 1e300, "mbps": 10.0, "bytes": 1000}}',
+        b'{"probe": {"mbps": 10.0, "bytes": -1}}',
+        b'{"probe": {"mbps": 10.0, "bytes": 1e400}}',
+    ],
+)
+def test_a_probe_result_no_access_carries_is_a_failure_not_a_capacity(answer: bytes) -> None:
+    """Python's JSON reads Infinity and NaN: an agent that answers them (or rates beyond any
+    access) fails its probe with the reason; it must never reach the estimators as a capacity,
+    where one CPE's infinity once stopped the fleet's step."""
+    outcome = _probe_answered(answer)
+    assert outcome.capacity_mbps is None
+    assert not outcome.path_down
+    assert "not a capacity" in outcome.error, outcome.error
+
+
+def test_a_sound_probe_result_is_taken() -> None:
+    """The same server answering a rate within reason: the check above refuses only garbage."""
+    outcome = _probe_answered(b'{"probe": {"path_mbps": 412.5, "mbps": 300.0, "bytes": 37500000}}')
+    assert outcome.capacity_mbps == 412.5
+    assert outcome.probe_mbit == 300.0
+    assert not outcome.error

@@ -9,6 +9,7 @@ failed probe that says nothing about the path.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -16,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 import httpx
 
-from core.domain import Direction, ProbeOutcome, ProbeRequest
+from core.domain import MAX_CAPACITY_MBPS, Direction, ProbeOutcome, ProbeRequest
 from xapp.adapters.agent_http import AgentEndpoint, request_within, response_detail
 
 
@@ -103,4 +104,12 @@ class AgentProber:
             mbit = float(probe["bytes"]) * 8 / 1e6
         except (ValueError, KeyError, TypeError) as error:
             return outcome(None, error=f"agent's answer is not a probe result: {error}")
+        # Python's JSON reads Infinity and NaN too: a rate no access carries is a wrong answer
+        # (a failed probe), never a capacity, and a byte count below zero is none.
+        if not 0.0 <= mbps <= MAX_CAPACITY_MBPS or not 0.0 <= mbit < math.inf:
+            return outcome(
+                None,
+                error=f"agent's probe result is not a capacity: {mbps} Mbit/s after {mbit} Mbit "
+                f"(0 to {MAX_CAPACITY_MBPS:g} Mbit/s)",
+            )
         return outcome(mbps, mbit)
