@@ -46,6 +46,7 @@ from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.live import STEP_PART, LiveSettings
 from xapp.policy.weight_policy import make_policy
+from xapp.ports import KpiSource, WeightSink
 
 VERSION = KpmVersion.V3_00
 
@@ -187,6 +188,38 @@ def default_periods(period_s: float) -> int:
     return max(16, math.ceil(10.0 / period_s))
 
 
+def service_loop(
+    cpes: list[Cpe], source: KpiSource, sink: WeightSink, store: MemoryStateStore, estimator: str
+) -> ControlLoop:
+    """The loop as the service builds it by default (xapp/live.py): the estimators in their
+    ``estimator`` mode with the shipped models (every probe fails: no agents), its policy, its
+    hysteresis and push limit, and exploration of the paths known only from below."""
+    # Every probe fails here (no agents); the service would log each path's failure once.
+    logging.getLogger("xapp.estimators.probe").setLevel(logging.ERROR)
+    estimators = EstimatorSelection(
+        _NoAgents(),
+        EstimatorSettings(mode=estimator),
+        records=store,
+        labels=store,
+        weights=lambda cpe_id, direction: (
+            held.weights if (held := store.load_weights(cpe_id, direction)) else None
+        ),
+    )
+    service = LiveSettings(cpe_agents={})
+    return ControlLoop(
+        cpes=cpes,
+        directions=[Direction.DOWNLINK, Direction.UPLINK],
+        source=source,
+        estimator=estimators,
+        policy=make_policy("optimal", service.policy),
+        sink=sink,
+        store=store,
+        hysteresis=service.hysteresis(),
+        exploration=service.new_exploration(),
+        warmup_s=0.0,
+    )
+
+
 def run_xapp_bench(
     cpes: int,
     periods: int = 3,
@@ -211,32 +244,7 @@ def run_xapp_bench(
     source = _Queue()
     sink = _CountingSink()
     store = MemoryStateStore()
-    # Every probe fails here (no agents); the service would log each path's failure once.
-    logging.getLogger("xapp.estimators.probe").setLevel(logging.ERROR)
-    estimators = EstimatorSelection(
-        _NoAgents(),
-        EstimatorSettings(mode=estimator),
-        records=store,
-        labels=store,
-        weights=lambda cpe_id, direction: (
-            held.weights if (held := store.load_weights(cpe_id, direction)) else None
-        ),
-    )
-    # The loop as the service builds it by default (xapp/live.py): its policy, its hysteresis
-    # and push limit, and exploration of the paths known only from below.
-    service = LiveSettings(cpe_agents={})
-    loop = ControlLoop(
-        cpes=domain_cpes,
-        directions=[Direction.DOWNLINK, Direction.UPLINK],
-        source=source,
-        estimator=estimators,
-        policy=make_policy("optimal", service.policy),
-        sink=sink,
-        store=store,
-        hysteresis=service.hysteresis(),
-        exploration=service.new_exploration(),
-        warmup_s=0.0,
-    )
+    loop = service_loop(domain_cpes, source, sink, store, estimator)
     # A step decides for all its CPEs together (their proposals in one batch): each decision's
     # cost is its own part (reading its state, concluding) plus an equal share of the batch.
     decision_s: list[float] = []

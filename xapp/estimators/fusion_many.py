@@ -129,8 +129,9 @@ def fuse_many(
     )
     with np.errstate(divide="ignore", invalid="ignore"):
         factor = np.where(table.bias < 0, 1 / (1 + table.bias), 1 - table.bias)
-    capacity = np.where(corrects, table.capacity * factor, table.capacity)
-    stddev = np.where(corrects, table.stddev * factor, table.stddev)
+        # (a row not corrected may hold a bias of -1: its product is not taken)
+        capacity = np.where(corrects, table.capacity * factor, table.capacity)
+        stddev = np.where(corrects, table.stddev * factor, table.stddev)
     drift = drift_ratio_per_s * capacity * age
     records = np.maximum(_quadrature(np.maximum(stddev, track), drift), min_stddev)
     sigmas = np.maximum(_quadrature(np.maximum(stddev, 0.0), drift), min_stddev)
