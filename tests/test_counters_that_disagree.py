@@ -6,14 +6,18 @@ and the CPE itself keeps what its sound counters tell."""
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from bench.xapp_bench import _NoAgents
+from bench.xapp_bench import _CountingSink, _NoAgents, _Queue, scaled_site, service_loop
 from core.domain import MAX_CAPACITY_MBPS, Direction, KpiSample
+from core.scenario.e2_identities import e2_cpes
 from core.slots import Slots
+from kpm.catalogue import load_catalogue
+from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.columns import StepSamples
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
@@ -124,3 +128,84 @@ def test_one_cpe_s_garbled_counters_leave_the_fleet_s_estimates_alone(
     # the models stay in service; a forecast the NR model makes of absurd inputs is refused
     assert not model.unavailable
     assert ("nr" in model.refused) == garble.startswith("NR throughputs"), model.refused
+
+
+# ------------------------------------------------- the whole loop, with what the E2 reader lets by
+
+CATALOGUE = load_catalogue()
+# (step, CPE, direction, the weights pushed or None, the reason)
+Outcome = tuple[int, str, Direction, list[tuple[str, int]] | None, str]
+
+
+def _in_range(name: str, draw: random.Random) -> float:
+    """What a node may send for the measurement, canonical units: anything the catalogue's
+    range lets by, its edges and the smallest numbers above 0 as often."""
+    entry = CATALOGUE.get(name.split("|", 1)[0])
+    assert entry is not None, name
+    low, high = entry.canonical_value(entry.min), entry.canonical_value(entry.max)
+    edges = [v for v in (low, high, 5e-324, 1e-300, 1e-9) if low <= v <= high]
+    return draw.choice(edges) if draw.random() < 0.5 else draw.uniform(low, high)
+
+
+def garbled_reports(names: list[str], seed: int) -> dict[str, float]:
+    """New values for one to eight of a CPE's measurements (every access and direction),
+    drawn with ``seed``: the same in every run (a loop of 1,000 CPEs is too slow to search
+    for a failure and shrink it; hypothesis does that on the estimators above)."""
+    draw = random.Random(seed)
+    return {name: _in_range(name, draw) for name in draw.sample(names, draw.randint(1, 8))}
+
+
+def _with(sample: KpiSample, values: dict[str, float]) -> KpiSample:
+    """The sample as the E2 reader would make it of a report carrying ``values`` instead:
+    the throughput field follows its measurement."""
+    mine = {n: v for n, v in values.items() if n in sample.measurements}
+    if not mine:
+        return sample
+    name = CATALOGUE.throughput_name(sample.access, sample.direction == Direction.DOWNLINK)
+    throughput = mine.get(name, sample.throughput_mbps) if name else sample.throughput_mbps
+    return dataclasses.replace(
+        sample, throughput_mbps=throughput, measurements={**sample.measurements, **mine}
+    )
+
+
+def _outcomes(steps: list[list[KpiSample]], values: dict[str, float] | None) -> list[Outcome]:
+    """Every decision of a 1,000-CPE loop built as the service builds it, over the steps, with
+    the BAD CPE's reports carrying ``values``: (step, CPE, direction, weights pushed, reason)."""
+    domain_cpes = e2_cpes(scaled_site(CPES, PERIODS + 1.0))
+    source = _Queue()
+    loop = service_loop(domain_cpes, source, _CountingSink(), MemoryStateStore(), "fused")
+    found: list[Outcome] = []
+    try:
+        for n, samples in enumerate(steps):
+            source.samples = [
+                _with(s, values) if values is not None and s.cpe_id == BAD else s for s in samples
+            ]
+            for outcome in loop.step(n + 1.0):
+                pushed = None if outcome.pushed is None else sorted(outcome.pushed.weights.items())
+                found.append((n, outcome.cpe_id, outcome.direction, pushed, outcome.reason))
+    finally:
+        loop.close()  # (its push threads)
+    return found
+
+
+@pytest.fixture(scope="module")
+def sound_outcomes(steps: list[list[KpiSample]]) -> list[Outcome]:
+    return _outcomes(steps, None)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_a_1000_cpe_loop_decides_every_other_cpe_alike_whatever_one_cpe_s_node_reports(
+    steps: list[list[KpiSample]], sound_outcomes: list[Outcome], seed: int
+) -> None:
+    """Values the E2 reader lets by (the catalogue's ranges, its edges and numbers next to 0)
+    for some of one CPE's measurements, in every step: every step decides, and every other
+    CPE's decisions (weights pushed, reasons) are those of the loop where that CPE's reports
+    were sound."""
+    names = sorted({n for s in steps[0] if s.cpe_id == BAD for n in s.measurements})
+    values = garbled_reports(names, seed)
+    got = _outcomes(steps, values)
+    others, expected = ([o for o in outcomes if o[1] != BAD] for outcomes in (got, sound_outcomes))
+    differ = [(a, b) for a, b in zip(others, expected, strict=False) if a != b]
+    assert len(others) == len(expected)
+    assert not differ, (len(differ), differ[:2])
+    assert len({o[0] for o in got if o[1] == BAD}) == PERIODS  # decided (or held) each step
