@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import http.server
 import shutil
 import socket
 import subprocess
@@ -136,3 +137,12 @@ def misbehaving_server(kind: str) -> Iterator[int]:
         stop.set()
         thread.join(5)
         server.close()
+
+
+def answer_json(handler: http.server.BaseHTTPRequestHandler, status: int, body: bytes) -> None:
+    """A stand-in agent's answer from a stdlib handler: ``body`` (JSON) with its length."""
+    handler.send_response(status)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)

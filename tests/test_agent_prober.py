@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from core.domain import Direction, ProbeOutcome, ProbeRequest
+from tests.servers import answer_json
 from tests.test_agent_api import TOKEN, agent, write_config
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.adapters.agent_prober import AgentProber
@@ -72,12 +73,7 @@ class _LyingAgent(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        body = self.server.answer  # type: ignore[attr-defined]
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        answer_json(self, 200, self.server.answer)  # type: ignore[attr-defined]
 
     def log_message(self, *args: object) -> None:
         pass

@@ -24,7 +24,7 @@ from core.domain import (
     WeightSet,
 )
 from tests.helpers import estimate
-from tests.servers import misbehaving_server
+from tests.servers import answer_json, misbehaving_server
 from tests.test_agent_api import TOKEN, agent, write_config
 from xapp.adapters.agent_book import AgentBook
 from xapp.adapters.agent_http import AgentEndpoint
@@ -255,11 +255,7 @@ def test_an_agent_without_the_batch_endpoint_gets_its_sets_one_by_one(tmp_path: 
             status, body = (404, b'{"detail":"Not Found"}')
             if not self.path.endswith("/batch"):
                 status, body = (200, b'{"applied":{}}')
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            answer_json(self, status, body)
 
         def log_message(self, *args: object) -> None:
             pass
