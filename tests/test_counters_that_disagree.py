@@ -128,6 +128,8 @@ def test_one_cpe_s_garbled_counters_leave_the_fleet_s_estimates_alone(
     # the models stay in service; a forecast the NR model makes of absurd inputs is refused
     assert not model.unavailable
     assert ("nr" in model.refused) == garble.startswith("NR throughputs"), model.refused
+    described = {m["access"]: m["refused"] for m in model.describe()}
+    assert (described["nr"] is not None) == ("nr" in model.refused), described
 
 
 # ------------------------------------------------- the whole loop, with what the E2 reader lets by

@@ -101,7 +101,7 @@ class ModelEstimator:
         self._kept = KeptEstimates(self.name, slots)  # each path's newest estimate
 
     def describe(self) -> list[dict[str, object]]:
-        """Which model answers for each access (or why none does)."""
+        """Which model answers for each access (or why none does, or for which paths not)."""
         found: list[dict[str, object]] = []
         for access in KPI_COLUMNS:
             model = self._models.get(access)
@@ -113,6 +113,8 @@ class ModelEstimator:
                     "card": None if model is None else str(model.card_path),
                     "chosen": None if model is None else model.card.get("chosen"),
                     "unavailable": self.unavailable.get(access),
+                    # the paths whose forecasts the last prediction refused, and why
+                    "refused": self.refused.get(access),
                 }
             )
         return found
