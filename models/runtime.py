@@ -148,27 +148,23 @@ class OnnxCapacityModel:
         # that answers garbage for every row it could scale is broken (ModelError).
         refused = np.zeros(len(batch), dtype=bool)
         reasons: list[str] = []
-        raw = {}
+        out = {}
         for part, session in self.sessions.items():
             result = np.asarray(
                 session.run(None, {session.get_inputs()[0].name: batch})[0], dtype=np.float64
             ).ravel()
-            raw[part] = result
-            bad = known & ~np.isfinite(result)
-            if bad.any():
+            finite = np.isfinite(result)
+            within = np.abs(result) <= MAX_LOG_RATIO  # (NaN and infinities are not)
+            if (known & ~finite).any():
                 reasons.append(f"the {self.name} {part} model produced NaN or infinite values")
-            ratio = np.where(np.isfinite(result), result, 0.0)
-            far = known & ~bad & (np.abs(ratio) > MAX_LOG_RATIO)
+            far = known & finite & ~within
             if far.any():
-                worst = float(ratio[far][np.argmax(np.abs(ratio[far]))])
+                worst = float(result[far][np.argmax(np.abs(result[far]))])
                 reasons.append(
                     f"the {self.name} {part} model predicted a capacity e^{worst:.3g} times "
                     "its reference"
                 )
-            refused |= bad | far
-        out = {}
-        for part, result in raw.items():
-            scaled = known & ~refused
+            scaled = known & within
             mbps = np.full(len(batch), np.nan)
             mbps[scaled] = from_log_ratio(result[scaled], reference[scaled])
             beyond = scaled & (mbps > MAX_CAPACITY_MBPS)
@@ -177,7 +173,7 @@ class OnnxCapacityModel:
                     f"the {self.name} {part} model predicted {float(np.max(mbps[beyond])):.3g} "
                     f"Mbit/s, beyond any access ({MAX_CAPACITY_MBPS:g})"
                 )
-                refused |= beyond
+            refused |= (known & ~within) | beyond
             out[part] = mbps
         if refused.any() and not (known & ~refused).any():
             raise ModelError(reasons[0])
