@@ -13,7 +13,6 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -442,68 +441,78 @@ class IndicationProcessor:
         cpe_ids = [cpe_id for cpe_id in found_cpes if cpe_id is not None]
         if len(set(cpe_ids)) < len(found_cpes):
             return None  # a UE of no CPE, or two of one
-        # value * scale, as _Collected.add multiplies (the same IEEE product)
-        scaled = (values * np.array([plan[3] for plan in known])).tolist()
-        complete: list[bool] = np.all(given, axis=1).tolist()
+        # value * scale, as _Collected.add multiplies (the same IEEE product); UEs by CPE, as
+        # _samples orders them
+        order = sorted(range(len(cpe_ids)), key=cpe_ids.__getitem__)
+        scaled = (values * np.array([plan[3] for plan in known]))[order]
+        complete: list[bool] = np.all(given[order], axis=1).tolist()
         period_s = (columns.granularity_ms or context.config.granularity) / 1000.0
         time_s = start_s + period_s  # (the message's one period: index 0)
         access = context.config.access
-        # Per direction: its measurements, their keys, those that set a field of the sample.
+        ordered_ids = [cpe_ids[ue] for ue in order]
+        # Per direction, column by column: its measurements' values and keys per UE, and the
+        # fields they set (throughput, link state), as _field_set reads them in order.
         directions: list[
             tuple[
-                Direction,
-                Callable[[list[float]], Sequence[float]],
-                list[str],
-                list[tuple[int, str]],
-                list[tuple[int, list[str]]],
+                Direction, list[list[float]], list[list[str]], list[float | None], list[bool | None]
             ]
         ] = []
         for direction, goes in ((Direction.DOWNLINK, 4), (Direction.UPLINK, 5)):
             measured = [m for m, plan in enumerate(known) if plan[goes]]
-            if measured:
-                directions.append(
-                    (
-                        direction,
-                        _row_reader(measured),
-                        [known[m][2] for m in measured],
-                        [(m, role) for m in measured if (role := known[m][6]) is not None],
-                        [(i, keys_of[m]) for i, m in enumerate(measured) if m in keys_of],
-                    )
+            if not measured:
+                continue
+            shared_keys = [known[m][2] for m in measured]
+            keys = [shared_keys] * len(order)
+            for i, m in enumerate(measured):
+                if m in keys_of:  # (its key differs by UE: the UE's own at its place)
+                    by_ue = keys_of[m]
+                    keys = [
+                        [*k[:i], by_ue[ue], *k[i + 1 :]] for k, ue in zip(keys, order, strict=True)
+                    ]
+            throughput = np.full(len(order), np.nan)
+            link = np.full(len(order), -1, dtype=np.int8)  # -1: not said, 0: down, 1: up
+            for m in measured:
+                role = known[m][6]
+                column = scaled[:, m]
+                said = ~np.isnan(column)
+                if role == "throughput":
+                    throughput = np.where(said, column, throughput)
+                elif role == "link_state":
+                    link = np.where(said, column >= 0.5, link).astype(np.int8)
+            directions.append(
+                (
+                    direction,
+                    scaled[:, measured].tolist(),
+                    keys,
+                    [None if t != t else t for t in throughput.tolist()],
+                    [_LINK_STATE[state] for state in link.tolist()],
                 )
+            )
         samples: list[KpiSample] = []
-        # by CPE, then downlink before uplink, as _samples orders them
-        for ue in sorted(range(len(cpe_ids)), key=lambda ue: cpe_ids[ue]):
-            cpe_id, row = cpe_ids[ue], scaled[ue]
-            for direction, read, keys, fields, varying in directions:
-                if varying:
-                    keys = list(keys)
-                    for i, key_of_ue in varying:
-                        keys[i] = key_of_ue[ue]
-                if complete[ue]:
-                    measurements = dict(zip(keys, read(row), strict=True))
+        made = KpiSample.made
+        for row, cpe_id in enumerate(ordered_ids):
+            for direction, rows, keys_by_ue, throughputs, links in directions:
+                if complete[row]:
+                    measurements = dict(zip(keys_by_ue[row], rows[row], strict=True))
                 else:
                     measurements = {
                         key: value
-                        for key, value in zip(keys, read(row), strict=True)
+                        for key, value in zip(keys_by_ue[row], rows[row], strict=True)
                         if value == value
                     }
                 if not measurements:
                     continue
-                throughput, available = None, None
-                for m, role in fields:
-                    if row[m] == row[m]:
-                        throughput, available = _field_set(role, row[m], throughput, available)
                 samples.append(
-                    KpiSample.made(
+                    made(
                         cpe_id,
                         access,
                         direction,
                         time_s,
                         period_s,
-                        throughput,
+                        throughputs[row],
                         None,
                         None,
-                        available,
+                        links[row],
                         measurements,
                         received_s,
                     )
@@ -588,15 +597,6 @@ class _Use:
         )
 
 
-def _row_reader(places: list[int]) -> Callable[[list[float]], Sequence[float]]:
-    """The values at ``places`` of a row, as a sequence (itemgetter gives a bare value for
-    one place)."""
-    if len(places) == 1:
-        place = places[0]
-        return lambda row: (row[place],)
-    return itemgetter(*places)
-
-
 # What _samples does with a measurement's values, unpacked once per record: its range (low,
 # high), its key in the samples, its scale, the directions it goes to, the field it sets
 # (None: none), its catalogue entry and its use.
@@ -608,6 +608,9 @@ def _alike_but_key(plan: _Plan, other: _Plan) -> bool:
     whatever keys: one measurement's plans for labels that differ only in what they key."""
     return plan[:2] + plan[3:7] == other[:2] + other[3:7]
 
+
+# A link state read as a column (-1: not said) as the sample's field holds it.
+_LINK_STATE: dict[int, bool | None] = {-1: None, 0: False, 1: True}
 
 # The roles a sample's own fields are read from (_Values.set_field).
 _FIELD_ROLES = frozenset({"throughput", "link_state"})
