@@ -145,7 +145,9 @@ def encoded_periods(
             names = DEFAULT_SUBSCRIBED[access]
             message = node._per_ue_message(names, world.report(truth, tick), int(period_s * 1000))
             reports = message["indicationMessage-formats"][1]["ueMeasReportList"]
-            head = codec.encode(KpmPdu.HEADER, header(time.time(), VERSION))
+            # Collected over the period before the step that takes it in (the run's clock, as
+            # the loop's: a report's time is the end of its period, the step's now).
+            head = codec.encode(KpmPdu.HEADER, header(tick * period_s, VERSION))
             for start in range(0, len(reports), chunk):
                 part = {
                     "indicationMessage-formats": (
