@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from core.domain import Direction, KpiSample
@@ -220,3 +221,64 @@ def test_nr_without_available_prbs_is_not_a_division_by_zero() -> None:
     estimate = estimate_from_sample(idle)
     assert estimate is not None
     assert estimate.lower_bound
+
+
+def downlink(cpe: str, throughput: float, cqi: int, **prbs: float) -> KpiSample:
+    """An NR downlink period reporting CQI ``cqi`` (its distBinX is cqi + 1), one layer."""
+    measurements = {k.replace("_", "."): v for k, v in prbs.items()}
+    measurements[f"CARR.WBCQIDist|distBinX={cqi + 1}"] = 100.0
+    measurements["CARR.AverageLayersDl"] = 1.0
+    return KpiSample(
+        cpe, "nr", DL, 10.0, 1.0, throughput_mbps=throughput, measurements=measurements
+    )
+
+
+def test_nr_downlink_carrying_nothing_keeps_the_rate_per_prb_it_last_showed() -> None:
+    """What a PRB carries can be far below what the CQI promises (a measured trace: 5 Mbit/s
+    on 70 PRBs at CQI 15, where the CQI's rate on the free PRBs is some 200 Mbit/s). A
+    downlink given weight 0 carries nothing the next period: read from its CQI alone it looked
+    40 times faster than it was, the policy gave it a share, and the round stalled on it.
+    Its last rate per PRB, scaled by how its channel changed since, is where exploring it
+    starts from: a bound, as nothing it carries now says whether that rate still holds.
+    A fleet of 1,000 CPEs, each with its own rate and channel, read at once (columns) and one
+    sample at a time alike."""
+    rng = np.random.default_rng(7)
+    cpes = [f"cpe-{n:04d}" for n in range(1000)]
+    used = rng.integers(5, 120, len(cpes))
+    per_prb = rng.uniform(0.02, 1.5, len(cpes))  # Mbit/s a PRB carried
+    cqi_then = rng.integers(1, 16, len(cpes))
+    cqi_now = rng.integers(1, 16, len(cpes))
+    busy_now = rng.uniform(0.0, 80.0, len(cpes))  # the cell's use, % of the 133 PRBs
+    carried = [
+        downlink(
+            c, float(p * u), int(q), RRU_PrbUsedDl=float(u), RRU_PrbAvailDl=133.0, RRU_PrbTotDl=95.0
+        )
+        for c, p, u, q in zip(cpes, per_prb, used, cqi_then, strict=True)
+    ]
+    idle = [
+        downlink(c, 0.0, int(q), RRU_PrbUsedDl=0.0, RRU_PrbAvailDl=133.0, RRU_PrbTotDl=float(b))
+        for c, q, b in zip(cpes, cqi_now, busy_now, strict=True)
+    ]
+    at_once, one_by_one = KpiEstimator(), KpiEstimator()
+    at_once.update(carried, 10.0)
+    at_once.update(idle, 11.0)
+    one_by_one.update_one_by_one(carried)
+    one_by_one.update_one_by_one(idle)
+    table = nr_standard.CQI_TABLE_256QAM
+    for n, cpe in enumerate(cpes):
+        estimate = at_once.estimate(cpe, "nr", DL, 11.0)
+        assert estimate is not None
+        assert estimate == one_by_one.estimate(cpe, "nr", DL, 11.0)
+        assert estimate.lower_bound
+        free = 133.0 - busy_now[n] / 100.0 * 133.0
+        channel = table[cqi_now[n]][2] / table[cqi_then[n]][2]
+        assert estimate.capacity_mbps == pytest.approx(per_prb[n] * channel * free, rel=1e-9)
+        assert estimate.stddev_mbps == pytest.approx(0.5 * max(estimate.capacity_mbps, 1.0))
+    # A downlink that never carried anything has only its CQI to go by.
+    never = KpiEstimator()
+    never.update(idle[:1], 11.0)
+    first = never.estimate(cpes[0], "nr", DL, 11.0)
+    assert first is not None
+    assert not first.lower_bound
+    rate = nr_standard.NrCarrier().rate_mbps(table[cqi_now[0]][2], 1, True)
+    assert first.capacity_mbps == pytest.approx(rate * (1 - busy_now[0] / 100.0), rel=1e-9)

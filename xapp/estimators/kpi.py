@@ -6,10 +6,15 @@ comes from the share of the resource the path did not use:
 - NR, each direction on its own PRBs: the UE used `RRU.PrbUsedDl` (`…Ul`) of the PRBs; what
   the other UEs left is `RRU.PrbAvailDl − (RRU.PrbTotDl % of RRU.PrbAvailDl − the UE's PRBs)`;
   capacity ≈ throughput × free PRBs / the UE's PRBs (the UE's spectral efficiency carried over
-  to the free PRBs). A UE that carried nothing on the downlink: the rate of its reported CQI
-  (TS 38.214 table) and layers on the free PRBs of the carrier (TS 38.306 rate, `NR_CARRIER`).
-  The uplink has no CQI: a UE that sent nothing (its weight 0, or just back from an outage) is
-  given the rate per PRB it last showed, on the PRBs free now.
+  to the free PRBs). A UE that carried nothing (its weight 0, or just back from an outage) is
+  given the rate per PRB it last showed, on the PRBs free now; on the downlink scaled by how
+  its reported channel changed since (CQI efficiency, TS 38.214 table, times layers), and
+  flagged `lower_bound`: nothing it carries tells whether that rate still holds, so the policy
+  explores it (xapp/policy/exploration.py) rather than trusting or ignoring it. What a PRB
+  carries can be far below what the CQI promises (the cell's time-domain share, the carrier's
+  pattern, load): a measured 5 Mbit/s on 70 PRBs at CQI 15 is 0.07 Mbit/s a PRB, the CQI's
+  rate some fifteen times that. Only a downlink that never carried anything gets the rate of
+  its reported CQI and layers on the free PRBs of the carrier (TS 38.306 rate, `NR_CARRIER`).
 - Wi-Fi: capacity ≈ PHY rate × MAC efficiency × airtime available to the station (its own
   airtime plus what the channel left idle).
 - LiFi: the PHY rate while the link is up; unavailable while it is down.
@@ -78,9 +83,12 @@ class KpiEstimator:
         # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
         # airtime to measure it (a path just back, or given little weight) uses it.
         self._wifi_efficiency: dict[Path, float] = {}
-        # Each NR path's rate per PRB as last measured (Mbit/s per PRB): the uplink of a UE
+        # Each NR uplink's rate per PRB as last measured (Mbit/s per PRB): the uplink of a UE
         # that sent nothing has no other news of its channel.
         self._nr_rate_per_prb: dict[Path, float] = {}
+        # Each NR downlink's rate per PRB as last measured, with the KPIs of that period (its
+        # CQI and layers then, against which the channel's change is read).
+        self._nr_downlink: dict[Path, tuple[float, Mapping[str, float]]] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         """Each sample's reading, worked out for each access and direction's samples at once
@@ -99,6 +107,8 @@ class KpiEstimator:
                 rate = _measured_into(
                     self._nr_rate_per_prb, paths, measured_nr_rate_per_prb_of(group)
                 )
+            elif access == "nr":
+                rate = self._downlink_rates(paths, group)
             read = readings_of(group, efficiency, rate)
             known = np.flatnonzero(read.known)
             self._keep_many(
@@ -124,9 +134,33 @@ class KpiEstimator:
                 rate = measured_nr_rate_per_prb(sample)
                 if rate is not None:
                     nr_rate_per_prb[path] = rate
-            reading = _reading(sample, wifi_efficiency.get(path), nr_rate_per_prb.get(path))
+            held = nr_rate_per_prb.get(path)
+            if access == "nr" and direction == Direction.DOWNLINK:
+                rate = measured_nr_rate_per_prb(sample)
+                if rate is not None:
+                    self._nr_downlink[path] = (rate, sample.measurements)
+                before = self._nr_downlink.get(path)
+                held = None if before is None else nr_rate_now(*before, sample.measurements)
+            reading = _reading(sample, wifi_efficiency.get(path), held)
             if reading is not None:
                 self._keep(path, sample.time_s, *reading)
+
+    def _downlink_rates(self, paths: list[Path], group: Group) -> FloatArray:
+        """Each NR downlink's rate per PRB as last measured (this period's where it carried
+        something) into ``_nr_downlink``; then, for each path that carried nothing, what that
+        rate is worth on its channel now (NaN: never measured, or the path carried: its own
+        PRBs tell)."""
+        measured = measured_nr_rate_per_prb_of(group)
+        kept, samples = self._nr_downlink, group.samples
+        for path, value, sample in zip(paths, measured.tolist(), samples, strict=True):
+            if value == value:  # (not NaN)
+                kept[path] = (value, sample.measurements)
+        rates = np.full(len(paths), math.nan)
+        for row in np.flatnonzero(np.isnan(measured)).tolist():
+            before = kept.get(paths[row])
+            if before is not None:
+                rates[row] = nr_rate_now(*before, samples[row].measurements)
+        return rates
 
     def change_variance(self, path: Path) -> float | None:
         """The running variance of the path's period-to-period change, None before its
@@ -267,8 +301,11 @@ def _reading(
     if throughput is not None and throughput > MAX_CAPACITY_MBPS:
         return None  # more than any access carries: the report is wrong, not the path fast
     headroom: float | None = None
+    held = False  # the headroom is a rate the path showed before, not this period's
     if sample.access == "nr":
-        headroom = _nr(m, throughput, sample.direction, nr_rate_per_prb)
+        found = _nr(m, throughput, sample.direction, nr_rate_per_prb)
+        if found is not None:
+            headroom, held = found
     elif sample.access == "wifi":
         if wifi_efficiency is None:
             wifi_efficiency = measured_wifi_efficiency(sample)
@@ -280,6 +317,12 @@ def _reading(
     # of 1e-300) disagree with one another: only the throughput is left to tell.
     if headroom is not None and headroom <= MAX_CAPACITY_MBPS:
         capacity = max(headroom, throughput or 0.0)
+        if held and sample.direction == Direction.DOWNLINK:
+            # Held at weight 0, the downlink shows nothing of what it carries now: the rate it
+            # showed, on its channel and PRBs now, is where exploring it starts from
+            # (xapp/policy/exploration.py), not a measurement. (Trusted as one, a rate measured
+            # in a dip kept a path that came back at 70-130 Mbit/s at 9 for half a minute.)
+            return capacity, LOWER_BOUND_ERROR * max(capacity, 1.0), True, True
         return capacity, RELATIVE_ERROR * capacity, True, False
     if throughput is None:
         return None
@@ -338,27 +381,29 @@ def _nr(
     throughput: float | None,
     direction: Direction,
     rate_per_prb: float | None,
-) -> float | None:
+) -> tuple[float, bool] | None:
+    """The headroom the PRB counters tell, and whether it is a rate held from before."""
     prbs = _nr_prbs(m, direction)
     if prbs is None:
         return None
     used, free, available = prbs
     if throughput is not None and used:
-        return throughput * free / used
+        return throughput * free / used, False
+    # Nothing carried by a UE the gNB serves (it counts its PRBs: 0): the rate per PRB it last
+    # showed (on the downlink, as its channel now makes it), on the PRBs free now. A UE it does
+    # not serve (its link down) has no count.
+    if rate_per_prb is not None and used is not None:
+        return rate_per_prb * free, True
     if direction == Direction.UPLINK:
-        # Nothing sent by a UE the gNB serves (it counts its PRBs: 0): the rate per PRB it last
-        # showed, on the PRBs free now. A UE it does not serve (its link down) has no count.
-        if rate_per_prb is None or used is None:
-            return None
-        return rate_per_prb * free
-    # Nothing carried (weight 0, or idle): the channel quality the UE reports still tells the
-    # rate the free PRBs would give it.
+        return None
+    # A downlink that never carried anything: the channel quality the UE reports still tells
+    # the rate the free PRBs would give it, if nothing else held it back.
     cqi = reported_cqi(m)
     if cqi is None or cqi < 1:
         return None
     layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
     efficiency = nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2]
-    return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available
+    return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available, False
 
 
 def reported_cqi(m: Mapping[str, float]) -> int | None:
@@ -368,6 +413,26 @@ def reported_cqi(m: Mapping[str, float]) -> int | None:
         if name.startswith("CARR.WBCQIDist|distBinX=") and value > count:
             best, count = int(name.rsplit("=", 1)[1]) - 1, value
     return best
+
+
+def nr_channel_efficiency(m: Mapping[str, float]) -> float | None:
+    """What the downlink channel the UE reports gives per resource element: its CQI's
+    efficiency (TS 38.214 table) times its layers; None without a CQI."""
+    cqi = reported_cqi(m)
+    if cqi is None or cqi < 1:
+        return None
+    layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
+    return nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2] * layers
+
+
+def nr_rate_now(rate_per_prb: float, then: Mapping[str, float], now: Mapping[str, float]) -> float:
+    """A downlink rate per PRB measured with the KPIs ``then``, on the channel the KPIs
+    ``now`` report: scaled by the change of the channel's efficiency (as is, where either
+    period has no CQI)."""
+    before, after = nr_channel_efficiency(then), nr_channel_efficiency(now)
+    if before and after:
+        return rate_per_prb * (after / before)
+    return rate_per_prb
 
 
 def measured_wifi_efficiency(sample: KpiSample) -> float | None:
