@@ -398,12 +398,10 @@ def _nr(
         return None
     # A downlink that never carried anything: the channel quality the UE reports still tells
     # the rate the free PRBs would give it, if nothing else held it back.
-    cqi = reported_cqi(m)
-    if cqi is None or cqi < 1:
+    channel = nr_channel(m)
+    if channel is None:
         return None
-    layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
-    efficiency = nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2]
-    return NR_CARRIER.rate_mbps(efficiency, layers, True) * free / available, False
+    return NR_CARRIER.rate_mbps(*channel, True) * free / available, False
 
 
 def reported_cqi(m: Mapping[str, float]) -> int | None:
@@ -415,14 +413,20 @@ def reported_cqi(m: Mapping[str, float]) -> int | None:
     return best
 
 
-def nr_channel_efficiency(m: Mapping[str, float]) -> float | None:
-    """What the downlink channel the UE reports gives per resource element: its CQI's
-    efficiency (TS 38.214 table) times its layers; None without a CQI."""
+def nr_channel(m: Mapping[str, float]) -> tuple[float, int] | None:
+    """The downlink channel the UE reports: its CQI's efficiency (TS 38.214 table, bits per
+    resource element) and its layers; None without a CQI."""
     cqi = reported_cqi(m)
     if cqi is None or cqi < 1:
         return None
     layers = round(m.get("CARR.AverageLayersDl", 1.0)) or 1
-    return nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2] * layers
+    return nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2], layers
+
+
+def nr_channel_efficiency(m: Mapping[str, float]) -> float | None:
+    """What the channel gives per resource element: CQI efficiency times layers."""
+    channel = nr_channel(m)
+    return None if channel is None else channel[0] * channel[1]
 
 
 def nr_rate_now(rate_per_prb: float, then: Mapping[str, float], now: Mapping[str, float]) -> float:
