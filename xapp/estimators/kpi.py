@@ -126,6 +126,7 @@ class KpiEstimator:
         for sample in samples:
             access, direction = sample.access, sample.direction
             path = (sample.cpe_id, access, direction)
+            held = None  # the NR path's rate per PRB from before, for a period it is idle
             if access == "wifi":
                 measured = measured_wifi_efficiency(sample)
                 if measured is not None:
@@ -134,13 +135,14 @@ class KpiEstimator:
                 rate = measured_nr_rate_per_prb(sample)
                 if rate is not None:
                     nr_rate_per_prb[path] = rate
-            held = nr_rate_per_prb.get(path)
-            if access == "nr" and direction == Direction.DOWNLINK:
+                held = nr_rate_per_prb.get(path)
+            elif access == "nr":
                 rate = measured_nr_rate_per_prb(sample)
-                if rate is not None:
-                    self._nr_downlink[path] = (rate, sample.measurements)
                 before = self._nr_downlink.get(path)
-                held = None if before is None else nr_rate_now(*before, sample.measurements)
+                if rate is not None:  # (it carried: its own PRBs tell, as _downlink_rates)
+                    self._nr_downlink[path] = (rate, sample.measurements)
+                elif before is not None:
+                    held = nr_rate_now(*before, sample.measurements)
             reading = _reading(sample, wifi_efficiency.get(path), held)
             if reading is not None:
                 self._keep(path, sample.time_s, *reading)
@@ -423,20 +425,15 @@ def nr_channel(m: Mapping[str, float]) -> tuple[float, int] | None:
     return nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2], layers
 
 
-def nr_channel_efficiency(m: Mapping[str, float]) -> float | None:
-    """What the channel gives per resource element: CQI efficiency times layers."""
-    channel = nr_channel(m)
-    return None if channel is None else channel[0] * channel[1]
-
-
 def nr_rate_now(rate_per_prb: float, then: Mapping[str, float], now: Mapping[str, float]) -> float:
     """A downlink rate per PRB measured with the KPIs ``then``, on the channel the KPIs
     ``now`` report: scaled by the change of the channel's efficiency (as is, where either
     period has no CQI)."""
-    before, after = nr_channel_efficiency(then), nr_channel_efficiency(now)
-    if before and after:
-        return rate_per_prb * (after / before)
-    return rate_per_prb
+    before, after = nr_channel(then), nr_channel(now)
+    if before is None or after is None:
+        return rate_per_prb
+    # what a resource element carries: CQI efficiency × layers
+    return rate_per_prb * ((after[0] * after[1]) / (before[0] * before[1]))
 
 
 def measured_wifi_efficiency(sample: KpiSample) -> float | None:
