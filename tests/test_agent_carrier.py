@@ -24,6 +24,7 @@ from tests.helpers import estimate
 from tests.servers import free_port
 from tests.test_agent_api import TOKEN, agent
 from tests.test_control_loop import TableEstimator
+from tests.test_testbed import host_network
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.live import LiveControl, LiveSettings
 
@@ -150,6 +151,7 @@ def wait_for(predicate: object, timeout_s: float = 10.0) -> bool:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="creating veth pairs needs root")
+@host_network
 def test_the_agent_reacts_to_a_real_link_going_down_and_up(tmp_path: Path) -> None:
     with veth_pairs(2) as pairs:
         (nr, nr_peer, nr_address), (wifi, _, wifi_address) = pairs
@@ -211,6 +213,7 @@ def test_the_events_endpoint_long_polls_and_starts_over_for_an_earlier_run(
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="creating veth pairs needs root")
+@host_network
 def test_the_xapp_hears_of_a_real_carrier_loss_at_once_and_decides_for_it(
     tmp_path: Path,
 ) -> None:

@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 from bench.faults import FAULTS, LIVE_FAULTS
+from tests.test_testbed import host_network
 
 
+@host_network  # as root, the link fault runs on the netns testbed
 def test_every_fault_loses_nothing_acknowledged_and_recovers() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "atsss", "bench", "faults", "--json"],

@@ -15,9 +15,12 @@ import sys
 
 import pytest
 
-from tests.test_testbed import _netns_usable
+from tests.test_testbed import _netns_usable, host_network
 
-pytestmark = pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces")
+pytestmark = [
+    pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces"),
+    host_network,
+]
 
 
 def bench(*args: str) -> dict[str, object]:

@@ -40,7 +40,14 @@ def _netns_usable() -> bool:
     return probe.returncode == 0
 
 
-pytestmark = pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces")
+# The tests that change the host's network (namespaces, veth pairs, addresses, routes) run on
+# one worker of the parallel suite, one after another (make unit: --dist loadgroup).
+host_network = pytest.mark.xdist_group("host-network")
+
+pytestmark = [
+    pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces"),
+    host_network,
+]
 
 
 @pytest.fixture(scope="module")
