@@ -118,6 +118,33 @@ def test_the_twins_find_the_same_optimum(capacities: FloatArray, max_weight: int
 
 
 @needs_core
+@settings(max_examples=60, deadline=None)
+@given(
+    paths=st.integers(2, 6),
+    base=st.sampled_from([1.0, 0.1, 12.1, 1e-3, 3e-200, 1e250]),
+    max_weight=st.sampled_from([1, 3, 10, 100, 255]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_a_fleet_of_tied_capacities_gets_the_same_optimum(
+    paths: int, base: float, max_weight: int, seed: int
+) -> None:
+    """The core leaves out candidates whose bound falls below the best found so far; the
+    weights must still be numpy's where ties are everywhere: 1,000 CPEs whose capacities are
+    small multiples of one base (many candidates within 1e-9 of the best, the least weight
+    sum then the first one winning), some equal, some zero, some tiny beside the rest."""
+    rng = np.random.default_rng(seed)
+    rows = 1000
+    capacities = rng.integers(0, 40, (rows, paths)).astype(np.float64) * base
+    equal = rng.random(rows) < 0.2
+    capacities[equal, 1] = capacities[equal, 0]
+    tiny = rng.random(rows) < 0.2
+    capacities[tiny, -1] = base * rng.integers(1, 3, tiny.sum()) / 1000.0
+    numpy = optimal_weights_batch(capacities, max_weight, compiled=False)
+    core = optimal_weights_batch(capacities, max_weight, compiled=True)
+    np.testing.assert_array_equal(core, numpy)
+
+
+@needs_core
 def test_a_fleet_of_random_beliefs_is_decided_alike() -> None:
     """2,000 CPEs of three paths, as a step decides them: one block, not a handful of rows."""
     rng = np.random.default_rng(7)

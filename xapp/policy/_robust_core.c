@@ -69,6 +69,36 @@ static inline double capped_floor(double x, int max_weight) {
 
 /* ------------------------------------------------------------------- optimal_weights_batch */
 
+/* Candidates that cannot be tied with the best one are not worked out. A candidate at round
+ * rate r = c_j / k carries at most sum_i min(max_weight * r, c_i) (each path's weight is at
+ * most max_weight and at most c_i / r, and the round rate is at most r, path j's own), and
+ * that bound only falls as k grows. Once it is below the best aggregate found so far times
+ * TIE, neither this candidate nor any later one of path j can be tied with the best at the
+ * end: they are left out (aggregate -inf), and the weights chosen are the same. The margin
+ * covers every rounding between the bound and the aggregate as the loops compute it (the
+ * floor guard's 1e-12 and a few ulps). The largest path goes first: its candidates set the
+ * best that the others' are held against. */
+static const double BOUND_MARGIN = 1 + 1e-10;
+
+/* The first k (0-based: weight k + 1 for path j) whose candidates need not be worked out:
+ * sum_i min(max_weight * by[k], c_i) * BOUND_MARGIN < threshold, found by bisection (the sum
+ * never rises with k, as by[k] never does). */
+static int candidates_worth_it(const double *c, int paths, int max_weight, const double *by,
+                               double threshold) {
+    int low = 0, high = max_weight; /* the answer lies in [low, high] */
+    while (low < high) {
+        const int k = low + (high - low) / 2;
+        const double share_cap = (double)max_weight * by[k];
+        double reach = 0;
+        for (int i = 0; i < paths; i++) reach += c[i] < share_cap ? c[i] : share_cap;
+        if (reach * BOUND_MARGIN < threshold)
+            high = k;
+        else
+            low = k + 1;
+    }
+    return low;
+}
+
 /* The exact optimum of one row of capacities into weights[paths]; scratch holds
  * (paths + 4) * max_weight doubles. Written as loops over the candidate rates of one path
  * (k = 1..max_weight), each a plain array operation the compiler vectorises: a candidate's
@@ -83,9 +113,28 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
     double *w = ratio + max_weight;                        /* paths * max_weight */
     const double cap = (double)max_weight;
     double best = -INFINITY;
-    for (int j = 0; j < paths; j++) {
+    int largest = 0;
+    int worked_out[MAX_PATHS]; /* per path j: its candidates k < worked_out[j] were */
+    for (int i = 1; i < paths; i++)
+        if (c[i] > c[largest]) largest = i;
+    for (int turn = 0; turn < paths; turn++) {
+        const int j = turn == 0 ? largest : (turn - 1 < largest ? turn - 1 : turn);
+        double *total = totals + (size_t)j * max_weight;
+        double *aggregate = aggregates + (size_t)j * max_weight;
+        if (c[j] == 0) {
+            /* A rate of 0 is taken as infinite: every weight 0, every aggregate 0. */
+            for (int k = 0; k < max_weight; k++) {
+                total[k] = 0.0;
+                aggregate[k] = 0.0;
+            }
+            if (best < 0.0) best = 0.0;
+            worked_out[j] = max_weight;
+            continue;
+        }
+        const double cj = c[j]; /* (read once: the stores below might alias c, as far as the
+                                 * compiler knows, and kept it from vectorising the loop) */
         for (int k = 0; k < max_weight; k++) {
-            const double rate = c[j] / (double)(k + 1);
+            const double rate = cj / (double)(k + 1);
             divisor[k] = rate > 0 ? rate : INFINITY;
         }
         /* Path j's own weight at rate c[j] / m is m, and its capacity per segment that rate:
@@ -95,14 +144,18 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
          * number (or 0) is divided out as numpy does. A third of a candidate's divisions. */
         const int own_known = c[j] >= OWN_WEIGHT_KNOWN_FROM;
         const double *restrict by = divisor;
+        const int limit = best > 0 && own_known
+                              ? candidates_worth_it(c, paths, max_weight, by, best * TIE)
+                              : max_weight;
+        worked_out[j] = limit;
         for (int i = 0; i < paths; i++) {
             double *restrict wi = w + (size_t)i * max_weight;
             if (i == j && own_known) {
-                for (int k = 0; k < max_weight; k++) wi[k] = (double)(k + 1);
+                for (int k = 0; k < limit; k++) wi[k] = (double)(k + 1);
                 continue;
             }
             const double ci = c[i];
-            for (int k = 0; k < max_weight; k++) {
+            for (int k = 0; k < limit; k++) {
                 /* min(max_weight, floor(x)) for x >= 0: truncation is floor there; x past
                  * max_weight (infinity too) is max_weight either way. trunc() and a select
                  * rather than a cast, which the compiler cannot vectorise (a cast of a value
@@ -111,14 +164,13 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
                 wi[k] = x < cap ? x : cap;
             }
         }
-        double *total = totals + (size_t)j * max_weight;
         if (j == 0 && own_known) {
-            for (int k = 0; k < max_weight; k++) {
+            for (int k = 0; k < limit; k++) {
                 total[k] = w[k];
                 ratio[k] = by[k];
             }
         } else {
-            for (int k = 0; k < max_weight; k++) {
+            for (int k = 0; k < limit; k++) {
                 total[k] = w[k];
                 ratio[k] = c[0] / w[k];
             }
@@ -127,30 +179,35 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
             const double *wi = w + (size_t)i * max_weight;
             const double ci = c[i];
             if (i == j && own_known) {
-                for (int k = 0; k < max_weight; k++) {
+                for (int k = 0; k < limit; k++) {
                     total[k] = total[k] + wi[k];
                     ratio[k] = least_of(ratio[k], by[k]);
                 }
                 continue;
             }
-            for (int k = 0; k < max_weight; k++) {
+            for (int k = 0; k < limit; k++) {
                 total[k] = total[k] + wi[k];
                 ratio[k] = least_of(ratio[k], ci / wi[k]);
             }
         }
-        double *aggregate = aggregates + (size_t)j * max_weight;
-        for (int k = 0; k < max_weight; k++) {
+        for (int k = 0; k < limit; k++) {
             aggregate[k] = total[k] * (ratio[k] < INFINITY ? ratio[k] : 0.0);
             if (aggregate[k] > best) best = aggregate[k];
         }
     }
-    const int candidates = paths * max_weight;
+    /* In index order (path j, then k), as numpy's argmin over the ties sees them; the
+     * candidates left out cannot be tied. */
     int chosen = 0;
     double least = INFINITY;
-    for (int index = 0; index < candidates; index++) {
-        if (aggregates[index] >= best * TIE && totals[index] < least) {
-            least = totals[index];
-            chosen = index;
+    const double tied_from = best * TIE;
+    for (int j = 0; j < paths; j++) {
+        const double *aggregate = aggregates + (size_t)j * max_weight;
+        const double *total = totals + (size_t)j * max_weight;
+        for (int k = 0; k < worked_out[j]; k++) {
+            /* without branches: which candidates are tied is data the predictor cannot learn */
+            const int better = (aggregate[k] >= tied_from) & (total[k] < least);
+            least = better ? total[k] : least;
+            chosen = better ? j * max_weight + k : chosen;
         }
     }
     if (!(best > 0)) {
