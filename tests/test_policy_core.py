@@ -145,6 +145,25 @@ def test_a_fleet_of_tied_capacities_gets_the_same_optimum(
 
 
 @needs_core
+def test_scores_whose_aggregates_overflow_are_numpy_s() -> None:
+    """The core's order statistic counts instead of swapping, and looks for its pivot between
+    bounds that exclude the infinities: beliefs near the largest double, whose aggregates
+    overflow to inf on some draws, all draws or none, must still end, with numpy's scores."""
+    rows = 300
+    rng = np.random.default_rng(3)
+    means = rng.choice([5e307, 1e308, 1.5e308, 1e300, 342.0], (rows, 3))
+    stddevs = means * rng.choice([0.0, 0.5, 1.0], (rows, 1))
+    weights = rng.integers(0, 101, (rows, 2, 3)).astype(np.float64)
+    for quantile in (0.0, 0.05, 0.5, 0.95, 1.0):
+        with np.errstate(over="ignore", invalid="ignore"):
+            numpy = robust.scores_many(weights, means, stddevs, quantile, compiled=False)
+        core = robust.scores_many(weights, means, stddevs, quantile, compiled=True)
+        assert np.isinf(core).any()
+        assert np.isfinite(core).any()
+        np.testing.assert_array_equal(core, numpy)
+
+
+@needs_core
 def test_a_fleet_of_random_beliefs_is_decided_alike() -> None:
     """2,000 CPEs of three paths, as a step decides them: one block, not a handful of rows."""
     rng = np.random.default_rng(7)
