@@ -745,14 +745,14 @@ class ControlLoop:
     def _conclude(self, begun: _Deciding) -> StepOutcome | _Pending:
         """The decision from the policy's proposal (or the override's weights): hysteresis,
         then the set to push, if any."""
+        if begun.held is not None:  # (a fleet's usual: worked out with the rows)
+            return begun.held
         cpe, direction, current, override = (
             begun.cpe,
             begun.direction,
             begun.current,
             begun.override,
         )
-        if begun.held is not None:
-            return begun.held
         key = (cpe.cpe_id, direction)
         rule, override_revision = begun.rule, begun.override_revision
         if override is not None and override.weights is not None:
