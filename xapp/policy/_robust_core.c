@@ -74,7 +74,7 @@ static inline double capped_floor(double x, int max_weight) {
  * most max_weight and at most c_i / r, and the round rate is at most r, path j's own), and
  * that bound only falls as k grows. Once it is below the best aggregate found so far times
  * TIE, neither this candidate nor any later one of path j can be tied with the best at the
- * end: they are left out (aggregate -inf), and the weights chosen are the same. The margin
+ * end: they are neither worked out nor scanned, and the weights chosen are the same. The margin
  * covers every rounding between the bound and the aggregate as the loops compute it (the
  * floor guard's 1e-12 and a few ulps). The largest path goes first: its candidates set the
  * best that the others' are held against. */
