@@ -21,10 +21,12 @@ lint: setup
 # The slowest tests are listed at the end of every run: the suite is kept under 20 minutes.
 # Two workers (CI's two cores; TEST_WORKERS=0 runs in one process); most of the long tests wait
 # on servers and timers. The tests that change the host's network (namespaces, veth pairs) are
-# one group on one worker (--dist loadgroup), so that no two change it at once.
+# one group on one worker (--dist loadgroup), so that no two change it at once. A test that
+# hangs fails after pytest's `timeout` (pyproject.toml) and takes its worker with it; no new
+# worker is started, because loadgroup would give it the same test again.
 TEST_WORKERS ?= 2
 unit: setup
-	.venv/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
+	.venv/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 --durations=25
 
 test: lint unit
 
