@@ -296,8 +296,8 @@ static int below_at_rank(const double *values, int count, int rank, double thres
  * divided once and read again for the aggregate without each path. */
 WIDE_VECTORS
 static void aggregates_at_risk(const double *weights, const double *draws, const double *risks,
-                               double stall, int paths, int count, double *ratios, double *full,
-                               double *expected) {
+                               double stall, int paths, int count, double *ratios,
+                               double *ratios_of, double *full, double *expected) {
     int weighted[MAX_PATHS];
     double counted[MAX_PATHS];
     double total = 0;
@@ -307,6 +307,11 @@ static void aggregates_at_risk(const double *weights, const double *draws, const
         total = p == 0 ? counted[p] : total + counted[p];
         double *ratio = ratios + (size_t)p * count;
         const double *capacity = draws + (size_t)p * count;
+        /* A CPE's candidates share most of their weights (the largest path's is mostly the
+         * cap): a path's ratios are divided out again only for a weight they were not for
+         * (``ratios_of[p]``, NaN before the first: the draws change with the CPE). */
+        if (ratios_of[p] == weights[p]) continue;
+        ratios_of[p] = weights[p];
         if (weighted[p]) {
             for (int d = 0; d < count; d++) ratio[d] = capacity[d] / weights[p];
         } else {
@@ -502,6 +507,8 @@ static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
         const double *stddevs = stddevs_all + (size_t)row * paths;
         const double *risks = risks_all + (size_t)row * paths;
         belief_draws(means, stddevs, normal, paths, count, draws);
+        double ratios_of[MAX_PATHS]; /* the weight each path's ratios are for: none yet */
+        for (int p = 0; p < paths; p++) ratios_of[p] = NAN;
         double lowered[MAX_PATHS];
         for (int p = 0; p < paths; p++) {
             const double x = means[p] + z * stddevs[p];
@@ -548,8 +555,8 @@ static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
                 scores[s] = scores[seen];
                 continue;
             }
-            aggregates_at_risk(weights, draws, risks, stalls[row], paths, count, ratios, full,
-                               expected);
+            aggregates_at_risk(weights, draws, risks, stalls[row], paths, count, ratios,
+                               ratios_of, full, expected);
             /* A candidate that cannot come within 1e-9 of the best so far cannot win, nor be
              * tied with the best at the end (the best only rises, and with it best * TIE while
              * it is above 0): fewer than count - rank aggregates at or above best * TIE put its
@@ -632,10 +639,12 @@ static PyObject *scores(PyObject *Py_UNUSED(self), PyObject *args) {
     for (int row = 0; row < rows; row++) {
         belief_draws(means + (size_t)row * paths, stddevs + (size_t)row * paths, normal, paths,
                      count, draws);
+        double ratios_of[MAX_PATHS]; /* the weight each path's ratios are for: none yet */
+        for (int p = 0; p < paths; p++) ratios_of[p] = NAN;
         for (int s = 0; s < sets; s++) {
             aggregates_at_risk(weights + ((size_t)row * sets + s) * paths, draws,
                                risks + (size_t)row * paths, stalls[row], paths, count, ratios,
-                               full, expected);
+                               ratios_of, full, expected);
             out[(size_t)row * sets + s] = order_statistic(expected, count, rank);
         }
     }
