@@ -1,7 +1,13 @@
-"""Small builders shared by the tests."""
+"""Small builders and marks shared by the tests."""
+
+import pytest
 
 from core.domain import CapacityEstimate, Direction
 from xapp.policy.weight_policy import PathView
+
+# The tests that change the host's network (namespaces, veth pairs, addresses, routes) run on
+# one worker of the parallel suite, one after another (make unit: --dist loadgroup).
+host_network = pytest.mark.xdist_group("host-network")
 
 DL = Direction.DOWNLINK
 

@@ -20,11 +20,10 @@ from agent.service import WeightService, WeightUpdate
 from core.domain import Direction
 from core.scenario.e2_identities import e2_cpes
 from core.scenario.load import load_scenario
-from tests.helpers import estimate
+from tests.helpers import estimate, host_network
 from tests.servers import free_port
 from tests.test_agent_api import TOKEN, agent
 from tests.test_control_loop import TableEstimator
-from tests.test_testbed import host_network
 from xapp.adapters.agent_http import AgentEndpoint
 from xapp.live import LiveControl, LiveSettings
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bench.faults import FAULTS, LIVE_FAULTS
-from tests.test_testbed import host_network
+from tests.helpers import host_network
 
 
 @host_network  # as root, the link fault runs on the netns testbed

@@ -15,7 +15,8 @@ import sys
 
 import pytest
 
-from tests.test_testbed import _netns_usable, host_network
+from tests.helpers import host_network
+from tests.test_testbed import _netns_usable
 
 pytestmark = [
     pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces"),

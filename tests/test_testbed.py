@@ -26,6 +26,7 @@ from agent.probes import iperf3_probe
 from agent.service import WeightService, WeightUpdate
 from agent.testbed import ACCESSES, Testbed
 from core.domain import Direction
+from tests.helpers import host_network
 
 RATES = {"nr": 34.2, "wifi": 119.0, "lifi": 1.21}  # the paper's capacities, scaled by 1/10
 PROBE_PORT, MPTCP_PORT = 5201, 5202
@@ -42,10 +43,6 @@ def _netns_usable() -> bool:
     subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
     return probe.returncode == 0
 
-
-# The tests that change the host's network (namespaces, veth pairs, addresses, routes) run on
-# one worker of the parallel suite, one after another (make unit: --dist loadgroup).
-host_network = pytest.mark.xdist_group("host-network")
 
 pytestmark = [
     pytest.mark.skipif(not _netns_usable(), reason="needs root and network namespaces"),
