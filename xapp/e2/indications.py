@@ -33,6 +33,7 @@ from kpm.reports import (
 )
 from kpm.versions import KpmVersion
 from xapp.e2.config import E2NodeConfig
+from xapp.e2.sample_rows import DirectionRows, samples_of_rows
 
 log = logging.getLogger(__name__)
 
@@ -445,18 +446,13 @@ class IndicationProcessor:
         # _samples orders them
         order = sorted(range(len(cpe_ids)), key=cpe_ids.__getitem__)
         scaled = (values * np.array([plan[3] for plan in known]))[order]
-        complete: list[bool] = np.all(given[order], axis=1).tolist()
         period_s = (columns.granularity_ms or context.config.granularity) / 1000.0
         time_s = start_s + period_s  # (the message's one period: index 0)
         access = context.config.access
         ordered_ids = [cpe_ids[ue] for ue in order]
         # Per direction, column by column: its measurements' values and keys per UE, and the
         # fields they set (throughput, link state), as _field_set reads them in order.
-        directions: list[
-            tuple[
-                Direction, list[list[float]], list[list[str]], list[float | None], list[bool | None]
-            ]
-        ] = []
+        directions: list[DirectionRows] = []
         for direction, goes in ((Direction.DOWNLINK, 4), (Direction.UPLINK, 5)):
             measured = [m for m, plan in enumerate(known) if plan[goes]]
             if not measured:
@@ -479,44 +475,9 @@ class IndicationProcessor:
                     throughput = np.where(said, column, throughput)
                 elif role == "link_state":
                     link = np.where(said, column >= 0.5, link).astype(np.int8)
-            directions.append(
-                (
-                    direction,
-                    scaled[:, measured].tolist(),
-                    keys,
-                    [None if t != t else t for t in throughput.tolist()],
-                    [_LINK_STATE[state] for state in link.tolist()],
-                )
-            )
-        samples: list[KpiSample] = []
-        made = KpiSample.made
-        for row, cpe_id in enumerate(ordered_ids):
-            for direction, rows, keys_by_ue, throughputs, links in directions:
-                if complete[row]:
-                    measurements = dict(zip(keys_by_ue[row], rows[row], strict=True))
-                else:
-                    measurements = {
-                        key: value
-                        for key, value in zip(keys_by_ue[row], rows[row], strict=True)
-                        if value == value
-                    }
-                if not measurements:
-                    continue
-                samples.append(
-                    made(
-                        cpe_id,
-                        access,
-                        direction,
-                        time_s,
-                        period_s,
-                        throughputs[row],
-                        None,
-                        None,
-                        links[row],
-                        measurements,
-                        received_s,
-                    )
-                )
+            directions.append(DirectionRows(direction, scaled[:, measured], keys, throughput, link))
+        # (a row with every value given keeps them all; one with some absent, those given)
+        samples = samples_of_rows(ordered_ids, access, time_s, period_s, received_s, directions)
         return samples
 
     def _plan_by_content(
@@ -610,8 +571,6 @@ def _alike_but_key(plan: _Plan, other: _Plan) -> bool:
 
 
 # A link state read as a column (-1: not said) as the sample's field holds it.
-_LINK_STATE: dict[int, bool | None] = {-1: None, 0: False, 1: True}
-
 # The roles a sample's own fields are read from (_Values.set_field).
 _FIELD_ROLES = frozenset({"throughput", "link_state"})
 

@@ -1,0 +1,196 @@
+"""The samples of a message read as columns: the C core (`xapp/e2/_sample_rows.c`) against its
+Python twin, field for field, key for key and in the same order, on generated rows of every
+shape the E2 reader hands over (one or two directions, values absent, keys that differ by UE
+or repeat, throughputs and link states said or not)."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import math
+import os
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from core.domain import Direction, KpiSample
+from xapp.e2 import sample_rows
+from xapp.e2.sample_rows import DirectionRows, samples_of_rows_in_python
+
+core = sample_rows._core
+
+
+def test_the_core_was_built() -> None:
+    """`pip install` builds it wherever a compiler is, and the setup script installs one."""
+    if os.environ.get("ATSSS_PURE_PYTHON") == "1":
+        pytest.skip("ATSSS_PURE_PYTHON=1 leaves the core out on purpose")
+    assert core is not None, "xapp.e2._sample_rows was not built: is a C compiler there?"
+    source = Path(sample_rows.__file__).with_name("_sample_rows.c")
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == core.SOURCE_SHA256, (
+        "xapp.e2._sample_rows was built from another source: it did not compile "
+        "(pip install -v -e . says why)"
+    )
+
+
+needs_core = pytest.mark.skipif(
+    core is None, reason="the core is not built (test_the_core_was_built says why)"
+)
+
+
+def _in_c(*args: object) -> list[KpiSample]:
+    made: list[KpiSample] = core.samples_of_rows(KpiSample, *args)
+    return made
+
+
+def _fields(sample: KpiSample) -> list[tuple[str, object, type]]:
+    """Every field with its value and type, in the object's own order; the measurements as
+    their items in order (a NaN compares by its text: NaN never equals itself)."""
+    out: list[tuple[str, object, type]] = []
+    for name, value in vars(sample).items():
+        if name == "measurements":
+            value = [(key, repr(v), type(v)) for key, v in value.items()]
+        elif isinstance(value, float) and math.isnan(value):
+            value = "nan"
+        out.append((name, value, type(vars(sample)[name])))
+    return out
+
+
+values = st.one_of(
+    st.just(math.nan), st.floats(-1e9, 1e9), st.sampled_from([0.0, -0.0, 1e-300, 5e-324, 1e300])
+)
+
+
+@st.composite
+def message_rows(draw: st.DrawFn) -> tuple[list[str], list[DirectionRows]]:
+    ues = draw(st.integers(0, 12))
+    ids = [f"cpe-{draw(st.integers(0, 5))}-{ue}" for ue in range(ues)]
+    directions = []
+    for direction in draw(
+        st.sampled_from(
+            [[Direction.DOWNLINK], [Direction.UPLINK], [Direction.DOWNLINK, Direction.UPLINK]]
+        )
+    ):
+        measured = draw(st.integers(1, 5))
+        shared = draw(
+            st.lists(
+                st.sampled_from(["a", "b", "c", "d.bin1", "d.bin2"]),
+                min_size=measured,
+                max_size=measured,
+            )
+        )
+        keys = [shared] * ues
+        if draw(st.booleans()):  # one measurement's key differs by UE (a CQI bin)
+            place = draw(st.integers(0, measured - 1))
+            keys = [[*k[:place], f"bin{ue % 3}", *k[place + 1 :]] for ue, k in enumerate(keys)]
+        table = np.array(
+            [[draw(values) for _ in range(measured)] for _ in range(ues)], dtype=np.float64
+        ).reshape(ues, measured)
+        throughput = np.array([draw(values) for _ in range(ues)], dtype=np.float64)
+        link = np.array([draw(st.sampled_from([-1, 0, 1])) for _ in range(ues)], dtype=np.int8)
+        directions.append(DirectionRows(direction, table, keys, throughput, link))
+    return ids, directions
+
+
+@needs_core
+@settings(max_examples=400, deadline=None)
+@given(message_rows(), st.sampled_from([None, 12.5]), st.sampled_from(["nr", "wifi", "lifi"]))
+def test_the_core_makes_the_samples_python_makes(
+    rows: tuple[list[str], list[DirectionRows]], received_s: float | None, access: str
+) -> None:
+    ids, directions = rows
+    expected = samples_of_rows_in_python(ids, access, 3.25, 0.1, received_s, directions)
+    made = _in_c(ids, access, 3.25, 0.1, received_s, directions)
+    assert [type(s) for s in made] == [KpiSample] * len(expected)
+    assert [_fields(s) for s in made] == [_fields(s) for s in expected]
+
+
+def test_a_row_without_values_makes_no_sample_and_absent_values_no_key() -> None:
+    """The E2 reader's rule, in both twins: a UE with nothing measured in a direction says
+    nothing of it; one with some values absent carries those it has."""
+    table = np.array([[1.0, math.nan], [math.nan, math.nan], [math.nan, 4.0]])
+    rows = DirectionRows(
+        Direction.DOWNLINK,
+        table,
+        [["x", "y"]] * 3,
+        np.array([5.0, math.nan, math.nan]),
+        np.array([1, -1, 0], dtype=np.int8),
+    )
+    for made in (
+        samples_of_rows_in_python(["a", "b", "c"], "wifi", 1.0, 1.0, None, [rows]),
+        *([_in_c(["a", "b", "c"], "wifi", 1.0, 1.0, None, [rows])] if core else []),
+    ):
+        assert [(s.cpe_id, dict(s.measurements)) for s in made] == [
+            ("a", {"x": 1.0}),
+            ("c", {"y": 4.0}),
+        ]
+        assert [(s.throughput_mbps, s.available) for s in made] == [(5.0, True), (None, False)]
+        assert made[0] == KpiSample(
+            "a", "wifi", Direction.DOWNLINK, 1.0, 1.0, 5.0, None, None, True, {"x": 1.0}
+        )
+
+
+@needs_core
+@pytest.mark.parametrize(
+    ("broken", "complaint"),
+    [
+        ({"values": np.zeros((2, 2), dtype=np.float32)}, "values"),
+        ({"values": np.zeros(2)}, "values"),
+        ({"throughput": np.zeros(3)}, "throughput"),
+        ({"link": np.zeros(2, dtype=np.int64)}, "link"),
+        ({"keys_by_ue": [["x", "y"]]}, "keys_by_ue"),
+        ({"keys_by_ue": [["x"], ["x"]]}, "measurement keys"),
+    ],
+)
+def test_the_core_refuses_rows_of_the_wrong_shape(
+    broken: dict[str, object], complaint: str
+) -> None:
+    """A caller's mistake is a ValueError naming the part, never a read past a buffer."""
+    fields = {
+        "direction": Direction.DOWNLINK,
+        "values": np.ones((2, 2)),
+        "keys_by_ue": [["x", "y"], ["x", "y"]],
+        "throughput": np.ones(2),
+        "link": np.ones(2, dtype=np.int8),
+    } | broken
+    with pytest.raises(ValueError, match=complaint):
+        _in_c(["a", "b"], "nr", 1.0, 1.0, None, [DirectionRows(**fields)])  # type: ignore[arg-type]
+
+
+@needs_core
+def test_the_core_keeps_no_memory_once_its_samples_are_gone() -> None:
+    """Every reference the core takes is given back: a fleet's reader makes 6,000 samples a
+    period, for months; a dictionary or float lost per sample would be hundreds of MB a day."""
+    ues = 200
+    rows = [
+        DirectionRows(
+            direction,
+            np.arange(ues * 3, dtype=np.float64).reshape(ues, 3),
+            [["x", "y", "z"]] * ues,
+            np.arange(ues, dtype=np.float64),
+            np.ones(ues, dtype=np.int8),
+        )
+        for direction in (Direction.DOWNLINK, Direction.UPLINK)
+    ]
+    ids = [f"cpe-{ue}" for ue in range(ues)]
+
+    def churn(times: int) -> None:
+        for _ in range(times):
+            assert len(_in_c(ids, "nr", 1.0, 1.0, 2.0, rows)) == 2 * ues
+
+    churn(20)  # (the allocator's pools settle)
+    gc.collect()
+    tracemalloc.start()
+    try:
+        churn(1)
+        gc.collect()
+        before, _ = tracemalloc.get_traced_memory()
+        churn(200)  # 80,000 samples: a lost float each would be over 2 MB
+        gc.collect()
+        after, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert after - before < 64 * 1024
