@@ -296,6 +296,73 @@ def features_from_columns(
     return matrix
 
 
+def features_from_blocks(
+    blocks: npt.NDArray[np.float64],
+    names: tuple[str, ...],
+    count: npt.NDArray[np.int64],
+    access: str,
+) -> npt.NDArray[np.float32]:
+    """The model input for the period after each path's last: ``features_from_columns`` of
+    that one row per path, from the paths' recent periods kept as blocks (paths, periods,
+    inputs named ``names``; a path's ``count`` real periods end its block, newest last). A
+    running estimator keeps its histories so (xapp/estimators/model.py): read in place, they
+    need neither flattening into rows nor sorting by path, and the row predicted reads only
+    the periods before it. The same IEEE operations on the same values in the same order as
+    ``features_from_columns``: tests/test_models.py holds the two equal bit for bit."""
+    paths, periods, _ = blocks.shape
+    width = 10  # the longest window a feature reads (ref_mean10_ratio)
+    if periods < width:
+        raise ValueError(f"blocks of {periods} periods: the features read {width} back")
+    flat = blocks.reshape(paths * periods, len(names))
+    data: Columns = {
+        name: (
+            np.ascontiguousarray(flat[:, names.index(name)])
+            if name in names
+            else np.full(paths * periods, np.nan)
+        )
+        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
+    }
+    _derive(data, access)
+    reference, from_resources = reference_mbps(data, access)
+    # a period k back from the one predicted: the block's k-th row from its end, where real
+    real = np.arange(periods)[None, :] >= (periods - count)[:, None]
+
+    def earlier(values: FloatArray, k: int) -> FloatArray:
+        return _nan_where(real[:, periods - k], values.reshape(paths, periods)[:, periods - k])
+
+    window = np.stack([earlier(reference, k) for k in range(1, width + 1)], axis=1)
+    out: Columns = {}
+    last = window[:, 0]
+    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as meant
+        scale = _nan_where(last > 0, last)
+        out[REFERENCE] = last
+        out["ref_last2_ratio"] = window[:, 1] / scale
+        out["ref_mean3_ratio"] = np.nanmean(window[:, :3], axis=1) / scale
+        out["ref_mean10_ratio"] = np.nanmean(window, axis=1) / scale
+        out["ref_min5_ratio"] = np.nanmin(window[:, :5], axis=1) / scale
+        out["ref_max5_ratio"] = np.nanmax(window[:, :5], axis=1) / scale
+        five = window[:, :5]
+        counted = np.sum(np.isfinite(five), axis=1)
+        std = _nan_where(counted >= 2, np.nanstd(five, axis=1, ddof=1))
+        out["ref_std5_ratio"] = std / scale
+    out["ref_from_resources"] = earlier(from_resources, 1)
+    for feature in RADIO[access]:
+        if feature.name in data:
+            out[feature.name] = earlier(data[feature.name], 1)
+    if access == "nr":
+        for name, raw in (("snr_delta_db", "snr_db"), ("rsrp_delta_db", "rsrp_dbm")):
+            out[name] = earlier(data[raw], 1) - earlier(data[raw], 2)
+        cell, before = earlier(data["cell_id"], 1), earlier(data["cell_id"], 2)
+        out["handover"] = _nan_where(
+            np.isfinite(cell) & np.isfinite(before), (cell != before).astype(np.float64)
+        )
+    matrix = np.empty((paths, len(feature_list(access))), dtype=np.float32)
+    for i, name in enumerate(feature_names(access)):
+        matrix[:, i] = out[name]
+    return matrix
+
+
 def build_features(frame: pd.DataFrame, access: str) -> npt.NDArray[np.float32]:
     """The model input for every row of ``frame`` (the rows of each group in time order)."""
     columns: Columns = {}

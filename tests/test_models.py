@@ -24,6 +24,7 @@ from models.features import (
     TIME,
     build_features,
     feature_names,
+    features_from_blocks,
     features_from_columns,
 )
 from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
@@ -350,3 +351,44 @@ def test_features_of_some_rows_are_those_rows_of_all(
     every = features_from_columns(columns, groups.astype(np.int64), access)
     some = features_from_columns(columns, groups.astype(np.int64), access, rows=rows)
     np.testing.assert_array_equal(some, every[rows])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    access=st.sampled_from(["nr", "wifi", "lifi"]),
+    counts=st.lists(st.integers(0, 11), min_size=1, max_size=6),
+    seed=st.integers(0, 2**32 - 1),
+    dropped=st.integers(0, 3),
+)
+def test_features_from_blocks_are_those_of_the_rows_they_hold(
+    access: str, counts: list[int], seed: int, dropped: int
+) -> None:
+    """The running estimator reads its histories in place (paths × periods × inputs, each
+    path's real periods at the end of its block, NaN before them): the same numbers, bit for
+    bit, as ``features_from_columns`` of the rows the blocks hold, each path's next period
+    predicted; inputs the blocks lack count as unknown in both."""
+    rng = np.random.default_rng(seed)
+    periods = 11
+    names = [THROUGHPUT, *RAW_COLUMNS[access], SATURATED]
+    for _ in range(dropped):  # an input a node does not report: no column at all
+        names.pop(int(rng.integers(len(names))))
+    count = np.array(counts, dtype=np.int64)
+    shape = (len(counts), periods, len(names))
+    blocks = rng.choice([0.0, 1.0, 3.0, 50.0, 250.0, np.nan], size=shape) * rng.random(shape)
+    blocks = np.where(rng.random(shape) < 0.2, np.nan, blocks)
+    for path, real in enumerate(counts):
+        blocks[path, : periods - real] = np.nan  # (before its first period: nothing)
+    rows = [row for path, real in enumerate(counts) for row in blocks[path, periods - real :]]
+    groups = [path for path, real in enumerate(counts) for _ in range(real)]
+    asked = []
+    for path in range(len(counts)):  # the period to predict: after each path's last
+        rows.append(np.full(len(names), np.nan))
+        groups.append(path)
+        asked.append(len(rows) - 1)
+    table = np.array(rows).reshape(len(rows), len(names))
+    columns = {name: table[:, i] for i, name in enumerate(names)}
+    expected = features_from_columns(
+        columns, np.array(groups, dtype=np.int64), access, rows=np.array(asked)
+    )
+    found = features_from_blocks(blocks, tuple(names), count, access)
+    np.testing.assert_array_equal(found, expected)

@@ -24,7 +24,7 @@ import numpy.typing as npt
 
 from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
 from core.slots import Places, Slots
-from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
+from models.features import SATURATED, THROUGHPUT, feature_names, features_from_blocks
 from models.runtime import ModelError, OnnxCapacityModel, Prediction
 from xapp.estimators.columns import Group, columns_of
 from xapp.estimators.kpi import reported_cqi, utilisation, utilisation_of
@@ -205,10 +205,11 @@ class ModelEstimator:
         for access, keys in by_access.items():
             # each path's periods, then one row for the period to predict (the features of a
             # row read only the periods before it)
-            batch = self._histories[access].batch(keys)
-            # the input of each path's row to predict, read with the periods before it
-            features = features_from_columns(
-                batch.columns, batch.groups, access, rows=batch.last_rows
+            histories = self._histories[access]
+            recent = histories.recent(keys)
+            # the input of the period to predict, read from the periods before it
+            features = features_from_blocks(
+                recent.blocks, histories.columns, recent.lengths, access
             )
             started = time.perf_counter()
             try:
@@ -231,7 +232,7 @@ class ModelEstimator:
             # the interval's width in the model's own precision
             spread = (prediction.upper_mbps - prediction.lower_mbps).astype(np.float64) / Z_10_90
             # A reference from throughput alone bounds a held-back path from below only.
-            lower_bound = ~(features[:, column] == 1.0) & ~batch.saturated
+            lower_bound = ~(features[:, column] == 1.0) & ~recent.saturated
             scaled = np.isfinite(estimate)
             # Nothing the model could scale (no resource KPIs, no saturated period): what the
             # path carried is all that is known.
@@ -287,12 +288,11 @@ def _rows(group: Group, chosen: npt.NDArray[np.bool_], members: list[KpiSample])
     return np.column_stack(columns)
 
 
-class _Batch(NamedTuple):
-    """A batch of paths to predict, cut from an access's histories (``_Histories.batch``)."""
+class _Recent(NamedTuple):
+    """Paths' recent periods, cut from an access's histories (``_Histories.recent``)."""
 
-    columns: dict[str, npt.NDArray[np.float64]]  # every row of every path, by feature input
-    groups: npt.NDArray[np.int64]  # the path (its place in the batch) of each row
-    last_rows: npt.NDArray[np.int64]  # each path's row for the period to predict
+    blocks: npt.NDArray[np.float64]  # (paths, HISTORY_PERIODS, inputs): real rows at the end
+    lengths: npt.NDArray[np.int64]  # per path: its real rows
     saturated: npt.NDArray[np.bool_]  # per path: carried all it could of late
 
 
@@ -350,18 +350,11 @@ class _Histories:
         count[: len(self._count)] = self._count
         self._rows, self._count = rows, count
 
-    def batch(self, keys: list[Key]) -> _Batch:
-        """For ``keys``, in their order: every real row of each path, then one row for the
-        period to predict (its newest with the throughput unknown)."""
+    def recent(self, keys: list[Key]) -> _Recent:
+        """For ``keys``, in their order: each path's block of recent periods."""
         slots = np.fromiter((self._slot[key] for key in keys), dtype=np.intp, count=len(keys))
         blocks = self._rows[slots]
         count = self._count[slots]
-        ahead = blocks[:, -1:, :].copy()
-        ahead[:, 0, self._throughput] = math.nan
-        rows = np.concatenate([blocks, ahead], axis=1)
-        real = np.arange(HISTORY_PERIODS + 1)[None, :] >= (HISTORY_PERIODS - count)[:, None]
-        flat = rows[real]  # path by path, oldest first
-        columns = {name: np.ascontiguousarray(flat[:, i]) for i, name in enumerate(self.columns)}
         # saturation.saturated() of each path's last periods: it carried something in the
         # newest, and each of them whose utilisation is known (one at least) was at the limit.
         recent = blocks[:, -SATURATED_PERIODS:, self._saturated]
@@ -369,12 +362,7 @@ class _Histories:
         known = in_history & ~np.isnan(recent)
         at_limit = np.where(known, recent == 1.0, True).all(axis=1)
         carried = blocks[:, -1, self._throughput] > 0
-        return _Batch(
-            columns,
-            np.repeat(np.arange(len(keys), dtype=np.int64), count + 1),
-            np.cumsum(count + 1) - 1,
-            carried & known.any(axis=1) & at_limit,
-        )
+        return _Recent(blocks, count, carried & known.any(axis=1) & at_limit)
 
 
 def _cqi(measurements: Mapping[str, float]) -> float:
