@@ -12,6 +12,7 @@ KPIs).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 
@@ -55,30 +56,26 @@ class SaturationLabeller:
         self.store = store
         self.every_s = every_s
         self.per_path = per_path
-        self._history: dict[Key, deque[KpiSample]] = {}
-        self._shares: dict[Key, deque[float | None]] = {}  # utilisation, once per sample
-        self._last_kept_s: dict[Key, float] = {}
-        self._written: dict[Key, int] = {}  # periods kept per path (the next slot is this mod)
+        # What is known of each path, in one place: a fleet's step looks each path up once.
+        self._paths: dict[Key, _PathPeriods] = {}
         self.kept = 0
 
     def update(self, samples: Sequence[KpiSample]) -> None:
         kept: list[tuple[SaturatedPeriod, int]] = []
         # each sample's utilisation, worked out for the step's columns at once (NaN for None)
         shares_now = utilisations(samples).tolist()
+        paths, every_s = self._paths, self.every_s
         for sample, share in zip(samples, shares_now, strict=True):
             key = (sample.cpe_id, sample.access, sample.direction)
-            # (not setdefault: its default deques would be made for every sample)
-            history = self._history.get(key)
-            if history is None:
-                history = self._history[key] = deque(maxlen=HISTORY_PERIODS)
-            history.append(sample)
-            shares = self._shares.get(key)
-            if shares is None:
-                shares = self._shares[key] = deque(maxlen=SATURATED_PERIODS)
+            path = paths.get(key)
+            if path is None:  # (not setdefault: its default would be made for every sample)
+                path = paths[key] = _PathPeriods()
+            path.history.append(sample)
+            shares = path.shares
             shares.append(None if share != share else share)
             if len(kept) >= MAX_KEPT_PER_UPDATE:
                 continue
-            if sample.time_s - self._last_kept_s.get(key, -float("inf")) < self.every_s:
+            if sample.time_s - path.last_kept_s < every_s:
                 continue
             # The labelled period itself must show its utilisation, not only those before it.
             if (
@@ -87,9 +84,20 @@ class SaturationLabeller:
                 or not _at_capacity(sample.throughput_mbps, shares)
             ):
                 continue
-            written = self._written.get(key, 0)
-            kept.append((SaturatedPeriod(tuple(history)), written % self.per_path))
-            self._written[key] = written + 1
-            self._last_kept_s[key] = sample.time_s
+            kept.append((SaturatedPeriod(tuple(path.history)), path.written % self.per_path))
+            path.written += 1
+            path.last_kept_s = sample.time_s
         self.store.put_saturated_periods(kept)
         self.kept += len(kept)
+
+
+class _PathPeriods:
+    """One path's recent periods as the labeller keeps them."""
+
+    __slots__ = ("history", "last_kept_s", "shares", "written")
+
+    def __init__(self) -> None:
+        self.history: deque[KpiSample] = deque(maxlen=HISTORY_PERIODS)
+        self.shares: deque[float | None] = deque(maxlen=SATURATED_PERIODS)  # utilisation
+        self.last_kept_s = -math.inf  # when a period of the path was last kept
+        self.written = 0  # periods kept (the next slot is this modulo per_path)
