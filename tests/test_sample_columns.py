@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import types
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from core.domain import Direction, KpiSample
-from xapp.estimators import kpi
+from xapp.estimators import columns, kpi
 from xapp.estimators.columns import SampleColumns, StepSamples, columns_of
 from xapp.estimators.model import KPI_COLUMNS, _row, _rows, row_columns
 from xapp.estimators.said import KeptEstimates, said_numbers
@@ -232,3 +233,65 @@ def test_estimates_kept_as_a_table_read_as_the_numbers_put(
     numbers = [expected.get(path, (0.0, 0.0, 0.0, 0.0, 0.0)) for path in paths]
     assert kept.said_many(paths) == numbers
     np.testing.assert_array_equal(kept.said_rows(paths), np.array(numbers).reshape(-1, 5))
+
+
+_numbers = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(10**6), 10**6),
+    st.sampled_from([0.0, -0.0, 5e-324]),
+)
+
+
+@st.composite
+def _any_samples(draw: st.DrawFn) -> list[KpiSample]:
+    names = ["a", "b", "CARR.WBCQIDist|distBinX=4"]
+    out = []
+    for i in range(draw(st.integers(0, 30))):
+        values = {
+            name: draw(st.one_of(st.floats(allow_nan=True), st.integers(-5, 5)))
+            for name in names
+            if draw(st.booleans())
+        }
+        measurements = types.MappingProxyType(values) if draw(st.booleans()) else values
+        out.append(
+            KpiSample(
+                f"cpe-{i}",
+                draw(st.sampled_from(["nr", "wifi", "lifi"])),
+                draw(st.sampled_from(list(Direction))),
+                1.0,
+                1.0,
+                throughput_mbps=draw(_numbers),
+                available=draw(st.sampled_from([None, True, False])),
+                measurements=measurements,
+            )
+        )
+    return out
+
+
+@pytest.mark.skipif(columns._core is None, reason="the C core is not built (test_sample_rows)")
+@settings(max_examples=300, deadline=None)
+@given(_any_samples())
+def test_the_c_reading_of_a_step_is_the_python_one(step: list[KpiSample]) -> None:
+    """xapp/_samples.c groups a step's samples and reads their fields and measurements as
+    the generator expressions do: the same groups in the same order with the same members and
+    places, the same doubles (None and absent as NaN, integers as floats), from dictionaries
+    and from other mappings alike."""
+    compiled = SampleColumns(step)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(columns, "_core", None)
+        plain = SampleColumns(step)
+        plain_columns = {
+            key: {name: group.column(name) for name in ("a", "b", "CARR.WBCQIDist|distBinX=4", "z")}
+            for key, group in plain.groups.items()
+        }
+    assert list(compiled.groups) == list(plain.groups)
+    for key, group in compiled.groups.items():
+        other = plain.groups[key]
+        assert [id(s) for s in group.samples] == [id(s) for s in other.samples]
+        np.testing.assert_array_equal(compiled.places[key], plain.places[key])
+        assert compiled.places[key].dtype == plain.places[key].dtype
+        np.testing.assert_array_equal(group.throughput, other.throughput)
+        np.testing.assert_array_equal(group.down, other.down)
+        for name, expected in plain_columns[key].items():
+            np.testing.assert_array_equal(group.column(name), expected)

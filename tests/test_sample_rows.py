@@ -1,4 +1,4 @@
-"""The samples of a message read as columns: the C core (`xapp/e2/_sample_rows.c`) against its
+"""The samples of a message read as columns: the C core (`xapp/_samples.c`) against its
 Python twin, field for field, key for key and in the same order, on generated rows of every
 shape the E2 reader hands over (one or two directions, values absent, keys that differ by UE
 or repeat, throughputs and link states said or not)."""
@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from core.domain import Direction, KpiSample
 from xapp.e2 import sample_rows
 from xapp.e2.sample_rows import DirectionRows, samples_of_rows_in_python
+from xapp.estimators.columns import SampleColumns
 
 core = sample_rows._core
 
@@ -28,10 +29,10 @@ def test_the_core_was_built() -> None:
     """`pip install` builds it wherever a compiler is, and the setup script installs one."""
     if os.environ.get("ATSSS_PURE_PYTHON") == "1":
         pytest.skip("ATSSS_PURE_PYTHON=1 leaves the core out on purpose")
-    assert core is not None, "xapp.e2._sample_rows was not built: is a C compiler there?"
-    source = Path(sample_rows.__file__).with_name("_sample_rows.c")
+    assert core is not None, "xapp._samples was not built: is a C compiler there?"
+    source = Path(__file__).resolve().parents[1] / "xapp" / "_samples.c"
     assert hashlib.sha256(source.read_bytes()).hexdigest() == core.SOURCE_SHA256, (
-        "xapp.e2._sample_rows was built from another source: it did not compile "
+        "xapp._samples was built from another source: it did not compile "
         "(pip install -v -e . says why)"
     )
 
@@ -162,8 +163,9 @@ def test_the_core_refuses_rows_of_the_wrong_shape(
 
 @needs_core
 def test_the_core_keeps_no_memory_once_its_samples_are_gone() -> None:
-    """Every reference the core takes is given back: a fleet's reader makes 6,000 samples a
-    period, for months; a dictionary or float lost per sample would be hundreds of MB a day."""
+    """Every reference the core takes is given back, making samples and reading them back as
+    columns: a fleet's reader makes 6,000 samples a period, for months; a dictionary or float
+    lost per sample would be hundreds of MB a day."""
     ues = 200
     rows = [
         DirectionRows(
@@ -179,7 +181,12 @@ def test_the_core_keeps_no_memory_once_its_samples_are_gone() -> None:
 
     def churn(times: int) -> None:
         for _ in range(times):
-            assert len(_in_c(ids, "nr", 1.0, 1.0, 2.0, rows)) == 2 * ues
+            made = _in_c(ids, "nr", 1.0, 1.0, 2.0, rows)
+            assert len(made) == 2 * ues
+            # and read back as columns (the estimators' reading, xapp/estimators/columns.py)
+            group = SampleColumns(made).groups["nr", Direction.UPLINK]
+            assert group.column("y").sum() + group.throughput.sum() > 0
+            assert not group.down.any()
 
     churn(20)  # (the allocator's pools settle)
     gc.collect()

@@ -4,7 +4,7 @@ The E2 reader works a message out as arrays (``IndicationProcessor._samples_of_c
 loop's estimators still take one sample object per CPE, access and direction. Making those
 objects is the last per-UE step of reading a report, and at 1,000 CPEs the biggest: 6,000 a
 period, about 3 µs each in Python (a dictionary of measurements, a call with eleven fields).
-``xapp/e2/_sample_rows.c`` makes the same objects in C, where ``pip install`` could build it;
+``xapp/_samples.c`` makes the same objects in C, where ``pip install`` could build it;
 ``samples_of_rows_in_python`` is its twin, the reference it is tested against
 (tests/test_sample_rows.py) and what runs without a compiler.
 """
@@ -21,7 +21,7 @@ import numpy.typing as npt
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
 
-_core = compiled_core("xapp.e2._sample_rows")
+_core = compiled_core("xapp._samples")
 
 _LINK_STATE: dict[int, bool | None] = {-1: None, 0: False, 1: True}
 

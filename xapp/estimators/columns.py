@@ -8,6 +8,11 @@ them looked the same measurements up again (a 1,000-CPE step held some 200,000 d
 reads); here each is read once, and the formulas run on whole columns (kpi.py's
 ``readings_of`` and ``utilisation_of``). The step's samples carry their columns
 (``StepSamples``): the estimators share one reading, made when the first asks.
+
+The reading itself (the samples grouped, each field and measurement of each as a double) is
+done by ``xapp/_samples.c`` where ``pip install`` could build it; the generator expressions
+here are its twin, the reference it is tested against (tests/test_sample_columns.py) and what
+runs without a compiler.
 """
 
 from __future__ import annotations
@@ -19,7 +24,10 @@ from functools import cached_property
 import numpy as np
 import numpy.typing as npt
 
+from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
+
+_core = compiled_core("xapp._samples")
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -47,14 +55,21 @@ class Group:
     def __init__(self, access: str, direction: Direction, samples: list[KpiSample]) -> None:
         self.access, self.direction, self.samples = access, direction, samples
         count = len(samples)
-        self.throughput: FloatArray = np.fromiter(
-            (math.nan if (t := s.throughput_mbps) is None else t for s in samples),
-            np.float64,
-            count,
-        )
-        # the link state the sample's field says: down (False), or not said to be (None, True)
-        self.down: BoolArray = np.fromiter((s.available is False for s in samples), bool, count)
         self._measurements = [s.measurements for s in samples]
+        if _core is not None:
+            self.throughput: FloatArray = np.empty(count)
+            _core.float_field(samples, "throughput_mbps", self.throughput)
+            self.down: BoolArray = np.empty(count, dtype=bool)
+            _core.false_field(samples, "available", self.down)
+        else:
+            self.throughput = np.fromiter(
+                (math.nan if (t := s.throughput_mbps) is None else t for s in samples),
+                np.float64,
+                count,
+            )
+            # the link state the sample's field says: down (False), or not said to be (None,
+            # True)
+            self.down = np.fromiter((s.available is False for s in samples), bool, count)
         self._columns: dict[str, FloatArray] = {}
         self._derived: dict[str, FloatArray] = {}
 
@@ -65,11 +80,16 @@ class Group:
         """The measurement of each sample, NaN where absent."""
         found = self._columns.get(name)
         if found is None:
-            found = self._columns[name] = np.fromiter(
-                (m.get(name, math.nan) for m in self._measurements),
-                np.float64,
-                len(self._measurements),
-            )
+            if _core is not None:
+                found = np.empty(len(self._measurements))
+                _core.measurement(self._measurements, name, found)
+            else:
+                found = np.fromiter(
+                    (m.get(name, math.nan) for m in self._measurements),
+                    np.float64,
+                    len(self._measurements),
+                )
+            self._columns[name] = found
         return found
 
     def memo(self, name: str, make: Callable[[], FloatArray]) -> FloatArray:
@@ -84,6 +104,15 @@ class SampleColumns:
     """A step's samples by access and direction (``Group``), in the step's order within each."""
 
     def __init__(self, samples: Sequence[KpiSample]) -> None:
+        self.count = len(samples)
+        if _core is not None:
+            codes = np.empty(self.count, dtype=np.int64)
+            found: list[tuple[tuple[str, Direction], list[KpiSample]]] = _core.group_codes(
+                list(samples), codes
+            )
+            self.groups = {key: Group(*key, group) for key, group in found}
+            self.places = {key: np.flatnonzero(codes == i) for i, (key, _) in enumerate(found)}
+            return
         members: dict[tuple[str, Direction], list[KpiSample]] = {}
         places: dict[tuple[str, Direction], list[int]] = {}
         for i, sample in enumerate(samples):
@@ -94,7 +123,6 @@ class SampleColumns:
                 places[key] = []
             group.append(sample)
             places[key].append(i)
-        self.count = len(samples)
         self.groups = {key: Group(*key, group) for key, group in members.items()}
         self.places = {key: np.array(rows, dtype=np.intp) for key, rows in places.items()}
 
