@@ -125,19 +125,19 @@ class EstimatorSelection:
         inference on every path. A CPE switched to another estimator (an override) starts it
         from that period's reports."""
         # (each mode's samples carry their columns, read once for all its estimators)
+        self.last_report_s.update(dict.fromkeys(((s.cpe_id, s.access) for s in samples), now_s))
+        cpe_directions = dict.fromkeys((s.cpe_id, s.direction) for s in samples)
+        modes = {key: self.mode_for(*key) for key in cpe_directions}
         by_mode: dict[str, StepSamples] = {}
-        modes: dict[tuple[str, Direction], str] = {}
-        heard = self.last_report_s
-        for sample in samples:
-            heard[sample.cpe_id, sample.access] = now_s
-            key = (sample.cpe_id, sample.direction)
-            mode = modes.get(key)
-            if mode is None:
-                mode = modes[key] = self.mode_for(*key)
-            chosen = by_mode.get(mode)
-            if chosen is None:
-                chosen = by_mode[mode] = StepSamples()
-            chosen.append(sample)
+        if len(set(modes.values())) == 1:  # a fleet's usual: every CPE in one mode
+            by_mode[next(iter(modes.values()))] = StepSamples(samples)
+        else:
+            for sample in samples:
+                mode = modes[sample.cpe_id, sample.direction]
+                chosen = by_mode.get(mode)
+                if chosen is None:
+                    chosen = by_mode[mode] = StepSamples()
+                chosen.append(sample)
         if "fused" in by_mode:
             self.fused.update(by_mode["fused"], now_s)
         for mode in ("kpi-only", "model-only"):
