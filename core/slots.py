@@ -11,6 +11,7 @@ paths are few and come back; a forgotten key's place is reset by its owner, not 
 from __future__ import annotations
 
 from collections.abc import Hashable, ItemsView, Sequence
+from itertools import repeat
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -44,20 +45,23 @@ class Slots(Generic[K]):
 
     def many(self, keys: Sequence[K]) -> npt.NDArray[np.intp]:
         """Each key's place (given now to those without one), in order."""
-        of, given = self._of, self._of.get
-        places = []
-        for key in keys:
-            slot = given(key)
-            if slot is None:
-                slot = of[key] = len(of)
-            places.append(slot)
-        return np.array(places, dtype=np.intp)
+        # A fleet's keys all have places after its first step: looked up by map, without a
+        # Python step per key (a step asks for some 20,000 places at 1,000 CPEs).
+        known = self.found(keys)
+        if len(known) and known.min() < 0:
+            of = self._of
+            for i in np.flatnonzero(known < 0).tolist():
+                key = keys[i]
+                slot = of.get(key)  # (a key met twice gets its place once)
+                if slot is None:
+                    slot = of[key] = len(of)
+                known[i] = slot
+        return known
 
     def found(self, keys: Sequence[K]) -> npt.NDArray[np.intp]:
         """Each key's place, -1 for a key never given one (none is given now: reading a
         key does not make room for it)."""
-        given = self._of.get
-        return np.array([given(key, -1) for key in keys], dtype=np.intp)
+        return np.fromiter(map(self._of.get, keys, repeat(-1)), np.intp, len(keys))
 
     def items(self) -> ItemsView[K, int]:
         return self._of.items()

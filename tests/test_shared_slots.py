@@ -5,6 +5,8 @@ read there: estimators built on one ``Slots`` estimate what estimators with thei
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
 
 from bench.xapp_bench import _NoAgents, _Queue, encoded_periods, scaled_site
 from core.domain import Direction, KpiSample
@@ -30,6 +32,20 @@ def test_places_are_found_again_once_the_slots_grew() -> None:
     assert at.in_slots(slots).tolist() == [0, -1]
     slots.of("b")  # given a place meanwhile (another table kept the path)
     assert at.in_slots(slots).tolist() == [0, 1]
+
+
+@given(st.lists(st.lists(st.sampled_from("abcdefgh"), max_size=12), max_size=5))
+def test_places_are_given_in_the_order_keys_are_first_met(asked: list[list[str]]) -> None:
+    """``many`` gives each new key the next place in the order first met, a key met twice in
+    one call its place once, and ``found`` reads without giving: as key by key with ``of``."""
+    slots: Slots[str] = Slots()
+    one_by_one: Slots[str] = Slots()
+    for keys in asked:
+        before = [one_by_one.get(key) for key in keys]
+        assert slots.found(keys).tolist() == [-1 if b is None else b for b in before]
+        assert slots.many(keys).tolist() == [one_by_one.of(key) for key in keys]
+        assert slots.many(keys).dtype == np.intp
+    assert list(slots.items()) == list(one_by_one.items())
 
 
 def test_track_records_on_shared_slots_read_as_on_their_own() -> None:

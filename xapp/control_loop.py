@@ -607,16 +607,19 @@ class ControlLoop:
             found.source if not found.made else [found.made[i].source for i in at[kept].tolist()],  # type: ignore[union-attr]
         )
         now_s = np.array([d.now_s for d in items], dtype=np.float64)
-        current = np.zeros(shape, dtype=np.int64)
-        has_current = np.zeros(len(items), dtype=bool)
         exploration = self._exploration
-        for row, d in enumerate(items):
-            if exploration is not None and d.rule.mode == SteeringMode.LOAD_BALANCING:
-                exploration.end_raises(d.cpe.cpe_id, d.direction, accesses)
-            if d.current is not None:
-                has_current[row] = True
-                weights = d.current.weights
-                current[row] = [weights[a] for a in accesses]
+        if exploration is not None:
+            for d in items:
+                if d.rule.mode == SteeringMode.LOAD_BALANCING:
+                    exploration.end_raises(d.cpe.cpe_id, d.direction, accesses)
+        # the weights in force as rows of numbers (none: zeros), put into one array at once
+        zeros = [0] * len(accesses)
+        in_force = []
+        for d in items:
+            weights = d.current.weights if d.current is not None else None
+            in_force.append(zeros if weights is None else [weights[a] for a in accesses])
+        current = np.array(in_force, dtype=np.int64).reshape(shape)
+        has_current = np.array([d.current is not None for d in items], dtype=bool)
         times = self._decision_times
         intervals = times.intervals(
             times.slots.many([(d.cpe.cpe_id, d.direction) for d in items]), now_s
