@@ -6,8 +6,11 @@ events, exploration and decide_now."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
+
+import pytest
 
 from bench.xapp_bench import (
     VERSION,
@@ -306,3 +309,15 @@ def test_weights_that_stay_and_those_that_move_are_decided_the_same_as_rows_or_a
     assert any("path appeared (lifi)" in r for r in reasons), reasons
     assert any("operator override changed" in r for r in reasons), reasons
     assert any("steering mode changed" in r for r in reasons), reasons
+
+
+def test_an_outcome_made_fast_is_the_outcome_init_makes() -> None:
+    """``StepOutcome.unpushed`` (the held rows' outcome) makes what the dataclass makes: equal,
+    with the same fields in the same order, hashed alike, as frozen."""
+    fast = StepOutcome.unpushed("cpe-1", Direction.UPLINK, "unchanged")
+    plain = StepOutcome("cpe-1", Direction.UPLINK, None, "unchanged")
+    assert fast == plain
+    assert hash(fast) == hash(plain)
+    assert list(vars(fast).items()) == list(vars(plain).items())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.reason = "changed"  # type: ignore[misc]

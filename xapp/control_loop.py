@@ -79,6 +79,26 @@ class StepOutcome:
     # reports carry no arrival time (the simulated loop) or for an override's own weights.
     delay: ControlDelay | None = None
 
+    @classmethod
+    def unpushed(cls, cpe_id: str, direction: Direction, reason: str) -> StepOutcome:
+        """``StepOutcome(cpe_id, direction, None, reason)``: the same object (the same fields
+        in the same ``__dict__``), without a frozen dataclass's guarded assignment per field.
+        A fleet's step makes one for nearly every CPE and direction (their weights stay):
+        0.4 µs each, against 1.2. tests/test_control_loop_many.py holds the two equal."""
+        outcome = object.__new__(cls)
+        object.__setattr__(
+            outcome,
+            "__dict__",
+            {
+                "cpe_id": cpe_id,
+                "direction": direction,
+                "pushed": None,
+                "reason": reason,
+                "delay": None,
+            },
+        )
+        return outcome
+
 
 @dataclass(frozen=True)
 class ControlDelay:
@@ -699,8 +719,8 @@ class ControlLoop:
                 received.pop(key, None)
                 last_rule[key] = d.rule
                 last_override[key] = d.override_revision
-                d.held = StepOutcome(
-                    key[0], key[1], None, "unchanged" if same else hysteresis.too_small(rise)
+                d.held = StepOutcome.unpushed(
+                    key[0], key[1], "unchanged" if same else hysteresis.too_small(rise)
                 )
 
     def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:
@@ -797,7 +817,7 @@ class ControlLoop:
         if not decision.push:
             self._last_rule[key] = rule
             self._last_override[key] = override_revision
-            return StepOutcome(cpe.cpe_id, direction, None, decision.reason)
+            return StepOutcome.unpushed(cpe.cpe_id, direction, decision.reason)
 
         weight_set = WeightSet(
             cpe_id=cpe.cpe_id,
