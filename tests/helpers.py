@@ -1,5 +1,8 @@
 """Small builders and marks shared by the tests."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 from core.domain import CapacityEstimate, Direction
@@ -10,6 +13,17 @@ from xapp.policy.weight_policy import PathView
 host_network = pytest.mark.xdist_group("host-network")
 
 DL = Direction.DOWNLINK
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def screenshot_path(name: str, tmp_path: Path) -> Path:
+    """Where a browser test saves its screenshot: the docs' own picture when asked for
+    (``ATSSS_SCREENSHOTS=1``), else the test's temporary folder, so that a test run leaves the
+    tree as it found it."""
+    if os.environ.get("ATSSS_SCREENSHOTS") == "1":
+        return DOCS / name
+    return tmp_path / name
 
 
 def estimate(

@@ -18,12 +18,12 @@ from bench.live_system import (
     wait_until,
     write_xapp_config,
 )
+from tests.helpers import screenshot_path
 from tests.test_operator_api import OPERATOR, tokens_file
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "dashboard.png"
 
 
 def test_the_dashboard_shows_the_series_and_sets_an_override(tmp_path: Path) -> None:
@@ -77,8 +77,8 @@ def test_the_dashboard_shows_the_series_and_sets_an_override(tmp_path: Path) -> 
                     timeout=10_000,
                 )
                 page.wait_for_timeout(2_000)
-                SCREENSHOT.parent.mkdir(exist_ok=True)
-                page.screenshot(path=str(SCREENSHOT), full_page=True)
+                screenshot = screenshot_path("dashboard.png", tmp_path)
+                page.screenshot(path=str(screenshot), full_page=True)
                 browser.close()
             found = httpx.get(
                 f"{xapp.http_url}/v1/overrides",

@@ -16,11 +16,11 @@ from playwright.sync_api import Page, sync_playwright
 
 from bench.fleet import running_fleet
 from bench.live_system import wait_until
+from tests.helpers import screenshot_path
 
 pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOT = Path(__file__).resolve().parents[1] / "docs" / "fleet.png"
 CPES = 1000
 
 
@@ -158,6 +158,6 @@ def test_the_fleet_view_finds_the_cpes_that_need_attention(tmp_path: Path) -> No
             page.fill("#fleet-search", "")
             wait_for_range(page, "text.endsWith('of ' + arg)", CPES)
             page.wait_for_timeout(1_000)
-            SCREENSHOT.parent.mkdir(exist_ok=True)
-            page.screenshot(path=str(SCREENSHOT), full_page=False)
+            screenshot = screenshot_path("fleet.png", tmp_path)
+            page.screenshot(path=str(screenshot), full_page=False)
             browser.close()
