@@ -122,7 +122,7 @@ def test_the_models_inputs_from_columns_are_those_of_each_sample(step: list[KpiS
             continue
         carried = ~np.isnan(group.throughput)
         members = [s for s, c in zip(group.samples, carried.tolist(), strict=True) if c]
-        got = _rows(group, carried, members)
+        got = _rows(group, carried)
         expected = np.array([_row(s) for s in members], dtype=np.float64)
         assert got.shape == (len(members), len(row_columns(access)))
         if members:
@@ -295,3 +295,40 @@ def test_the_c_reading_of_a_step_is_the_python_one(step: list[KpiSample]) -> Non
         np.testing.assert_array_equal(group.down, other.down)
         for name, expected in plain_columns[key].items():
             np.testing.assert_array_equal(group.column(name), expected)
+
+
+_bins = st.sampled_from(
+    [f"{kpi.CQI_BINS}{n}" for n in (1, 4, 12, 16)] + [f"{kpi.CQI_BINS}x", "CARR.AverageLayersDl"]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(_bins, st.one_of(st.floats(allow_nan=True), st.integers(-3, 40))),
+        max_size=12,
+    )
+)
+def test_the_cqi_of_each_sample_read_from_the_bins_columns_is_reported_cqi(
+    reported: list[dict[str, float]],
+) -> None:
+    """One bin per sample (the E2 reader's) is read from the columns, whatever the order of
+    the measurements; several bins, or a bin not named by a number, as ``reported_cqi`` reads
+    the sample (and a bin it would read that is not a number raises there alike)."""
+    step = [
+        KpiSample(f"cpe-{i}", "nr", Direction.DOWNLINK, 1.0, 1.0, 5.0, measurements=m)
+        for i, m in enumerate(reported)
+    ]
+    if not step:
+        return
+    (group,) = SampleColumns(step).groups.values()
+    try:
+        expected = [kpi.reported_cqi(m) for m in reported]
+    except ValueError:
+        with pytest.raises(ValueError, match="invalid literal"):
+            kpi.reported_cqis_of(group)
+        return
+    np.testing.assert_array_equal(
+        kpi.reported_cqis_of(group),
+        np.array([math.nan if c is None else c for c in expected], dtype=np.float64),
+    )

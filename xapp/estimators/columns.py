@@ -92,6 +92,10 @@ class Group:
             self._columns[name] = found
         return found
 
+    def names(self) -> set[str]:
+        """Every measurement name any sample of the group carries."""
+        return set().union(*self._measurements)
+
     def memo(self, name: str, make: Callable[[], FloatArray]) -> FloatArray:
         """A column derived from the others (``make``), made once for the step."""
         found = self._derived.get(name)

@@ -406,13 +406,44 @@ def _nr(
     return NR_CARRIER.rate_mbps(*channel, True) * free / available, False
 
 
+CQI_BINS = "CARR.WBCQIDist|distBinX="
+
+
 def reported_cqi(m: Mapping[str, float]) -> int | None:
     """The CQI bin with the most reports (distBinX = CQI + 1), or None."""
     best, count = None, 0.0
     for name, value in m.items():
-        if name.startswith("CARR.WBCQIDist|distBinX=") and value > count:
+        if name.startswith(CQI_BINS) and value > count:
             best, count = int(name.rsplit("=", 1)[1]) - 1, value
     return best
+
+
+def reported_cqis_of(group: Group) -> FloatArray:
+    """``reported_cqi`` of each sample of the group, NaN for None, from the bins' columns. A
+    sample that reports one bin (the E2 reader's: each UE's own) has that bin's CQI if its
+    count is above 0, whatever the order of its measurements; one with more than one bin,
+    or a bin named otherwise than by a number, is read by ``reported_cqi`` itself (the first
+    of equal counts in its own order wins there)."""
+    out = np.full(len(group), math.nan)
+    bins = sorted(name for name in group.names() if name.startswith(CQI_BINS))
+    if not bins:
+        return out
+    try:
+        cqis = np.array([int(name.rsplit("=", 1)[1]) - 1 for name in bins], dtype=np.float64)
+    except ValueError:
+        cqis = None  # (reported_cqi raises where it reads such a bin, and only there)
+    counts = np.column_stack([group.column(name) for name in bins])
+    given = ~np.isnan(counts)
+    reported = given.sum(axis=1)
+    alone = reported == 1
+    if cqis is not None:
+        which = np.argmax(given, axis=1)
+        count = counts[np.arange(len(group)), which]
+        out = np.where(alone & (count > 0), cqis[which], math.nan)
+    for row in np.flatnonzero(reported > (1 if cqis is not None else 0)).tolist():
+        cqi = reported_cqi(group.samples[row].measurements)
+        out[row] = math.nan if cqi is None else cqi
+    return out
 
 
 def nr_channel(m: Mapping[str, float]) -> tuple[float, int] | None:

@@ -27,7 +27,7 @@ from core.slots import Places, Slots
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_blocks
 from models.runtime import ModelError, OnnxCapacityModel, Prediction
 from xapp.estimators.columns import Group, columns_of
-from xapp.estimators.kpi import reported_cqi, utilisation, utilisation_of
+from xapp.estimators.kpi import reported_cqi, reported_cqis_of, utilisation, utilisation_of
 from xapp.estimators.said import ESTIMATE, LOWER_BOUND, KeptEstimates
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
@@ -178,7 +178,7 @@ class ModelEstimator:
             for key, sample in zip(keys, members, strict=True):
                 newest[key] = (sample.available, sample.throughput_mbps, sample.time_s)
             self._dirty.update(keys)
-            self._histories[access].append_many(keys, _rows(group, carried, members))
+            self._histories[access].append_many(keys, _rows(group, carried))
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -275,14 +275,14 @@ def _row(sample: KpiSample) -> list[float]:
     return row
 
 
-def _rows(group: Group, chosen: npt.NDArray[np.bool_], members: list[KpiSample]) -> FloatRows:
+def _rows(group: Group, chosen: npt.NDArray[np.bool_]) -> FloatRows:
     """``_row`` of the chosen samples of a group (one access, downlink), as one array."""
     access = group.access
     throughput = group.throughput[chosen]
     columns = [np.where(throughput == 0, 0.0, throughput)]  # (as ``or 0.0``: -0.0 too)
     columns += [group.column(name)[chosen] for name in KPI_COLUMNS[access]]
     if access == "nr":
-        columns.append(np.array([_cqi(s.measurements) for s in members], dtype=np.float64))
+        columns.append(reported_cqis_of(group)[chosen])
     share = utilisation_of(group)[chosen]
     columns.append(np.where(np.isnan(share), math.nan, share >= SATURATED_UTILISATION))
     return np.column_stack(columns)
