@@ -30,6 +30,7 @@ reason.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -219,118 +220,19 @@ def _earlier(
     return _nan_where(position[at] >= k, values[np.maximum(back, 0)])
 
 
-def _window(
-    values: FloatArray, position: npt.NDArray[np.int64], at: npt.NDArray[np.int64], width: int
-) -> FloatArray:
-    """(rows ``at``, width): the values of the ``width`` periods before each, NaN where none."""
-    return np.stack([_earlier(values, position, at, k) for k in range(1, width + 1)], axis=1)
+WINDOW = 10  # the longest history a feature reads (ref_mean10_ratio)
 
 
-def features_from_columns(
-    columns: Columns,
-    groups: npt.NDArray[np.int64],
+def _features_of_rows(
+    earlier: Callable[[FloatArray, int], FloatArray],
+    data: Columns,
+    reference: FloatArray,
+    from_resources: FloatArray,
     access: str,
-    rows: npt.NDArray[np.int64] | None = None,
-) -> npt.NDArray[np.float32]:
-    """The model input for every row; ``groups`` numbers each row's path, rows of one path in
-    time order (they need not be adjacent). The numpy core of `build_features`, which the
-    estimator calls directly on each period. ``rows``: the input for these rows only, in this
-    order (each still read with its path's earlier rows): a running estimator predicts each
-    path's newest period only, and the windows over the ten before it cost most."""
-    n = len(groups)
-    data: Columns = {
-        name: np.asarray(columns.get(name, np.full(n, np.nan)), dtype=np.float64)
-        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
-    }
-    order = np.argsort(groups, kind="stable")
-    data = {name: values[order] for name, values in data.items()}
-    sorted_groups = groups[order]
-    starts = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]] if n else np.zeros(0, bool)
-    start_index = np.maximum.accumulate(np.where(starts, np.arange(n), 0)) if n else starts
-    position = np.arange(n) - start_index
-    _derive(data, access)
-    reference, from_resources = reference_mbps(data, access)
-    out: Columns = {}
-    # where the features are wanted, as places in the sorted rows
-    if rows is None:
-        at = np.arange(n)
-    else:
-        sorted_place = np.empty(n, dtype=np.int64)
-        sorted_place[order] = np.arange(n)
-        at = sorted_place[rows]
-    window = _window(reference, position, at, 10)
-    last = window[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as meant
-        scale = _nan_where(last > 0, last)
-        out[REFERENCE] = last
-        out["ref_last2_ratio"] = window[:, 1] / scale
-        out["ref_mean3_ratio"] = np.nanmean(window[:, :3], axis=1) / scale
-        out["ref_mean10_ratio"] = np.nanmean(window, axis=1) / scale
-        out["ref_min5_ratio"] = np.nanmin(window[:, :5], axis=1) / scale
-        out["ref_max5_ratio"] = np.nanmax(window[:, :5], axis=1) / scale
-        five = window[:, :5]
-        counted = np.sum(np.isfinite(five), axis=1)
-        std = _nan_where(counted >= 2, np.nanstd(five, axis=1, ddof=1))
-        out["ref_std5_ratio"] = std / scale
-    out["ref_from_resources"] = _earlier(from_resources, position, at, 1)
-    for feature in RADIO[access]:
-        if feature.name in data:
-            out[feature.name] = _earlier(data[feature.name], position, at, 1)
-    if access == "nr":
-        for name, raw in (("snr_delta_db", "snr_db"), ("rsrp_delta_db", "rsrp_dbm")):
-            out[name] = _earlier(data[raw], position, at, 1) - _earlier(data[raw], position, at, 2)
-        cell, before = (
-            _earlier(data["cell_id"], position, at, 1),
-            _earlier(data["cell_id"], position, at, 2),
-        )
-        out["handover"] = _nan_where(
-            np.isfinite(cell) & np.isfinite(before), (cell != before).astype(np.float64)
-        )
-    matrix = np.empty((len(at), len(feature_list(access))), dtype=np.float32)
-    for i, name in enumerate(feature_names(access)):
-        if rows is None:
-            matrix[order, i] = out[name]
-        else:
-            matrix[:, i] = out[name]
-    return matrix
-
-
-def features_from_blocks(
-    blocks: npt.NDArray[np.float64],
-    names: tuple[str, ...],
-    count: npt.NDArray[np.int64],
-    access: str,
-) -> npt.NDArray[np.float32]:
-    """The model input for the period after each path's last: ``features_from_columns`` of
-    that one row per path, from the paths' recent periods kept as blocks (paths, periods,
-    inputs named ``names``; a path's ``count`` real periods end its block, newest last). A
-    running estimator keeps its histories so (xapp/estimators/model.py): read in place, they
-    need neither flattening into rows nor sorting by path, and the row predicted reads only
-    the periods before it. The same IEEE operations on the same values in the same order as
-    ``features_from_columns``: tests/test_models.py holds the two equal bit for bit."""
-    paths, periods, _ = blocks.shape
-    width = 10  # the longest window a feature reads (ref_mean10_ratio)
-    if periods < width:
-        raise ValueError(f"blocks of {periods} periods: the features read {width} back")
-    flat = blocks.reshape(paths * periods, len(names))
-    data: Columns = {
-        name: (
-            np.ascontiguousarray(flat[:, names.index(name)])
-            if name in names
-            else np.full(paths * periods, np.nan)
-        )
-        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
-    }
-    _derive(data, access)
-    reference, from_resources = reference_mbps(data, access)
-    # a period k back from the one predicted: the block's k-th row from its end, where real
-    real = np.arange(periods)[None, :] >= (periods - count)[:, None]
-
-    def earlier(values: FloatArray, k: int) -> FloatArray:
-        return _nan_where(real[:, periods - k], values.reshape(paths, periods)[:, periods - k])
-
-    window = np.stack([earlier(reference, k) for k in range(1, width + 1)], axis=1)
+) -> Columns:
+    """Each feature of the rows asked for, by name: ``earlier(values, k)`` reads a per-period
+    column k periods before each of them (NaN where the path has no such period)."""
+    window = np.stack([earlier(reference, k) for k in range(1, WINDOW + 1)], axis=1)
     out: Columns = {}
     last = window[:, 0]
     with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
@@ -357,6 +259,88 @@ def features_from_blocks(
         out["handover"] = _nan_where(
             np.isfinite(cell) & np.isfinite(before), (cell != before).astype(np.float64)
         )
+    return out
+
+
+def features_from_columns(
+    columns: Columns,
+    groups: npt.NDArray[np.int64],
+    access: str,
+    rows: npt.NDArray[np.int64] | None = None,
+) -> npt.NDArray[np.float32]:
+    """The model input for every row; ``groups`` numbers each row's path, rows of one path in
+    time order (they need not be adjacent). The numpy core of `build_features`, which the
+    estimator calls directly on each period. ``rows``: the input for these rows only, in this
+    order (each still read with its path's earlier rows): a running estimator predicts each
+    path's newest period only, and the windows over the ten before it cost most."""
+    n = len(groups)
+    data: Columns = {
+        name: np.asarray(columns.get(name, np.full(n, np.nan)), dtype=np.float64)
+        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
+    }
+    order = np.argsort(groups, kind="stable")
+    data = {name: values[order] for name, values in data.items()}
+    sorted_groups = groups[order]
+    starts = np.r_[True, sorted_groups[1:] != sorted_groups[:-1]] if n else np.zeros(0, bool)
+    start_index = np.maximum.accumulate(np.where(starts, np.arange(n), 0)) if n else starts
+    position = np.arange(n) - start_index
+    _derive(data, access)
+    reference, from_resources = reference_mbps(data, access)
+    # where the features are wanted, as places in the sorted rows
+    if rows is None:
+        at = np.arange(n)
+    else:
+        sorted_place = np.empty(n, dtype=np.int64)
+        sorted_place[order] = np.arange(n)
+        at = sorted_place[rows]
+
+    def earlier(values: FloatArray, k: int) -> FloatArray:
+        return _earlier(values, position, at, k)
+
+    out = _features_of_rows(earlier, data, reference, from_resources, access)
+    matrix = np.empty((len(at), len(feature_list(access))), dtype=np.float32)
+    for i, name in enumerate(feature_names(access)):
+        if rows is None:
+            matrix[order, i] = out[name]
+        else:
+            matrix[:, i] = out[name]
+    return matrix
+
+
+def features_from_blocks(
+    blocks: npt.NDArray[np.float64],
+    names: tuple[str, ...],
+    count: npt.NDArray[np.int64],
+    access: str,
+) -> npt.NDArray[np.float32]:
+    """The model input for the period after each path's last: ``features_from_columns`` of
+    that one row per path, from the paths' recent periods kept as blocks (paths, periods,
+    inputs named ``names``; a path's ``count`` real periods end its block, newest last). A
+    running estimator keeps its histories so (xapp/estimators/model.py): read in place, they
+    need neither flattening into rows nor sorting by path, and the row predicted reads only
+    the periods before it. The same IEEE operations on the same values in the same order as
+    ``features_from_columns``: tests/test_models.py holds the two equal bit for bit."""
+    paths, periods, _ = blocks.shape
+    if periods < WINDOW:
+        raise ValueError(f"blocks of {periods} periods: the features read {WINDOW} back")
+    flat = blocks.reshape(paths * periods, len(names))
+    data: Columns = {
+        name: (
+            np.ascontiguousarray(flat[:, names.index(name)])
+            if name in names
+            else np.full(paths * periods, np.nan)
+        )
+        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
+    }
+    _derive(data, access)
+    reference, from_resources = reference_mbps(data, access)
+    # a period k back from the one predicted: the block's k-th row from its end, where real
+    real = np.arange(periods)[None, :] >= (periods - count)[:, None]
+
+    def earlier(values: FloatArray, k: int) -> FloatArray:
+        return _nan_where(real[:, periods - k], values.reshape(paths, periods)[:, periods - k])
+
+    out = _features_of_rows(earlier, data, reference, from_resources, access)
     matrix = np.empty((paths, len(feature_list(access))), dtype=np.float32)
     for i, name in enumerate(feature_names(access)):
         matrix[:, i] = out[name]

@@ -67,8 +67,7 @@ class Group:
                 np.float64,
                 count,
             )
-            # the link state the sample's field says: down (False), or not said to be (None,
-            # True)
+            # the link state the sample's field says: down (False), or not said to be (None, True)
             self.down = np.fromiter((s.available is False for s in samples), bool, count)
         self._columns: dict[str, FloatArray] = {}
         self._derived: dict[str, FloatArray] = {}
