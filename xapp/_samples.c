@@ -283,19 +283,29 @@ static int as_double(PyObject *value, double *out) {
     return (*out == -1.0 && PyErr_Occurred()) ? -1 : 0;
 }
 
-/* float_field(samples, name, out): each sample's field ``name`` as a double, NaN for None. */
-static PyObject *float_field(PyObject *module, PyObject *args) {
-    (void)module;
+/* One item's value into ``out[i]`` (0, or -1 with an exception set). */
+typedef int (*Put)(PyObject *value, void *out, Py_ssize_t i);
+
+static int put_double(PyObject *value, void *out, Py_ssize_t i) {
+    return as_double(value, (double *)out + i);
+}
+
+static int put_is_false(PyObject *value, void *out, Py_ssize_t i) {
+    ((unsigned char *)out)[i] = value == Py_False;
+    return 0;
+}
+
+/* Each sample's field ``name`` (args: samples, name, out) put into ``out`` of ``format``. */
+static PyObject *each_field(PyObject *args, const char *format, Put put) {
     PyObject *samples, *name, *out_object;
     if (!PyArg_ParseTuple(args, "O!UO", &PyList_Type, &samples, &name, &out_object))
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(samples);
     Py_buffer out_view;
-    if (take_out(out_object, &out_view, "d", count, "out") < 0) return NULL;
-    double *out = out_view.buf;
+    if (take_out(out_object, &out_view, format, count, "out") < 0) return NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *value = PyObject_GetAttr(PyList_GET_ITEM(samples, i), name);
-        int bad = value == NULL || as_double(value, &out[i]) < 0;
+        int bad = value == NULL || put(value, out_view.buf, i) < 0;
         Py_XDECREF(value);
         if (bad) {
             PyBuffer_Release(&out_view);
@@ -306,27 +316,16 @@ static PyObject *float_field(PyObject *module, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* float_field(samples, name, out): each sample's field ``name`` as a double, NaN for None. */
+static PyObject *float_field(PyObject *module, PyObject *args) {
+    (void)module;
+    return each_field(args, "d", put_double);
+}
+
 /* false_field(samples, name, out): whether each sample's field ``name`` is False (bool). */
 static PyObject *false_field(PyObject *module, PyObject *args) {
     (void)module;
-    PyObject *samples, *name, *out_object;
-    if (!PyArg_ParseTuple(args, "O!UO", &PyList_Type, &samples, &name, &out_object))
-        return NULL;
-    Py_ssize_t count = PyList_GET_SIZE(samples);
-    Py_buffer out_view;
-    if (take_out(out_object, &out_view, "?", count, "out") < 0) return NULL;
-    unsigned char *out = out_view.buf;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *value = PyObject_GetAttr(PyList_GET_ITEM(samples, i), name);
-        if (value == NULL) {
-            PyBuffer_Release(&out_view);
-            return NULL;
-        }
-        out[i] = value == Py_False;
-        Py_DECREF(value);
-    }
-    PyBuffer_Release(&out_view);
-    Py_RETURN_NONE;
+    return each_field(args, "?", put_is_false);
 }
 
 /* measurement(measurements, name, out): each mapping's value for ``name`` as a double, NaN
