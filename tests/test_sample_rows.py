@@ -201,3 +201,46 @@ def test_the_core_keeps_no_memory_once_its_samples_are_gone() -> None:
     finally:
         tracemalloc.stop()
     assert after - before < 64 * 1024
+
+
+@needs_core
+def test_the_core_takes_only_str_as_measurement_keys() -> None:
+    """A measurement's key is a catalogue name: anything else is a TypeError naming it (a
+    str's hash runs no Python code, so nothing can change the lists while they are read)."""
+    rows = DirectionRows(
+        Direction.DOWNLINK,
+        np.ones((1, 1)),
+        [[7]],  # type: ignore[list-item]
+        np.ones(1),
+        np.ones(1, dtype=np.int8),
+    )
+    with pytest.raises(TypeError, match="a measurement key is int"):
+        _in_c(["a"], "nr", 1.0, 1.0, None, [rows])
+
+
+@needs_core
+def test_the_core_reads_the_samples_as_they_were_when_reading_runs_code() -> None:
+    """Reading a field or a value may run Python code (a property, ``__float__``) that changes
+    the list being read: the core reads the samples it was given, and never past its end."""
+    samples: list[object] = []
+
+    class Emptying:
+        access, direction = "nr", Direction.DOWNLINK
+
+        @property
+        def throughput_mbps(self) -> float:
+            samples.clear()
+            return 5.0
+
+    class Shrinking:
+        def __float__(self) -> float:
+            mappings.clear()
+            return 2.0
+
+    samples.extend(Emptying() for _ in range(50))
+    out = np.empty(50)
+    core.float_field(samples, "throughput_mbps", out)
+    assert out.tolist() == [5.0] * 50
+    mappings: list[dict[str, Shrinking]] = [{"x": Shrinking()} for _ in range(50)]
+    core.measurement(mappings, "x", out)
+    assert out.tolist() == [2.0] * 50

@@ -96,8 +96,16 @@ static PyObject *measurements_of(Direction *d, Py_ssize_t ue) {
     if (out == NULL) return NULL;
     for (Py_ssize_t m = 0; m < d->measured; m++) {
         if (isnan(row[m])) continue;
+        PyObject *key = PyList_GET_ITEM(keys, m);
+        /* (a str's hash runs no Python code: nothing can change the lists read here) */
+        if (!PyUnicode_CheckExact(key)) {
+            PyErr_Format(PyExc_TypeError, "UE %zd: a measurement key is %.100s, not str", ue,
+                         Py_TYPE(key)->tp_name);
+            Py_DECREF(out);
+            return NULL;
+        }
         PyObject *value = PyFloat_FromDouble(row[m]);
-        if (value == NULL || PyDict_SetItem(out, PyList_GET_ITEM(keys, m), value) < 0) {
+        if (value == NULL || PyDict_SetItem(out, key, value) < 0) {
             Py_XDECREF(value);
             Py_DECREF(out);
             return NULL;
@@ -224,10 +232,12 @@ static PyObject *group_codes(PyObject *module, PyObject *args) {
     Py_buffer codes_view;
     if (take_out(codes_object, &codes_view, "q", count, "codes") < 0) return NULL;
     int64_t *codes = codes_view.buf;
+    /* The samples as they are now: reading an attribute may run Python code. */
+    PyObject *items = PySequence_Tuple(samples);
     PyObject *numbers = PyDict_New(), *groups = PyList_New(0);
-    if (numbers == NULL || groups == NULL) goto failed;
+    if (items == NULL || numbers == NULL || groups == NULL) goto failed;
     for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *sample = PyList_GET_ITEM(samples, i);
+        PyObject *sample = PyTuple_GET_ITEM(items, i);
         PyObject *access = PyObject_GetAttr(sample, access_name);
         PyObject *direction = access ? PyObject_GetAttr(sample, direction_name) : NULL;
         PyObject *key = direction ? PyTuple_Pack(2, access, direction) : NULL;
@@ -262,10 +272,12 @@ static PyObject *group_codes(PyObject *module, PyObject *args) {
         if (PyList_Append(members, sample) < 0) goto failed;
         codes[i] = group;
     }
+    Py_DECREF(items);
     Py_DECREF(numbers);
     PyBuffer_Release(&codes_view);
     return groups;
 failed:
+    Py_XDECREF(items);
     Py_XDECREF(numbers);
     Py_XDECREF(groups);
     PyBuffer_Release(&codes_view);
@@ -303,16 +315,16 @@ static PyObject *each_field(PyObject *args, const char *format, Put put) {
     Py_ssize_t count = PyList_GET_SIZE(samples);
     Py_buffer out_view;
     if (take_out(out_object, &out_view, format, count, "out") < 0) return NULL;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *value = PyObject_GetAttr(PyList_GET_ITEM(samples, i), name);
-        int bad = value == NULL || put(value, out_view.buf, i) < 0;
+    PyObject *items = PySequence_Tuple(samples); /* (as now: an attribute may run code) */
+    int bad = items == NULL;
+    for (Py_ssize_t i = 0; i < count && !bad; i++) {
+        PyObject *value = PyObject_GetAttr(PyTuple_GET_ITEM(items, i), name);
+        bad = value == NULL || put(value, out_view.buf, i) < 0;
         Py_XDECREF(value);
-        if (bad) {
-            PyBuffer_Release(&out_view);
-            return NULL;
-        }
     }
+    Py_XDECREF(items);
     PyBuffer_Release(&out_view);
+    if (bad) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -339,25 +351,31 @@ static PyObject *measurement(PyObject *module, PyObject *args) {
     Py_buffer out_view;
     if (take_out(out_object, &out_view, "d", count, "out") < 0) return NULL;
     double *out = out_view.buf;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *mapping = PyList_GET_ITEM(mappings, i), *value;
-        int bad;
+    PyObject *items = PySequence_Tuple(mappings); /* (as now: a value's float() may run code) */
+    int bad = items == NULL;
+    for (Py_ssize_t i = 0; i < count && !bad; i++) {
+        PyObject *mapping = PyTuple_GET_ITEM(items, i), *value;
         if (PyDict_CheckExact(mapping)) {
-            value = PyDict_GetItemWithError(mapping, name); /* borrowed */
-            bad = value == NULL ? PyErr_Occurred() != NULL
-                                : as_double(value, &out[i]) < 0;
-            if (value == NULL && !bad) out[i] = NAN;
+            value = PyDict_GetItemWithError(mapping, name); /* borrowed: held while read */
+            Py_XINCREF(value);
         } else {
             value = PyObject_CallMethod(mapping, "get", "O", name);
-            bad = value == NULL || as_double(value, &out[i]) < 0;
-            Py_XDECREF(value);
+            if (value == NULL) {
+                bad = 1;
+                continue;
+            }
         }
-        if (bad) {
-            PyBuffer_Release(&out_view);
-            return NULL;
+        if (value == NULL) {
+            bad = PyErr_Occurred() != NULL;
+            out[i] = NAN;
+        } else {
+            bad = as_double(value, &out[i]) < 0;
+            Py_DECREF(value);
         }
     }
+    Py_XDECREF(items);
     PyBuffer_Release(&out_view);
+    if (bad) return NULL;
     Py_RETURN_NONE;
 }
 
