@@ -51,12 +51,18 @@ static void release(Direction *d, Py_ssize_t count) {
     }
 }
 
+/* ``from``'s buffer into ``into``: C-contiguous, ``ndim`` dimensions of ``format`` items, the
+ * first of ``count`` (ValueError naming ``what`` otherwise); writable where asked. */
 static int take_buffer(PyObject *from, Py_buffer *into, const char *format, int ndim,
-                       Py_ssize_t ues, const char *what) {
-    if (PyObject_GetBuffer(from, into, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return -1;
-    if (into->ndim != ndim || strcmp(into->format, format) != 0 || into->shape[0] != ues) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %d-dimensional %s over %zd UEs", what, ndim,
-                     format, ues);
+                       Py_ssize_t count, int writable, const char *what) {
+    int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+    if (PyObject_GetBuffer(from, into, flags) < 0) return -1;
+    /* (numpy names its int64 'l' where long is 64 bits) */
+    int same = strcmp(into->format, format) == 0 ||
+               (strcmp(format, "q") == 0 && strcmp(into->format, "l") == 0 && into->itemsize == 8);
+    if (into->ndim != ndim || !same || into->shape[0] != count) {
+        PyErr_Format(PyExc_ValueError, "%s: expected %d-dimensional %s over %zd items", what,
+                     ndim, format, count);
         PyBuffer_Release(into);
         return -1;
     }
@@ -138,13 +144,13 @@ static PyObject *samples_of_rows(PyObject *module, PyObject *args) {
         if (!PyArg_ParseTuple(item, "OOO!OO", &one->direction, &values, &PyList_Type,
                               &one->keys_by_ue, &throughput, &link))
             goto done;
-        if (take_buffer(values, &one->values, "d", 2, ues, "values") < 0) goto done;
+        if (take_buffer(values, &one->values, "d", 2, ues, 0, "values") < 0) goto done;
         one->measured = one->values.shape[1];
-        if (take_buffer(throughput, &one->throughput, "d", 1, ues, "throughput") < 0) {
+        if (take_buffer(throughput, &one->throughput, "d", 1, ues, 0, "throughput") < 0) {
             PyBuffer_Release(&one->values);
             goto done;
         }
-        if (take_buffer(link, &one->link, "b", 1, ues, "link") < 0) {
+        if (take_buffer(link, &one->link, "b", 1, ues, 0, "link") < 0) {
             PyBuffer_Release(&one->values);
             PyBuffer_Release(&one->throughput);
             goto done;
@@ -205,21 +211,6 @@ done:
 
 static PyObject *access_name, *direction_name;
 
-/* A writable C-contiguous buffer of ``count`` items of ``format``. */
-static int take_out(PyObject *from, Py_buffer *into, const char *format, Py_ssize_t count,
-                    const char *what) {
-    if (PyObject_GetBuffer(from, into, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
-        return -1;
-    /* (numpy names its int64 'l' where long is 64 bits) */
-    int same = strcmp(into->format, format) == 0 ||
-               (strcmp(format, "q") == 0 && strcmp(into->format, "l") == 0 && into->itemsize == 8);
-    if (into->ndim != 1 || !same || into->shape[0] != count) {
-        PyErr_Format(PyExc_ValueError, "%s: expected %zd items of %s", what, count, format);
-        PyBuffer_Release(into);
-        return -1;
-    }
-    return 0;
-}
 
 /* group_codes(samples, codes): each sample's group (its access and direction) numbered in
  * the order first met, into ``codes`` (int64); the groups as [(access, direction), members]
@@ -230,7 +221,7 @@ static PyObject *group_codes(PyObject *module, PyObject *args) {
     if (!PyArg_ParseTuple(args, "O!O", &PyList_Type, &samples, &codes_object)) return NULL;
     Py_ssize_t count = PyList_GET_SIZE(samples);
     Py_buffer codes_view;
-    if (take_out(codes_object, &codes_view, "q", count, "codes") < 0) return NULL;
+    if (take_buffer(codes_object, &codes_view, "q", 1, count, 1, "codes") < 0) return NULL;
     int64_t *codes = codes_view.buf;
     /* The samples as they are now: reading an attribute may run Python code. */
     PyObject *items = PySequence_Tuple(samples);
@@ -314,7 +305,7 @@ static PyObject *each_field(PyObject *args, const char *format, Put put) {
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(samples);
     Py_buffer out_view;
-    if (take_out(out_object, &out_view, format, count, "out") < 0) return NULL;
+    if (take_buffer(out_object, &out_view, format, 1, count, 1, "out") < 0) return NULL;
     PyObject *items = PySequence_Tuple(samples); /* (as now: an attribute may run code) */
     int bad = items == NULL;
     for (Py_ssize_t i = 0; i < count && !bad; i++) {
@@ -349,7 +340,7 @@ static PyObject *measurement(PyObject *module, PyObject *args) {
         return NULL;
     Py_ssize_t count = PyList_GET_SIZE(mappings);
     Py_buffer out_view;
-    if (take_out(out_object, &out_view, "d", count, "out") < 0) return NULL;
+    if (take_buffer(out_object, &out_view, "d", 1, count, 1, "out") < 0) return NULL;
     double *out = out_view.buf;
     PyObject *items = PySequence_Tuple(mappings); /* (as now: a value's float() may run code) */
     int bad = items == NULL;
