@@ -47,6 +47,9 @@ def samples_of_rows(
     """Per UE (``cpe_ids[ue]`` its CPE), then per direction in the order given, the sample
     ``KpiSample.made`` makes: its measurements the row's values that are not NaN, keyed as
     ``keys_by_ue`` says, in column order; no sample where a row has no value at all."""
+    if _core is None:
+        return samples_of_rows_in_python(cpe_ids, access, time_s, period_s, received_s, directions)
+    # (the core reads each array's memory as it lies: C order, these types)
     rows = [
         DirectionRows(
             d.direction,
@@ -57,12 +60,10 @@ def samples_of_rows(
         )
         for d in directions
     ]
-    if _core is not None:
-        made: list[KpiSample] = _core.samples_of_rows(
-            KpiSample, cpe_ids, access, time_s, period_s, received_s, rows
-        )
-        return made
-    return samples_of_rows_in_python(cpe_ids, access, time_s, period_s, received_s, rows)
+    made: list[KpiSample] = _core.samples_of_rows(
+        KpiSample, cpe_ids, access, time_s, period_s, received_s, rows
+    )
+    return made
 
 
 def samples_of_rows_in_python(
