@@ -76,7 +76,13 @@ def mode_of(cpe_id: str, direction: Direction) -> str | None:
 Outcomes = list[list[tuple[str, str, str, Any]]]
 
 
-def run(many: bool, rows: bool = True, spy: list[int] | None = None) -> Outcomes:
+def run(
+    many: bool,
+    rows: bool = True,
+    spy: list[int] | None = None,
+    periods: int = PERIODS,
+    period_s: float = 1.0,
+) -> Outcomes:
     """The fleet's steps; ``rows``: usual questions put as rows; ``spy``: gets the number of
     rows each of the policy's row batches held."""
     scenario = scaled_site(CPES)
@@ -119,19 +125,19 @@ def run(many: bool, rows: bool = True, spy: list[int] | None = None) -> Outcomes
     store.save_override(Override(ids[1], Direction.DOWNLINK, excluded=frozenset({"wifi"})))
     store.save_override(Override(ids[4], Direction.UPLINK, weights={"nr": 3, "wifi": 7}))
     steps: list[list[StepOutcome]] = []
-    for tick, batch in enumerate(encoded_periods(scenario, PERIODS, 1.0, 1000)):
+    for tick, batch in enumerate(encoded_periods(scenario, periods, period_s, 1000)):
         for node, payload in batch:
             if tick == 0 and node == node_name("lifi"):
                 continue  # LiFi's node has not reported yet: its CPEs are warming up
             source.samples.extend(processor.handle_payload(node, payload))
-        now_s = tick + 1.0
+        now_s = (tick + 1) * period_s
         if tick == 2:
             store.save_override(Override(ids[2], Direction.UPLINK, frozen=True, revision=1))
-            loop.access_event(ids[3], "lifi", False, now_s - 0.5)
-            steps.append(loop.decide_now([ids[3]], now_s - 0.5))
+            loop.access_event(ids[3], "lifi", False, now_s - period_s / 2)
+            steps.append(loop.decide_now([ids[3]], now_s - period_s / 2))
         if tick == 4:
             store.delete_override(ids[2], Direction.UPLINK)
-            loop.access_event(ids[3], "lifi", True, now_s - 0.5)
+            loop.access_event(ids[3], "lifi", True, now_s - period_s / 2)
         steps.append(loop.step(now_s))
     return [[_seen(o) for o in step] for step in steps]
 
@@ -155,6 +161,16 @@ def test_a_step_decides_the_same_putting_its_usual_questions_as_rows_or_as_input
     assert run(many=True, rows=True, spy=spy) == run(many=True, rows=False)
     assert sum(spy) > CPES * PERIODS  # most questions went as rows
     assert run(many=False, rows=True) == run(many=False, rows=False)
+
+
+def test_pushes_the_limit_holds_back_are_decided_the_same_as_rows_or_as_inputs() -> None:
+    """At 100 ms reports a CPE's estimates move every period and its pushes for a gain
+    outrun the push limit (2 a second): the rows read the budget's refusal themselves."""
+    as_rows = run(many=True, rows=True, periods=40, period_s=0.1)
+    assert as_rows == run(many=True, rows=False, periods=40, period_s=0.1)
+    reasons = [reason for step in as_rows for _, _, reason, _ in step]
+    assert sum("held back" in r for r in reasons) > CPES, reasons
+    assert sum(1 for step in as_rows for *_, pushed in step if pushed) > CPES
 
 
 class Bounded:

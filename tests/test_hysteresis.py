@@ -86,15 +86,18 @@ def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
     rows: list[tuple[tuple[int, ...], tuple[int, ...], float, float, bool]], min_gain: float
 ) -> None:
     """``held_many`` (a fleet's rows at once) against ``decide``, row by row: each row it
-    holds, decide holds with the reason the loop gives it; of those it leaves, decide pushes
-    or gives a reason of its own."""
+    holds, decide holds with the reason the loop gives it; each it finds pushed for a gain
+    alone, decide pushes for that gain with that reason; of the others, decide pushes for
+    something that cannot wait or gives a reason of its own."""
     hysteresis = Hysteresis(min_gain=min_gain)
     current = np.array([r[0] for r in rows], dtype=np.int64)
     proposed = np.array([r[1] for r in rows], dtype=np.int64)
     predicted = np.array([r[2] for r in rows])
     before = np.array([r[3] for r in rows])
     cannot_wait = np.array([r[4] for r in rows])
-    held, unchanged, gain = hysteresis.held_many(current, proposed, predicted, before, cannot_wait)
+    held, unchanged, gain, for_gain = hysteresis.held_many(
+        current, proposed, predicted, before, cannot_wait
+    )
     for row, (now, new, mbps, before_mbps, urgent) in enumerate(rows):
         decision = hysteresis.decide(
             dict(zip(ACCESSES, now, strict=True)),
@@ -107,5 +110,11 @@ def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
             assert not decision.push
             expected = "unchanged" if unchanged[row] else hysteresis.too_small(float(gain[row]))
             assert decision.reason == expected
+        elif for_gain[row]:
+            assert decision.push
+            assert decision.for_gain
+            assert decision.gain == float(gain[row])
+            assert decision.reason == hysteresis.gain_reason(float(gain[row]))
         else:
+            assert not decision.for_gain
             assert decision.push or decision.reason.startswith("current weights")

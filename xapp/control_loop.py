@@ -670,12 +670,12 @@ class ControlLoop:
             group.answers = self._policy.answer_rows(group.questions)
 
     def _conclude_rows(self, rows: Sequence[_Rows]) -> None:
-        """``_conclude`` for the questions put as rows whose weights the hysteresis holds (a
-        fleet's usual: its weights stay), worked out as arrays: their outcome kept with each
-        (``_Deciding.held``), and what a decision remembers remembered. The others get their
-        proposal, for ``_conclude`` to decide as any other (a push, or a reason only it
-        words). tests/test_control_loop_many.py holds the rows to the inputs decided one by
-        one."""
+        """``_conclude`` for the questions put as rows whose weights the hysteresis or the
+        push limit holds (a fleet's usual: its weights stay), worked out as arrays: their
+        outcome kept with each (``_Deciding.held``), and what a decision remembers
+        remembered. The others get their proposal, for ``_conclude`` to decide as any other (a
+        push, or a reason only it words). tests/test_control_loop_many.py holds the rows to
+        the inputs decided one by one."""
         hysteresis = self._hysteresis
         last_usable, last_rule, last_override = (
             self._last_usable,
@@ -692,26 +692,46 @@ class ControlLoop:
             # What the arrays tell at once (Hysteresis.decide): the rows held unless one of
             # the changes that cannot wait read below (a weighted path lost is one of them).
             weighted_lost = np.asarray((~answers.usable & (current > 0)).any(axis=1), dtype=bool)
-            held, unchanged, gain = hysteresis.held_many(
+            judged = hysteresis.held_many(
                 current, proposed, answers.predicted[:, 0], answers.predicted[:, 1], weighted_lost
             )
-            held &= answers.answered & questions.has_current
+            asked = answers.answered & questions.has_current
+            held = judged.held & asked
+            # Pushes for a gain alone (any path usable): the push limit holds most of them
+            # back at sub-second periods (a quarter of a 1,000-CPE step's decisions at 100 ms),
+            # read here from the CPE's budget rather than through a proposal each.
+            limited = hysteresis.max_pushes_per_s is not None
+            for_gain = judged.for_gain & asked & answers.usable.any(axis=1) & limited
             weights = proposed.tolist()
-            for row, (d, stays, same, rise) in enumerate(
-                zip(group.items, held.tolist(), unchanged.tolist(), gain.tolist(), strict=True)
+            for row, (d, stays, same, rise, gaining) in enumerate(
+                zip(
+                    group.items,
+                    held.tolist(),
+                    judged.unchanged.tolist(),
+                    judged.gain.tolist(),
+                    for_gain.tolist(),
+                    strict=True,
+                )
             ):
                 key = (d.cpe.cpe_id, d.direction)
                 usable = made.usable_set(row)
-                if stays and not same:
-                    # An override or a mode changed, or a path back that the proposal weights.
+                refusal = None
+                if (stays and not same) or gaining:
+                    # An override or a mode changed, or a path back that the proposal weights:
+                    # the push cannot wait.
                     before = last_usable.get(key)
-                    stays = not (d.override_changed or d.mode_changed) and (
+                    waits = not (d.override_changed or d.mode_changed) and (
                         before is None
                         or not any(
                             w > 0 and a in usable and a not in before
                             for a, w in zip(accesses, weights[row], strict=True)
                         )
                     )
+                    if gaining and waits:
+                        refusal = self._budget_refusal(key, rise, d.now_s)
+                        stays = refusal is not None
+                    else:
+                        stays = stays and waits
                 if not stays:
                     d.proposal = made.proposal(row)
                     continue
@@ -719,9 +739,22 @@ class ControlLoop:
                 received.pop(key, None)
                 last_rule[key] = d.rule
                 last_override[key] = d.override_revision
-                d.held = StepOutcome.unpushed(
-                    key[0], key[1], "unchanged" if same else hysteresis.too_small(rise)
-                )
+                if refusal is not None:
+                    reason = f"{hysteresis.gain_reason(rise)}, {refusal}"
+                else:
+                    reason = "unchanged" if same else hysteresis.too_small(rise)
+                d.held = StepOutcome.unpushed(key[0], key[1], reason)
+
+    def _budget_refusal(self, key: tuple[str, Direction], gain: float, now_s: float) -> str | None:
+        """Why the push limit holds back a push for this gain now (``PushBudget.refusal``), or
+        None; the budget is refilled to ``now_s`` (``_conclude`` then admits the same)."""
+        rate = self._hysteresis.max_pushes_per_s
+        assert rate is not None  # (asked only under a limit)
+        budget = self._budgets.get(key)
+        if budget is None:
+            budget = self._budgets[key] = PushBudget.empty(rate, now_s)
+        budget.refill(now_s)
+        return budget.refusal(gain, self._hysteresis.min_gain)
 
     def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:
         """What the decision starts from: the weights in force, the override, the rule, and

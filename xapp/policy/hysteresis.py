@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -88,16 +89,25 @@ class PushBudget:
         if not decision.push:
             return decision
         self.refill(now_s)
-        needed = self.gain_needed(min_gain)
-        if decision.for_gain and (needed is None or decision.gain < needed):
-            return PushDecision(
-                False,
-                f"{decision.reason}, held back: "
-                + ("the push budget is spent" if needed is None else f"{needed:.1%} needed")
-                + f" (at most {self.rate_per_s:g} pushes a second)",
-            )
+        if decision.for_gain:
+            refusal = self.refusal(decision.gain, min_gain)
+            if refusal is not None:
+                return PushDecision(False, f"{decision.reason}, {refusal}")
         self.spend()
         return decision
+
+    def refusal(self, gain: float, min_gain: float) -> str | None:
+        """Why a push for this predicted gain is held back, as of the last refill (None: it
+        goes). Nothing changes: a fleet's step reads it for the rows whose gain the budget
+        holds back (xapp/control_loop.py), then ``admit`` gives the others the same answer."""
+        needed = self.gain_needed(min_gain)
+        if needed is not None and not gain < needed:
+            return None
+        return (
+            "held back: "
+            + ("the push budget is spent" if needed is None else f"{needed:.1%} needed")
+            + f" (at most {self.rate_per_s:g} pushes a second)"
+        )
 
     def spend(self) -> None:
         self.tokens -= 1.0  # below zero after a push that could not wait: repaid by refills
@@ -168,12 +178,17 @@ class Hysteresis:
             )
         gain = predicted_mbps / before - 1
         if gain >= self.min_gain:
-            return PushDecision(True, f"predicted gain {gain:.1%}", for_gain=True, gain=gain)
+            return PushDecision(True, self.gain_reason(gain), for_gain=True, gain=gain)
         return PushDecision(False, self.too_small(gain))
+
+    @staticmethod
+    def gain_reason(gain: float) -> str:
+        """The reason of a push for a gain."""
+        return f"predicted gain {gain:.1%}"
 
     def too_small(self, gain: float) -> str:
         """The reason a gain below the threshold is not pushed."""
-        return f"predicted gain {gain:.1%} below {self.min_gain:.1%}"
+        return f"{self.gain_reason(gain)} below {self.min_gain:.1%}"
 
     def held_many(
         self,
@@ -182,15 +197,26 @@ class Hysteresis:
         predicted_mbps: npt.NDArray[np.float64],
         current_predicted_mbps: npt.NDArray[np.float64],
         cannot_wait: npt.NDArray[np.bool_],
-    ) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.float64]]:
+    ) -> HeldRows:
         """``decide`` for many rows with weights in force over the same paths (columns), as
-        arrays, where it holds the weights back: (held, of them those unchanged, each row's
-        predicted gain). ``cannot_wait``: rows with an override or mode changed, a weighted
-        path lost or a path appeared that the proposal weights (``decide`` pushes those unless
-        unchanged). A row not held may still be (``decide`` tells, with its reason)."""
+        arrays. ``cannot_wait``: rows with an override or mode changed, a weighted path lost
+        or a path appeared that the proposal weights (``decide`` pushes those unless
+        unchanged)."""
         unchanged = (current == proposed).all(axis=1)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             gain = predicted_mbps / current_predicted_mbps - 1
-        small = ~cannot_wait & (current_predicted_mbps > 0) & (gain < self.min_gain)
-        held: npt.NDArray[np.bool_] = unchanged | small
-        return held, unchanged, gain
+        waits = ~cannot_wait & (current_predicted_mbps > 0)
+        small = waits & (gain < self.min_gain)
+        for_gain = waits & ~unchanged & (gain >= self.min_gain)
+        return HeldRows(unchanged | small, unchanged, gain, for_gain)
+
+
+class HeldRows(NamedTuple):
+    """``Hysteresis.held_many``'s answer, per row. A row neither held nor pushed for a gain
+    alone is decided by ``decide`` (a push that cannot wait, or a reason of its own)."""
+
+    held: npt.NDArray[np.bool_]  # the weights stay (decide: no push)
+    unchanged: npt.NDArray[np.bool_]  # of those, the rows proposing the weights in force
+    gain: npt.NDArray[np.float64]  # the predicted relative gain of each row
+    # decide pushes for the gain alone (``PushDecision.for_gain``): the push limit may hold it
+    for_gain: npt.NDArray[np.bool_]
