@@ -221,14 +221,19 @@ def test_a_batch_of_rows_is_appended_as_one_row_after_another() -> None:
     keys: list[Key] = [(f"cpe-{i % 5}", "wifi", Direction.DOWNLINK) for i in range(23)]
     width = len(_Histories("wifi").columns)
     rows = [rng.random(width).tolist() for _ in keys]
+    said = [rng.random(3).tolist() for _ in keys]
     one_by_one, batched = _Histories("wifi"), _Histories("wifi")
     # batches of five distinct paths, and of six or seven with a path met twice
     for start, end in ((0, 5), (5, 12), (12, 17), (17, 23)):
-        for key, row in zip(keys[start:end], rows[start:end], strict=True):
-            one_by_one.append(key, row)
-        batched.append_many(keys[start:end], rows[start:end])
+        for key, row, newest in zip(keys[start:end], rows[start:end], said[start:end], strict=True):
+            one_by_one.append(key, row, newest)
+        batched.append_many(keys[start:end], rows[start:end], said[start:end])
     for key in dict.fromkeys(keys):
         a, b = one_by_one.recent([key]), batched.recent([key])
         np.testing.assert_array_equal(a.blocks, b.blocks)
         np.testing.assert_array_equal(a.lengths, b.lengths)
         np.testing.assert_array_equal(a.saturated, b.saturated)
+        np.testing.assert_array_equal(a.newest, b.newest)
+        # the newest said is the last row's of the path
+        last = max(i for i, k in enumerate(keys) if k == key)
+        np.testing.assert_array_equal(b.newest[0], said[last])

@@ -259,7 +259,7 @@ def _any_samples(draw: st.DrawFn) -> list[KpiSample]:
                 f"cpe-{i}",
                 draw(st.sampled_from(["nr", "wifi", "lifi"])),
                 draw(st.sampled_from(list(Direction))),
-                1.0,
+                draw(st.one_of(st.floats(0.0, 1e9), st.integers(0, 10**6))),
                 1.0,
                 throughput_mbps=draw(_numbers),
                 available=draw(st.sampled_from([None, True, False])),
@@ -275,8 +275,8 @@ def _any_samples(draw: st.DrawFn) -> list[KpiSample]:
 def test_the_c_reading_of_a_step_is_the_python_one(step: list[KpiSample]) -> None:
     """xapp/_samples.c groups a step's samples and reads their fields and measurements as
     the generator expressions do: the same groups in the same order with the same members and
-    places, the same doubles (None and absent as NaN, integers as floats), from dictionaries
-    and from other mappings alike."""
+    places, the same doubles (None and absent as NaN, integers as floats; the times too), from
+    dictionaries and from other mappings alike."""
     compiled = SampleColumns(step)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(columns, "_core", None)
@@ -285,6 +285,7 @@ def test_the_c_reading_of_a_step_is_the_python_one(step: list[KpiSample]) -> Non
             key: {name: group.column(name) for name in ("a", "b", "CARR.WBCQIDist|distBinX=4", "z")}
             for key, group in plain.groups.items()
         }
+        plain_times = {key: group.time_s for key, group in plain.groups.items()}
     assert list(compiled.groups) == list(plain.groups)
     for key, group in compiled.groups.items():
         other = plain.groups[key]
@@ -293,6 +294,7 @@ def test_the_c_reading_of_a_step_is_the_python_one(step: list[KpiSample]) -> Non
         assert compiled.places[key].dtype == plain.places[key].dtype
         np.testing.assert_array_equal(group.throughput, other.throughput)
         np.testing.assert_array_equal(group.down, other.down)
+        np.testing.assert_array_equal(group.time_s, plain_times[key])
         for name, expected in plain_columns[key].items():
             np.testing.assert_array_equal(group.column(name), expected)
 

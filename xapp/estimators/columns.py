@@ -75,6 +75,15 @@ class Group:
     def __len__(self) -> int:
         return len(self.samples)
 
+    @cached_property
+    def time_s(self) -> FloatArray:
+        """Each sample's time (the end of its period)."""
+        if _core is not None:
+            found: FloatArray = np.empty(len(self.samples))
+            _core.float_field(self.samples, "time_s", found)
+            return found
+        return np.fromiter((s.time_s for s in self.samples), np.float64, len(self.samples))
+
     def column(self, name: str) -> FloatArray:
         """The measurement of each sample, NaN where absent."""
         found = self._columns.get(name)

@@ -113,7 +113,7 @@ class KpiEstimator:
             known = np.flatnonzero(read.known)
             self._keep_many(
                 [paths[row] for row in known.tolist()],
-                np.fromiter((group.samples[row].time_s for row in known.tolist()), np.float64),
+                group.time_s[known],
                 read.capacity[known],
                 read.stddev[known],
                 read.available[known],

@@ -95,9 +95,9 @@ class ModelEstimator:
         # Each path's recent periods as canonical feature inputs, converted once per sample,
         # one table per access: a fleet's batch is then cut from arrays, not built row by row.
         self._histories = {access: _Histories(access) for access in KPI_COLUMNS}
-        # What the newest period of each path said: (available, carried Mbit/s, its time).
-        self._newest: dict[Key, tuple[bool | None, float | None, float]] = {}
-        self._dirty: set[Key] = set()
+        # Per access, the paths with a period not yet predicted from (a dictionary as an
+        # ordered set).
+        self._dirty: dict[str, dict[Key, None]] = {access: {} for access in KPI_COLUMNS}
         self._kept = KeptEstimates(self.name, slots)  # each path's newest estimate
 
     def describe(self) -> list[dict[str, object]]:
@@ -126,7 +126,7 @@ class ModelEstimator:
             raise ModelError(f"{model.card_path}: a model for {model.access}, not {access}")
         self._models[access] = model
         self.unavailable.pop(access, None)
-        self._dirty.update(self._histories[access].keys())
+        self._dirty[access].update(dict.fromkeys(self._histories[access].keys()))
 
     def _load_shipped(self) -> dict[str, OnnxCapacityModel]:
         loaded = {}
@@ -172,37 +172,41 @@ class ModelEstimator:
             carried = ~np.isnan(throughput) & ~(throughput > MAX_CAPACITY_MBPS)
             if not carried.any():
                 continue
-            members = [s for s, c in zip(group.samples, carried.tolist(), strict=True) if c]
-            keys: list[Key] = [(s.cpe_id, access, direction) for s in members]
-            newest = self._newest
-            for key, sample in zip(keys, members, strict=True):
-                newest[key] = (sample.available, sample.throughput_mbps, sample.time_s)
-            self._dirty.update(keys)
-            self._histories[access].append_many(keys, _rows(group, carried))
+            samples_of = group.samples
+            chosen = np.flatnonzero(carried)
+            keys: list[Key] = [(samples_of[i].cpe_id, access, direction) for i in chosen.tolist()]
+            self._dirty[access].update(dict.fromkeys(keys))
+            # what the newest period said: the node's link state, what it carried (as
+            # ``throughput or 0.0``: -0.0 too) and when
+            said = throughput[chosen]
+            newest = np.column_stack(
+                [group.down[chosen], np.where(said == 0, 0.0, said), group.time_s[chosen]]
+            )
+            self._histories[access].append_many(keys, _rows(group, carried), newest)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
     ) -> CapacityEstimate | None:
-        if self._dirty:
+        if any(self._dirty.values()):
             self._predict_dirty()
         return self._kept.estimate((cpe_id, access, direction))
 
     def said_many(self, paths: Sequence[Key]) -> list[Said]:
-        if self._dirty:
+        if any(self._dirty.values()):
             self._predict_dirty()
         return self._kept.said_many(paths)
 
     def said_rows(self, paths: Sequence[Key] | Places[Key]) -> npt.NDArray[np.float64]:
-        if self._dirty:
+        if any(self._dirty.values()):
             self._predict_dirty()
         return self._kept.said_rows(paths)
 
     def _predict_dirty(self) -> None:
-        by_access: dict[str, list[Key]] = {}
-        for key in self._dirty:
-            by_access.setdefault(key[1], []).append(key)
-        self._dirty.clear()
-        for access, keys in by_access.items():
+        for access, dirty in self._dirty.items():
+            if not dirty:
+                continue
+            keys = list(dirty)
+            dirty.clear()
             # each path's periods, then one row for the period to predict (the features of a
             # row read only the periods before it)
             histories = self._histories[access]
@@ -225,9 +229,8 @@ class ModelEstimator:
             self.unavailable.pop(access, None)
             self._note_refused(access, keys, prediction)
             column = feature_names(access).index("ref_from_resources")
-            newest = [self._newest[key] for key in keys]
-            available = np.array([a is not False for a, _, _ in newest], dtype=bool)
-            carried = np.array([c or 0.0 for _, c, _ in newest], dtype=np.float64)
+            available = recent.newest[:, NEWEST_DOWN] == 0
+            carried = recent.newest[:, NEWEST_CARRIED]
             estimate = prediction.estimate_mbps.astype(np.float64)
             # the interval's width in the model's own precision
             spread = (prediction.upper_mbps - prediction.lower_mbps).astype(np.float64) / Z_10_90
@@ -246,7 +249,7 @@ class ModelEstimator:
                         np.where(lower_bound, LOWER_BOUND, ESTIMATE),
                         np.where(available, estimate, 0.0),
                         np.where(spread < 0.0, 0.0, spread),  # max(spread, 0.0)
-                        np.array([at for _, _, at in newest], dtype=np.float64),
+                        recent.newest[:, NEWEST_AT],
                         available.astype(np.float64),
                     ]
                 ),
@@ -288,12 +291,18 @@ def _rows(group: Group, chosen: npt.NDArray[np.bool_]) -> FloatRows:
     return np.column_stack(columns)
 
 
+# The columns of what a path's newest period said (``_Histories.append_many``): 1 where the
+# node said the path is down, what it carried (Mbit/s) and the period's time.
+NEWEST_DOWN, NEWEST_CARRIED, NEWEST_AT = range(3)
+
+
 class _Recent(NamedTuple):
     """Paths' recent periods, cut from an access's histories (``_Histories.recent``)."""
 
     blocks: npt.NDArray[np.float64]  # (paths, HISTORY_PERIODS, inputs): real rows at the end
     lengths: npt.NDArray[np.int64]  # per path: its real rows
     saturated: npt.NDArray[np.bool_]  # per path: carried all it could of late
+    newest: npt.NDArray[np.float64]  # (paths, 3): what its newest period said (NEWEST_*)
 
 
 class _Histories:
@@ -308,24 +317,36 @@ class _Histories:
         self._slot: dict[Key, int] = {}
         self._rows = np.full((16, HISTORY_PERIODS, len(self.columns)), math.nan)
         self._count = np.zeros(16, dtype=np.int64)
+        self._newest = np.full((16, 3), math.nan)
 
     def keys(self) -> list[Key]:
         return list(self._slot)
 
-    def append(self, key: Key, row: list[float]) -> None:
-        self.append_many([key], [row])
+    def append(self, key: Key, row: list[float], newest: Sequence[float]) -> None:
+        self.append_many([key], [row], [newest])
 
-    def append_many(self, keys: list[Key], rows: list[list[float]] | FloatRows) -> None:
+    def append_many(
+        self,
+        keys: list[Key],
+        rows: list[list[float]] | FloatRows,
+        newest: Sequence[Sequence[float]] | FloatRows,
+    ) -> None:
         """Each key's row as its path's newest, in order (a path's rows one after the other
-        where it comes more than once)."""
+        where it comes more than once); ``newest``: what each row's period said (NEWEST_*
+        columns), kept for the path's newest."""
         slots = [self._slot_of(key) for key in keys]
         if len(set(slots)) < len(slots):
-            for slot, row in zip(slots, rows, strict=True):
-                self._put([slot], [row])
+            for slot, row, said in zip(slots, rows, newest, strict=True):
+                self._put([slot], [row], [said])
         elif slots:
-            self._put(slots, rows)
+            self._put(slots, rows, newest)
 
-    def _put(self, slots: list[int], rows: list[list[float]] | FloatRows) -> None:
+    def _put(
+        self,
+        slots: list[int],
+        rows: list[list[float]] | FloatRows,
+        newest: Sequence[Sequence[float]] | FloatRows,
+    ) -> None:
         """The rows as their (distinct) slots' newest: every block shifted by one period."""
         at = np.array(slots, dtype=np.intp)
         blocks = self._rows[at]
@@ -333,6 +354,7 @@ class _Histories:
         blocks[:, -1] = rows
         self._rows[at] = blocks
         self._count[at] = np.minimum(self._count[at] + 1, HISTORY_PERIODS)
+        self._newest[at] = newest
 
     def _slot_of(self, key: Key) -> int:
         slot = self._slot.get(key)
@@ -348,7 +370,9 @@ class _Histories:
         rows[: len(self._count)] = self._rows
         count = np.zeros(size, dtype=np.int64)
         count[: len(self._count)] = self._count
-        self._rows, self._count = rows, count
+        newest = np.full((size, 3), math.nan)
+        newest[: len(self._count)] = self._newest
+        self._rows, self._count, self._newest = rows, count, newest
 
     def recent(self, keys: list[Key]) -> _Recent:
         """For ``keys``, in their order: each path's block of recent periods."""
@@ -362,7 +386,7 @@ class _Histories:
         known = in_history & ~np.isnan(recent)
         at_limit = np.where(known, recent == 1.0, True).all(axis=1)
         carried = blocks[:, -1, self._throughput] > 0
-        return _Recent(blocks, count, carried & known.any(axis=1) & at_limit)
+        return _Recent(blocks, count, carried & known.any(axis=1) & at_limit, self._newest[slots])
 
 
 def _cqi(measurements: Mapping[str, float]) -> float:
