@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from core.domain import Direction, KpiSample
 from xapp.estimators import columns, kpi
-from xapp.estimators.columns import SampleColumns, StepSamples, columns_of
+from xapp.estimators.columns import SampleColumns, StepSamples, columns_of, paths_of
 from xapp.estimators.model import KPI_COLUMNS, _row, _rows, row_columns
 from xapp.estimators.said import KeptEstimates, said_numbers
 
@@ -129,12 +129,18 @@ def test_the_models_inputs_from_columns_are_those_of_each_sample(step: list[KpiS
             np.testing.assert_array_equal(got, expected.reshape(got.shape))
 
 
-def test_a_steps_samples_carry_their_columns_made_once() -> None:
+def test_a_steps_samples_carry_their_columns_and_paths_made_once() -> None:
     step = StepSamples(
-        [KpiSample("cpe-1", "lifi", Direction.DOWNLINK, 1.0, 1.0, 5.0, measurements={})]
+        [
+            KpiSample("cpe-1", "lifi", Direction.DOWNLINK, 1.0, 1.0, 5.0, measurements={}),
+            KpiSample("cpe-2", "nr", Direction.UPLINK, 1.0, 1.0, 5.0, measurements={}),
+        ]
     )
     assert columns_of(step) is columns_of(step)
     assert columns_of(list(step)) is not columns_of(list(step))
+    assert paths_of(step) is paths_of(step)
+    expected = [("cpe-1", "lifi", Direction.DOWNLINK), ("cpe-2", "nr", Direction.UPLINK)]
+    assert paths_of(step) == paths_of(list(step)) == expected
 
 
 # A station reported twice in one step: first without the airtime to measure its efficiency,

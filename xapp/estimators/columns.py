@@ -33,12 +33,19 @@ FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 
+Path = tuple[str, str, Direction]
+
+
 class StepSamples(list[KpiSample]):
-    """A step's samples, with their columns made once, when first asked for."""
+    """A step's samples, with their columns and paths made once, when first asked for."""
 
     @cached_property
     def columns(self) -> SampleColumns:
         return SampleColumns(self)
+
+    @cached_property
+    def paths(self) -> list[Path]:
+        return _paths(self)
 
 
 def columns_of(samples: Sequence[KpiSample]) -> SampleColumns:
@@ -46,6 +53,18 @@ def columns_of(samples: Sequence[KpiSample]) -> SampleColumns:
     if isinstance(samples, StepSamples):
         return samples.columns
     return SampleColumns(samples)
+
+
+def paths_of(samples: Sequence[KpiSample]) -> list[Path]:
+    """Each sample's path, (CPE, access, direction): those the samples carry, or made now (a
+    fleet's step has each estimator look its paths up, and each made the same tuples)."""
+    if isinstance(samples, StepSamples):
+        return samples.paths
+    return _paths(samples)
+
+
+def _paths(samples: Sequence[KpiSample]) -> list[Path]:
+    return [(s.cpe_id, s.access, s.direction) for s in samples]
 
 
 class Group:

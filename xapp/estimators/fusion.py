@@ -40,6 +40,7 @@ import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from core.slots import Places, Slots
+from xapp.estimators.columns import paths_of
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
@@ -115,7 +116,7 @@ class FusedEstimator:
         self._served: dict[Path, tuple[float, float] | object] = {}
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        paths = list(dict.fromkeys((s.cpe_id, s.access, s.direction) for s in samples))
+        paths = list(dict.fromkeys(paths_of(samples)))
         at = Places(paths)
         # What each source forecast for the period just reported: a usable exact estimate's
         # (capacity, time), NaN where there is none; paths × sources.

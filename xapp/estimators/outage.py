@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import Direction, KpiSample
+from xapp.estimators.columns import paths_of
 
 Path = tuple[str, str, Direction]
 # (cpe_id, direction) → the weights in force, or None when none were pushed yet (the kernel
@@ -36,8 +37,9 @@ class SilenceTracker:
 
     def update(self, samples: Sequence[KpiSample]) -> None:
         periods, since = self._periods, self._since
-        for s in samples:
-            cpe_id, direction, time_s = s.cpe_id, s.direction, s.time_s
+        for s, path in zip(samples, paths_of(samples), strict=True):
+            cpe_id, _, direction = path
+            time_s = s.time_s
             key = (cpe_id, direction)
             period = periods.get(key)
             if period is None:
@@ -46,14 +48,13 @@ class SilenceTracker:
                 period.begin(time_s)  # (the same object: nothing new for the collector)
             if (s.throughput_mbps or 0.0) > 0:
                 if since:
-                    since.pop((cpe_id, s.access, direction), None)
+                    since.pop(path, None)
                 if time_s == period.time_s and not period.carried:
                     period.carried = True
                     for quiet in period.quiet:
                         since.setdefault(quiet, period.time_s)
                     period.quiet.clear()
             elif time_s == period.time_s and self._weighted(s):
-                path = (cpe_id, s.access, direction)
                 if period.carried:
                     since.setdefault(path, time_s)
                 else:

@@ -51,6 +51,7 @@ from core.domain import (
     ProbeRequest,
 )
 from core.slots import Places, Slots, places_of
+from xapp.estimators.columns import paths_of
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
     CAPACITY,
@@ -180,9 +181,8 @@ class ProbeEstimator:
                 now_s,
                 {
                     path
-                    for s in samples
-                    if (path := (s.cpe_id, s.access, s.direction)) in recovered
-                    or first_seen[path] == now_s
+                    for path in paths_of(samples)
+                    if path in recovered or first_seen[path] == now_s
                 },
             )
 
@@ -252,8 +252,7 @@ class ProbeEstimator:
             self._down,
             self._recovered,
         )
-        for sample in samples:
-            path = (sample.cpe_id, sample.access, sample.direction)
+        for sample, path in zip(samples, paths_of(samples), strict=True):
             history = histories.get(path)
             if history is None:  # (not setdefault: its default deque would be made every time)
                 first_seen.setdefault(path, now_s)

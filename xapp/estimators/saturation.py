@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Sequence
 
 from core.domain import Direction, KpiSample, SaturatedPeriod
+from xapp.estimators.columns import paths_of
 from xapp.estimators.kpi import utilisation, utilisations
 from xapp.ports import SaturatedPeriodStore
 
@@ -65,8 +66,7 @@ class SaturationLabeller:
         # each sample's utilisation, worked out for the step's columns at once (NaN for None)
         shares_now = utilisations(samples).tolist()
         paths, every_s = self._paths, self.every_s
-        for sample, share in zip(samples, shares_now, strict=True):
-            key = (sample.cpe_id, sample.access, sample.direction)
+        for sample, key, share in zip(samples, paths_of(samples), shares_now, strict=True):
             path = paths.get(key)
             if path is None:  # (not setdefault: its default would be made for every sample)
                 path = paths[key] = _PathPeriods()
