@@ -85,6 +85,18 @@ def _forecast(e: CapacityEstimate | None) -> tuple[float, float]:
     return e.capacity_mbps, e.measured_at_s
 
 
+def _forecasts(rows: EstimateRows) -> list[tuple[float, float]]:
+    """``_forecast`` of each row's estimate."""
+    exact = rows.available & ~rows.lower_bound
+    return list(
+        zip(
+            np.where(exact, rows.capacity, np.nan).tolist(),
+            np.where(exact, rows.measured_at, np.nan).tolist(),
+            strict=True,
+        )
+    )
+
+
 class FusedEstimator:
     name = "fused"
 
@@ -129,16 +141,11 @@ class FusedEstimator:
         served = self._served
         own_forecasts = [served.get(path, _NOT_SERVED) for path in paths]
         served.update(dict.fromkeys(paths, _NOT_SERVED))  # (judged once: now)
-        for i, own in enumerate(own_forecasts):
-            if own is _NOT_SERVED:
-                path = paths[i]
-                fresh = [
-                    e
-                    for source in self.sources
-                    if (e := source.estimate(*path, now_s)) is not None
-                    and e.age_s(now_s) <= self.max_age_s
-                ]
-                own_forecasts[i] = _forecast(self._fuse(path, fresh, now_s))
+        unserved = [i for i, own in enumerate(own_forecasts) if own is _NOT_SERVED]
+        if unserved:  # made together, as ``estimate_rows`` makes them (not served, though)
+            made = _forecasts(self._fused_rows([paths[i] for i in unserved], now_s))
+            for i, forecast in zip(unserved, made, strict=True):
+                own_forecasts[i] = forecast
         for source in self.sources:
             source.update(samples, now_s)
         self._silence.update(samples)
@@ -218,6 +225,13 @@ class FusedEstimator:
 
     def estimate_rows(self, paths: Sequence[Path], now_s: float) -> EstimateRows:
         """``estimate_many`` as columns: a fleet's step reads most of them as numbers."""
+        rows = self._fused_rows(paths, now_s)
+        # What is given out is the forecast judged at the path's next update.
+        self._served.update(zip(paths, _forecasts(rows), strict=True))
+        return rows
+
+    def _fused_rows(self, paths: Sequence[Path], now_s: float) -> EstimateRows:
+        """The fused beliefs of these paths, all at once (fusion_many.py)."""
         if not paths:
             return EstimateRows.of([], [])
         sources = self.sources
@@ -261,19 +275,6 @@ class FusedEstimator:
         present = fused.kind != NONE
         available = present & (fused.kind != DOWN)
         lower_bound = available & fused.lower_bound
-        # What is given out is the forecast judged at the path's next update (``_forecast``).
-        exact = available & ~lower_bound
-        self._served.update(
-            zip(
-                paths,
-                zip(
-                    np.where(exact, fused.capacity, np.nan).tolist(),
-                    np.where(exact, fused.measured_at, np.nan).tolist(),
-                    strict=True,
-                ),
-                strict=True,
-            )
-        )
         return EstimateRows(
             paths,
             present,
