@@ -124,13 +124,14 @@ class EstimatorSelection:
         and probe estimators itself): a fleet on the KPI estimator does not pay for the model's
         inference on every path. A CPE switched to another estimator (an override) starts it
         from that period's reports."""
-        # (each mode's samples carry their columns, read once for all its estimators)
-        self.last_report_s.update(dict.fromkeys(((s.cpe_id, s.access) for s in samples), now_s))
-        cpe_directions = dict.fromkeys((s.cpe_id, s.direction) for s in samples)
-        modes = {key: self.mode_for(*key) for key in cpe_directions}
+        # (each mode's samples carry their columns and paths, made once for its estimators)
+        step = samples if isinstance(samples, StepSamples) else StepSamples(samples)
+        paths = step.paths
+        self.last_report_s.update(dict.fromkeys(((c, a) for c, a, _ in paths), now_s))
+        modes = {key: self.mode_for(*key) for key in dict.fromkeys((c, d) for c, _, d in paths)}
         by_mode: dict[str, StepSamples] = {}
         if len(set(modes.values())) == 1:  # a fleet's usual: every CPE in one mode
-            by_mode[next(iter(modes.values()))] = StepSamples(samples)
+            by_mode[next(iter(modes.values()))] = step
         else:
             for sample in samples:
                 mode = modes[sample.cpe_id, sample.direction]
@@ -148,7 +149,7 @@ class EstimatorSelection:
             self.probe.update(by_mode.get("probe-only", []), now_s)
         if self.labeller is not None:
             # a fleet on one estimator: its samples are all of them, their columns read already
-            every = next(iter(by_mode.values())) if len(by_mode) == 1 else StepSamples(samples)
+            every = next(iter(by_mode.values())) if len(by_mode) == 1 else step
             self.labeller.update(every)
 
     def estimate(
@@ -168,20 +169,18 @@ class EstimatorSelection:
     ) -> EstimateRows:
         """``estimate_many`` as columns: fusion's as it gives them, the others' made one by
         one (a fleet on fusion, the default, makes no estimate object here)."""
+        # each CPE and direction's mode, asked once (a step asks for its accesses together)
+        modes = {key: self.mode_for(*key) for key in dict.fromkeys((c, d) for c, _, d in paths)}
+        if all(mode == "fused" for mode in modes.values()):  # (a fleet's usual)
+            return self.fused.estimate_rows(paths, now_s)
         fused: list[int] = []
         others: dict[int, CapacityEstimate | None] = {}
-        modes: dict[tuple[str, Direction], str] = {}
         for index, (cpe_id, access, direction) in enumerate(paths):
-            key = (cpe_id, direction)
-            mode = modes.get(key)
-            if mode is None:
-                mode = modes[key] = self.mode_for(*key)
+            mode = modes[cpe_id, direction]
             if mode == "fused":
                 fused.append(index)
             else:
                 others[index] = self._by_mode[mode].estimate(cpe_id, access, direction, now_s)
-        if not others:
-            return self.fused.estimate_rows(paths, now_s)
         if fused:
             rows = self.fused.estimate_rows([paths[i] for i in fused], now_s)
             others.update((index, rows.estimate(i)) for i, index in enumerate(fused))
