@@ -380,3 +380,10 @@ def test_said_many_tells_what_estimate_tells_path_by_path() -> None:
     )
     assert not estimator._silence.is_quiet()
     agree(3.0)
+    # a path its node reports down before any probe of it: it has no place in the results
+    down = ("c", "nr", DL)
+    estimator.update([KpiSample(*down, 4.0, 1.0, available=False)], 4.0)
+    assert estimator._results.slots.get(down) is None
+    paths.append(down)
+    agree(4.0)
+    assert estimator.said_many([down])[0] != NOTHING  # (said down)

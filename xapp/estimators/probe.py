@@ -219,11 +219,20 @@ class ProbeEstimator:
     def said_rows(self, paths: Sequence[Path] | Places[Path]) -> npt.NDArray[np.float64]:
         """``said_many`` as a table (``SaysAsTable``): the kept results, each path that is
         down or silent (a fleet's few) then read as ``said_many`` reads it."""
-        rows = self._results.said_rows(paths)
+        at = places_of(paths)
+        rows = self._results.said_rows(at)
         if not self._down and self._silence.is_quiet():
             return rows
         gone = self._down | self._silence.silent()
-        for row, path in enumerate(places_of(paths).keys):
+        # the rows of the gone paths, found by their places (a fleet's few among thousands);
+        # a path with no place yet is looked at too
+        slots = self._results.slots
+        places = at.in_slots(slots)
+        gone_places = slots.found(list(gone))
+        maybe = np.isin(places, gone_places[gone_places >= 0]) | (places < 0)
+        keys = at.keys
+        for row in np.flatnonzero(maybe).tolist():
+            path = keys[row]
             if path in gone:
                 kind, capacity, stddev, measured_at, available = rows[row].tolist()
                 said = None if not kind else (kind, capacity, stddev, measured_at, available)
