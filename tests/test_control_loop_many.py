@@ -257,8 +257,8 @@ def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
     there is: a gain too small to push for), and cpe-4's operator excludes it for two
     periods. cpe-2 and cpe-5 start from weights stored before a restart, near the best;
     cpe-2's steering mode is then changed, and cpe-5's operator fixes its weights a little
-    otherwise for a period. Returns the outcomes and, per step, the arrival times left
-    unread."""
+    otherwise for a period. cpe-0 and cpe-1 start from weights stored over other paths.
+    Returns the outcomes and, per step, the arrival times left unread."""
     accesses = ("nr", "wifi", "lifi")
     cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(6)]
     estimator, source, store = Bounded(), _Queue(), MemoryStateStore()
@@ -277,6 +277,12 @@ def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
     balancing = SteeringMode.LOAD_BALANCING
     store.save_weights(WeightSet("cpe-2", dl, {"nr": 52, "wifi": 90, "lifi": 0}, balancing, 4))
     store.save_weights(WeightSet("cpe-5", dl, {"nr": 50, "wifi": 86, "lifi": 0}, balancing, 4))
+    # weights stored over other paths than the CPE's (before an access was added, or one
+    # removed): not questions for the rows
+    store.save_weights(WeightSet("cpe-0", dl, {"nr": 50, "wifi": 86}, balancing, 2))
+    store.save_weights(
+        WeightSet("cpe-1", dl, {"nr": 1, "wifi": 1, "lifi": 0, "x": 1}, balancing, 2)
+    )
     out: Outcomes = []
     unread: list[int] = []
     for tick in range(10):

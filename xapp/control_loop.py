@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -534,12 +535,10 @@ class ControlLoop:
         together, as columns where it answers so), then each question put together: the
         usual ones as rows (returned, by accesses), the others as inputs (``request``)."""
         asking = [d for d in deciding if d.asks]
-        paths = [
-            (d.cpe.cpe_id, access, d.direction)
-            for d in asking
-            for access in d.cpe.access_names
-            if access not in d.excluded
-        ]
+        paths: list[tuple[str, str, Direction]] = []
+        for d in asking:
+            cpe_id, direction, excluded = d.cpe.cpe_id, d.direction, d.excluded
+            paths += [(cpe_id, a, direction) for a in d.cpe.access_names if a not in excluded]
         if not paths:
             for d in asking:
                 d.request = self._policy_input(
@@ -555,10 +554,12 @@ class ControlLoop:
         explored = explore.tolist()
         rows: dict[tuple[str, ...], _Rows] = {}
         start = 0
+        rules: dict[int, bool] = {}  # per rule (by identity: alive for the step), in rows
         for d in asking:
             accesses = d.cpe.access_names
-            count = sum(1 for a in accesses if a not in d.excluded) if d.excluded else len(accesses)
-            if self._in_rows(d) and explored[start + count] == explored[start]:
+            excluded = d.excluded
+            count = sum(1 for a in accesses if a not in excluded) if excluded else len(accesses)
+            if self._in_rows(d, rules) and explored[start + count] == explored[start]:
                 group = rows.get(accesses)
                 if group is None:
                     group = rows[accesses] = _Rows(accesses)
@@ -590,17 +591,22 @@ class ControlLoop:
             return EstimateRows.of(paths, estimator.estimate_many(paths, now_s))
         return EstimateRows.of(paths, [estimator.estimate(*path, now_s) for path in paths])
 
-    def _in_rows(self, d: _Deciding) -> bool:
+    def _in_rows(self, d: _Deciding, rules: dict[int, bool]) -> bool:
         """A question the policy answers as a row (``WeightPolicy.answers_in_rows``) with
-        nothing overridden and no word of the agent's on a carrier standing for its CPE."""
+        nothing overridden and no word of the agent's on a carrier standing for its CPE;
+        ``rules``: the policy's answer for each rule met so far in the step."""
         if not self._balancing_rows or d.override is not None:
             return False
-        accesses = d.cpe.access_names
+        cpe = d.cpe
         carrier = self._carrier
-        if carrier and any((d.cpe.cpe_id, a) in carrier for a in accesses):
+        if carrier and any((cpe.cpe_id, a) in carrier for a in cpe.access_names):
             return False
-        current = d.current.weights if d.current is not None else None
-        return self._policy.answers_in_rows(d.rule, current, accesses)
+        rule = d.rule
+        answers = rules.get(id(rule))
+        if answers is None:
+            answers = rules[id(rule)] = self._policy.answers_rule_in_rows(rule)
+        # (answers_in_rows for the rule answered: the weights in force over exactly its paths)
+        return answers and (d.current is None or d.current.weights.keys() == cpe.access_set)
 
     def _put_rows(self, rows: _Rows, found: EstimateRows) -> BalancingRows:
         """``_policy_input`` for questions in the rows (nothing excluded, no word of the
@@ -615,7 +621,7 @@ class ControlLoop:
         stddev = np.where(measured, found.stddev[at], 0.0)
         measured_at_s = np.where(measured, found.measured_at[at], 0.0)
         paths = found.paths
-        places = self._path_slots.many([paths[i] for i in at.tolist()])
+        places = self._path_slots.many(list(map(paths.__getitem__, at.tolist())))
         risk = self._outage_risk.observe_many(places, measured)
         kept = np.flatnonzero(measured)
         self._last_usable_estimate.put_many(
@@ -628,16 +634,14 @@ class ControlLoop:
         )
         now_s = np.array([d.now_s for d in items], dtype=np.float64)
         exploration = self._exploration
-        if exploration is not None:
+        if exploration is not None and exploration.raising():  # (none under way: nothing ends)
             for d in items:
                 if d.rule.mode == SteeringMode.LOAD_BALANCING:
                     exploration.end_raises(d.cpe.cpe_id, d.direction, accesses)
         # the weights in force as rows of numbers (none: zeros), put into one array at once
-        zeros = [0] * len(accesses)
-        in_force = []
-        for d in items:
-            weights = d.current.weights if d.current is not None else None
-            in_force.append(zeros if weights is None else [weights[a] for a in accesses])
+        zeros = (0,) * len(accesses)
+        pick = itemgetter(*accesses) if len(accesses) > 1 else lambda w: (w[accesses[0]],)
+        in_force = [zeros if (held := d.current) is None else pick(held.weights) for d in items]
         current = np.array(in_force, dtype=np.int64).reshape(shape)
         has_current = np.array([d.current is not None for d in items], dtype=bool)
         times = self._decision_times

@@ -151,6 +151,10 @@ class Exploration:
         )
         return out
 
+    def raising(self) -> bool:
+        """Some raise is under way (``end_raises`` has something to end)."""
+        return bool(self._raised)
+
     def end_raises(self, cpe_id: str, direction: Direction, accesses: Iterable[str]) -> None:
         """``views`` for a question with no bound to explore (a fleet's usual, asked of every
         CPE at every step), whose estimates it passes unchanged: each of these paths' raise

@@ -287,16 +287,21 @@ class WeightPolicy:
         one the balancing lane answers (``propose_rows``): load balancing without ATSSS
         thresholds, weighed by a rule for many at once, with the weights in force (if any)
         over exactly its paths. A fleet's usual question."""
+        if not self.answers_rule_in_rows(rule):
+            return False
+        if current is None:
+            return True
+        return len(current) == len(accesses) and all(a in current for a in accesses)
+
+    def answers_rule_in_rows(self, rule: SteeringRule) -> bool:
+        """``answers_in_rows``, as far as the rule tells (a fleet's CPEs share a few rules:
+        its step asks once for each)."""
         if rule.mode is not SteeringMode.LOAD_BALANCING or not self._uncertainty_aware:
             return False
         if self._weigh_many is None:
             return False
         limits = rule.thresholds
-        if limits.rtt_ms is not None or limits.loss_rate_permille is not None:
-            return False
-        if current is None:
-            return True
-        return len(current) == len(accesses) and all(a in current for a in accesses)
+        return limits.rtt_ms is None and limits.loss_rate_permille is None
 
     def _propose_balancing(
         self, accesses: tuple[str, ...], requests: Sequence[PolicyInput]
