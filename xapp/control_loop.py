@@ -726,6 +726,7 @@ class ControlLoop:
                     before = last_usable.get(key)
                     waits = not (d.override_changed or d.mode_changed) and (
                         before is None
+                        or usable <= before  # (a fleet's usual: no path back)
                         or not any(
                             w > 0 and a in usable and a not in before
                             for a, w in zip(accesses, weights[row], strict=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
+from functools import cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -188,7 +189,12 @@ class Hysteresis:
 
     def too_small(self, gain: float) -> str:
         """The reason a gain below the threshold is not pushed."""
-        return f"{self.gain_reason(gain)} below {self.min_gain:.1%}"
+        return f"{self.gain_reason(gain)} {self._below}"
+
+    @cached_property
+    def _below(self) -> str:
+        # (worded once: a fleet's step gives this reason to most of its CPEs)
+        return f"below {self.min_gain:.1%}"
 
     def held_many(
         self,
