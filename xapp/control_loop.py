@@ -149,7 +149,7 @@ class _Carrier:
     heard_after: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class _Deciding:
     """A CPE and direction being decided this step, between the question to the policy and
     its answer (the step asks for all of them at once)."""
@@ -368,7 +368,8 @@ class ControlLoop:
         rows = self._ask_all(deciding)
         self._propose_all(deciding, rows)
         self._conclude_rows(rows)
-        planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
+        # (a row concluded already, a fleet's usual, without a call per CPE and direction)
+        planned = [d if isinstance(d, StepOutcome) else d.held or self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures, late = self._push_all(pending, push_until, urgent)
         for item in pending:
