@@ -13,6 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -67,7 +68,7 @@ class IndicationProcessor:
         self._cpe_by_key: dict[tuple[str, str], str] = {}
         # A UE's whole key tuple → its CPE, remembered across indications (a node reports the
         # same UEs every period); emptied when the CPEs change, and when it grows past bounds.
-        self._cpe_by_keys: dict[tuple[str, tuple[str, ...]], str | None] = {}
+        self._cpe_by_keys: dict[str, dict[tuple[str, ...], str | None]] = {}
         self._cpes_by_node: dict[str, list[str]] = defaultdict(list)
         self.set_cpes(cpes)
         self.registry = registry or CollectorRegistry()
@@ -438,7 +439,7 @@ class IndicationProcessor:
         given = ~np.isnan(values)
         if (given & ~((low <= values) & (values <= high))).any():
             return None
-        found_cpes = [self._cpe_of_ue(node, keys) for keys in columns.ue_keys]
+        found_cpes = self._cpes_of_ues(node, columns.ue_keys)
         cpe_ids = [cpe_id for cpe_id in found_cpes if cpe_id is not None]
         if len(set(cpe_ids)) < len(found_cpes):
             return None  # a UE of no CPE, or two of one
@@ -514,12 +515,21 @@ class IndicationProcessor:
 
     def _cpe_of_ue(self, node: str, keys: tuple[str, ...]) -> str | None:
         """``_cpe_for``, remembered."""
-        found = self._cpe_by_keys.get((node, keys), _UNSEEN)
-        if found is _UNSEEN:
-            if len(self._cpe_by_keys) > MAX_REMEMBERED_UES:
-                self._cpe_by_keys.clear()  # UEs come and go: start again rather than grow
-            found = self._cpe_by_keys[(node, keys)] = self._cpe_for(node, keys)
-        return found  # type: ignore[no-any-return]
+        return self._cpes_of_ues(node, [keys])[0]
+
+    def _cpes_of_ues(self, node: str, ue_keys: Sequence[tuple[str, ...]]) -> list[str | None]:
+        """``_cpe_of_ue`` of each UE, looked up together (a fleet's message names a thousand
+        UEs, each known from the messages before)."""
+        remembered = self._cpe_by_keys.get(node)
+        if remembered is None:
+            remembered = self._cpe_by_keys[node] = {}
+        found: list[Any] = list(map(remembered.get, ue_keys, repeat(_UNSEEN)))
+        for i in [i for i, cpe_id in enumerate(found) if cpe_id is _UNSEEN]:
+            keys = ue_keys[i]
+            if len(remembered) > MAX_REMEMBERED_UES:
+                remembered.clear()  # UEs come and go: start again rather than grow
+            found[i] = remembered[keys] = self._cpe_for(node, keys)
+        return found
 
     def _cpe_for(self, node: str, keys: Sequence[str]) -> str | None:
         for key in keys:
@@ -530,7 +540,7 @@ class IndicationProcessor:
 
 
 _UNSEEN: Any = object()
-MAX_REMEMBERED_UES = 200_000  # (node, UE keys) pairs: a few tens of MB at most
+MAX_REMEMBERED_UES = 200_000  # UE keys per node: a few tens of MB at most
 
 
 @dataclass(frozen=True, slots=True)
