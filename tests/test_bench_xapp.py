@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 import pytest
 
 from bench.xapp_bench import STAGES, default_periods, run_xapp_bench
+from core.domain import Direction
 from kpm import e2ap
 from kpm.reports import decode_message
 from xapp.control_loop import ControlLoop
@@ -62,18 +64,21 @@ def test_the_loop_is_the_service_s_with_exploration(monkeypatch: pytest.MonkeyPa
     """The bench decides as the service does by default: exploration of the paths known only
     from below looks at every decision (it was left out, and its cost with it)."""
     asked: list[str] = []
-    plain_views, plain_end = Exploration.views, Exploration.end_raises
+    plain_views, plain_end = Exploration.views, Exploration.end_raises_many
 
     def views(self: Exploration, cpe_id: str, *args: Any, **kwargs: Any) -> Any:
         asked.append(cpe_id)
         return plain_views(self, cpe_id, *args, **kwargs)
 
-    def end_raises(self: Exploration, cpe_id: str, *args: Any, **kwargs: Any) -> Any:
-        asked.append(cpe_id)  # (a question with nothing to explore, put as a row)
-        return plain_end(self, cpe_id, *args, **kwargs)
+    def end_raises_many(
+        self: Exploration, questions: Iterable[tuple[str, Direction]], *args: Any
+    ) -> Any:
+        questions = list(questions)  # (questions with nothing to explore, put as rows)
+        asked.extend(cpe_id for cpe_id, _ in questions)
+        return plain_end(self, questions, *args)
 
     monkeypatch.setattr(Exploration, "views", views)
-    monkeypatch.setattr(Exploration, "end_raises", end_raises)
+    monkeypatch.setattr(Exploration, "end_raises_many", end_raises_many)
     row = run_xapp_bench(10, periods=2)
     assert len(asked) == row.decisions == 10 * 2 * 2
     assert LiveSettings(cpe_agents={}).exploration is not None  # the service's default

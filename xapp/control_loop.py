@@ -368,8 +368,7 @@ class ControlLoop:
         rows = self._ask_all(deciding)
         self._propose_all(deciding, rows)
         self._conclude_rows(rows)
-        # (a row concluded already, a fleet's usual, without a call per CPE and direction)
-        planned = [d if isinstance(d, StepOutcome) else d.held or self._conclude(d) for d in begun]
+        planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures, late = self._push_all(pending, push_until, urgent)
         for item in pending:
@@ -635,10 +634,11 @@ class ControlLoop:
         )
         now_s = np.array([d.now_s for d in items], dtype=np.float64)
         exploration = self._exploration
-        if exploration is not None and exploration.raising():  # (none under way: nothing ends)
-            for d in items:
-                if d.rule.mode == SteeringMode.LOAD_BALANCING:
-                    exploration.end_raises(d.cpe.cpe_id, d.direction, accesses)
+        if exploration is not None:
+            balancing = SteeringMode.LOAD_BALANCING
+            exploration.end_raises_many(
+                ((d.cpe.cpe_id, d.direction) for d in items if d.rule.mode == balancing), accesses
+            )
         # the weights in force as rows of numbers (none: zeros), put into one array at once
         zeros = (0,) * len(accesses)
         pick = itemgetter(*accesses) if len(accesses) > 1 else lambda w: (w[accesses[0]],)

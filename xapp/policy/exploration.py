@@ -151,18 +151,23 @@ class Exploration:
         )
         return out
 
-    def raising(self) -> bool:
-        """Some raise is under way (``end_raises`` has something to end)."""
-        return bool(self._raised)
-
     def end_raises(self, cpe_id: str, direction: Direction, accesses: Iterable[str]) -> None:
-        """``views`` for a question with no bound to explore (a fleet's usual, asked of every
-        CPE at every step), whose estimates it passes unchanged: each of these paths' raise
-        under way, if any, ends."""
+        """``end_raises_many`` for one CPE and direction."""
+        self.end_raises_many([(cpe_id, direction)], accesses)
+
+    def end_raises_many(
+        self, questions: Iterable[tuple[str, Direction]], accesses: Iterable[str]
+    ) -> None:
+        """``views`` for questions with no bound to explore (a fleet's usual, asked of every
+        CPE at every step, put together over the same accesses), whose estimates it passes
+        unchanged: each of these (CPE, direction)'s paths' raise under way, if any, ends.
+        ``questions`` is not read when no raise is under way."""
         raised = self._raised
         if raised:
-            for access in accesses:
-                raised.pop((cpe_id, access, direction), None)
+            over = tuple(accesses)
+            for cpe_id, direction in questions:
+                for access in over:
+                    raised.pop((cpe_id, access, direction), None)
 
     def _view(
         self,
