@@ -9,10 +9,17 @@ the two disagreed by up to 0.028 of efficiency on paper-interruption's downlink.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.domain import Direction, KpiSample
-from xapp.estimators.outage import SilenceTracker
+from xapp.estimators.outage import Path, SilenceTracker, WeightLookup
 
 DL = Direction.DOWNLINK
 CPES = [f"cpe-{i}" for i in range(1000)]
@@ -54,3 +61,84 @@ def test_silence_needs_another_access_carrying_in_the_same_period() -> None:
     assert len(tracker.silent()) == len(CPES)
     tracker.update(node_report("wifi", 33.0, dict.fromkeys(CPES, 800.0)))
     assert tracker.silent() == set()
+
+
+class ReferenceTracker:
+    """The tracker as first written, a key made for each sample: the reference the tracker's
+    look-up by path is held to."""
+
+    def __init__(self, weights: WeightLookup) -> None:
+        self.weights = weights
+        self.since: dict[Path, float] = {}
+        self.periods: dict[tuple[str, Direction], list[Any]] = {}  # [time, carried, quiet]
+
+    def update(self, samples: list[KpiSample]) -> None:
+        for s in samples:
+            key = (s.cpe_id, s.direction)
+            period = self.periods.get(key)
+            if period is None:
+                period = self.periods[key] = [s.time_s, False, []]
+            elif s.time_s > period[0]:
+                period[:] = [s.time_s, False, []]
+            path = (s.cpe_id, s.access, s.direction)
+            if (s.throughput_mbps or 0.0) > 0:
+                self.since.pop(path, None)
+                if s.time_s == period[0] and not period[1]:
+                    period[1] = True
+                    for quiet in period[2]:
+                        self.since.setdefault(quiet, period[0])
+                    period[2].clear()
+            elif s.time_s == period[0]:
+                weights = self.weights(s.cpe_id, s.direction)
+                if weights is None or weights.get(s.access, 0) > 0:
+                    if period[1]:
+                        self.since.setdefault(path, s.time_s)
+                    else:
+                        period[2].append(path)
+
+
+_samples = st.builds(
+    lambda cpe, access, direction, time_s, carried: KpiSample(
+        cpe, access, direction, time_s, 1.0, throughput_mbps=carried
+    ),
+    st.sampled_from(["a", "b", "c"]),
+    st.sampled_from(["nr", "wifi", "lifi"]),
+    st.sampled_from(list(Direction)),
+    st.sampled_from([1.0, 2.0, 3.0]),
+    st.sampled_from([None, 0.0, -0.0, 5.0]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.lists(_samples, max_size=12), st.booleans()), max_size=8),
+    st.dictionaries(
+        st.tuples(st.sampled_from(["a", "b", "c"]), st.sampled_from(list(Direction))),
+        st.dictionaries(st.sampled_from(["nr", "wifi", "lifi"]), st.integers(0, 2)),
+    ),
+)
+def test_the_tracker_says_what_its_reference_says(
+    updates: list[tuple[list[KpiSample], bool]],
+    weights: dict[tuple[str, Direction], dict[str, int]],
+) -> None:
+    """Updates of any samples (old periods among them, a path twice, nothing carried, paths
+    on weight 0, none pushed yet), each followed by a probe's word on one path or not: the
+    same silent paths, since the same times, as the reference."""
+
+    def lookup(cpe_id: str, direction: Direction) -> Mapping[str, int] | None:
+        return weights.get((cpe_id, direction))
+
+    tracker, reference = SilenceTracker(lookup), ReferenceTracker(lookup)
+    every = [(c, a, d) for c in "abc" for a in ("nr", "wifi", "lifi") for d in Direction]
+    for samples, cleared in updates:
+        tracker.update(samples)
+        reference.update(samples)
+        if cleared and samples:
+            path = (samples[0].cpe_id, samples[0].access, samples[0].direction)
+            tracker.clear(path)
+            reference.since.pop(path, None)
+        assert {p: t for p in every if (t := tracker.silent_since(p)) is not None} == (
+            reference.since
+        )
+        expected = [reference.since.get(p, math.nan) for p in every]
+        np.testing.assert_array_equal(tracker.silent_times(every), expected)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -139,7 +140,7 @@ class FusedEstimator:
         # Fusion's own forecast is what it last told the loop, which acted on it; only a path
         # nobody asked about since its last update has it made now.
         served = self._served
-        own_forecasts = [served.get(path, _NOT_SERVED) for path in paths]
+        own_forecasts = list(map(served.get, paths, repeat(_NOT_SERVED)))
         served.update(dict.fromkeys(paths, _NOT_SERVED))  # (judged once: now)
         unserved = [i for i, own in enumerate(own_forecasts) if own is _NOT_SERVED]
         if unserved:  # made together, as ``estimate_rows`` makes them (not served, though)

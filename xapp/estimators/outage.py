@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
@@ -34,17 +35,22 @@ class SilenceTracker:
         # own (the live loop feeds each as it arrives), so whether another access carried in
         # the same period may be told by a later call.
         self._periods: dict[tuple[str, Direction], _Period] = {}
+        # Each path's CPE and direction's period (the same object for all its accesses): a
+        # step's sample finds it by the path it has already, with no key made for it.
+        self._period_of_path: dict[Path, _Period] = {}
 
     def update(self, samples: Sequence[KpiSample]) -> None:
-        periods, since = self._periods, self._since
+        periods, since, period_of_path = self._periods, self._since, self._period_of_path
         for s, path in zip(samples, paths_of(samples), strict=True):
-            cpe_id, _, direction = path
             time_s = s.time_s
-            key = (cpe_id, direction)
-            period = periods.get(key)
+            period = period_of_path.get(path)
             if period is None:
-                period = periods[key] = _Period(time_s)
-            elif time_s > period.time_s:
+                key = (path[0], path[2])
+                period = periods.get(key)
+                if period is None:
+                    period = periods[key] = _Period(time_s)
+                period_of_path[path] = period
+            if time_s > period.time_s:
                 period.begin(time_s)  # (the same object: nothing new for the collector)
             if (s.throughput_mbps or 0.0) > 0:
                 if since:
@@ -69,7 +75,7 @@ class SilenceTracker:
         since = self._since
         if not since:
             return np.full(len(paths), math.nan)
-        return np.fromiter((since.get(p, math.nan) for p in paths), np.float64, len(paths))
+        return np.fromiter(map(since.get, paths, repeat(math.nan)), np.float64, len(paths))
 
     def is_quiet(self) -> bool:
         """No path is silent."""
