@@ -513,15 +513,19 @@ class ControlLoop:
         self._rules[cpe_id] = rule
 
     def _remember_conditions(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        carriers = self._carrier
+        if carriers:  # (a fleet's usual: no agent's word on a carrier stands)
+            for s in samples:
+                carrier = carriers.get((s.cpe_id, s.access))
+                if carrier is not None and s.time_s - s.period_s >= carrier.since_s:
+                    carrier.heard_after = True
+        first_report_s, remembered = self._first_report_s, self._conditions
         for s in samples:
-            carrier = self._carrier.get((s.cpe_id, s.access))
-            if carrier is not None and s.time_s - s.period_s >= carrier.since_s:
-                carrier.heard_after = True
-            self._first_report_s.setdefault((s.cpe_id, s.direction), now_s)
+            first_report_s.setdefault((s.cpe_id, s.direction), now_s)
             key = (s.cpe_id, s.access, s.direction)
-            conditions = self._conditions.get(key)
+            conditions = remembered.get(key)
             if conditions is None:  # (not setdefault: its default would be made every time)
-                conditions = self._conditions[key] = _PathConditions()
+                conditions = remembered[key] = _PathConditions()
             if s.rtt_ms is not None:
                 conditions.rtt_ms = s.rtt_ms
             if s.loss_rate_permille is not None:
