@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import math
+import sys
+from collections import deque
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench.simulated import SimulatedKpis
-from core.domain import Direction
+from core.domain import Direction, KpiSample, SaturatedPeriod
 from core.scenario.load import load_scenario
 from core.scenario.truth import sample_truth
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.estimators.saturation import SaturationLabeller
+from xapp.estimators import saturation
+from xapp.estimators.kpi import utilisations
+from xapp.estimators.saturation import (
+    HISTORY_PERIODS,
+    MAX_KEPT_PER_UPDATE,
+    SATURATED_PERIODS,
+    SATURATED_UTILISATION,
+    SaturationLabeller,
+)
 
 DL = Direction.DOWNLINK
 
@@ -114,3 +129,124 @@ def test_a_fleet_saturating_at_once_is_kept_in_bounded_batches() -> None:
     assert max(store.batches) == MAX_KEPT_PER_UPDATE
     assert len(store.batches) == len(truth.times_s) - 1  # one write per update, never more
     assert len(store.load_saturated_periods()) == labeller.kept == sum(store.batches)
+
+
+class ReferenceLabeller:
+    """The labeller as first written, a record per path and a dozen steps per sample: the
+    reference the rows of arrays are held to."""
+
+    def __init__(self, every_s: float, per_path: int) -> None:
+        self.every_s, self.per_path = every_s, per_path
+        self.paths: dict[tuple[str, str, Direction], list[Any]] = {}
+
+    def update(self, samples: list[KpiSample]) -> list[tuple[SaturatedPeriod, int]]:
+        kept: list[tuple[SaturatedPeriod, int]] = []
+        for sample, share in zip(samples, utilisations(samples).tolist(), strict=True):
+            key = (sample.cpe_id, sample.access, sample.direction)
+            # history, shares, when last kept, periods kept
+            path = self.paths.setdefault(
+                key, [deque(maxlen=HISTORY_PERIODS), deque(maxlen=SATURATED_PERIODS), -math.inf, 0]
+            )
+            path[0].append(sample)
+            path[1].append(None if math.isnan(share) else share)
+            if len(kept) >= MAX_KEPT_PER_UPDATE or sample.time_s - path[2] < self.every_s:
+                continue
+            shares = path[1]
+            if len(shares) < SATURATED_PERIODS or shares[-1] is None:
+                continue
+            if (sample.throughput_mbps or 0.0) <= 0:
+                continue
+            known = [u for u in shares if u is not None]
+            if not known or min(known) < SATURATED_UTILISATION:
+                continue
+            kept.append((SaturatedPeriod(tuple(path[0])), path[3] % self.per_path))
+            path[3] += 1
+            path[2] = sample.time_s
+        return kept
+
+
+class Recorded(MemoryStateStore):
+    """A store that keeps what each update put."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.puts: list[list[tuple[SaturatedPeriod, int]]] = []
+
+    def put_saturated_periods(self, periods: Sequence[tuple[SaturatedPeriod, int]]) -> None:
+        self.puts.append(list(periods))
+        super().put_saturated_periods(periods)
+
+
+_lifi = st.builds(
+    lambda cpe, direction, time_s, carried, phy: KpiSample(
+        cpe,
+        "lifi",
+        direction,
+        time_s,
+        1.0,
+        throughput_mbps=carried,
+        measurements={} if phy is None else {"LIFI.StaPhyRateDl": phy, "LIFI.StaPhyRateUl": phy},
+    ),
+    st.sampled_from(["a", "b"]),
+    st.sampled_from(list(Direction)),
+    st.sampled_from([1.0, 2.0, 2.5, 4.0, math.nan]),
+    st.one_of(st.none(), st.sampled_from([0.0, -0.0, 1.0, math.nan]), st.floats(5.0, 12.0)),
+    st.one_of(st.none(), st.sampled_from([10.0, 15.0, 20.0])),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(_lifi, max_size=10), max_size=10),
+    st.sampled_from([0.5, 1.0, 2.0]),
+    st.integers(1, 3),
+    st.integers(1, 60),
+)
+def test_the_labeller_keeps_what_its_reference_keeps(
+    updates: list[list[KpiSample]], every_s: float, per_path: int, most: int
+) -> None:
+    """Updates of any samples (a path twice in one, periods back in time, throughputs none, 0
+    or NaN, utilisations unknown, at the limit or not, more to keep than an update keeps):
+    the same periods kept, with the same histories, in the same slots, as the reference."""
+    store = Recorded()
+    labeller, reference = (
+        SaturationLabeller(store, every_s, per_path),
+        ReferenceLabeller(every_s, per_path),
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(saturation, "MAX_KEPT_PER_UPDATE", most)
+        patch.setattr(sys.modules[__name__], "MAX_KEPT_PER_UPDATE", most)
+        for samples in updates:
+            labeller.update(samples)
+            expected = reference.update(samples)
+            got = store.puts[-1]
+            assert [(p.history, slot) for p, slot in got] == [
+                (p.history, slot) for p, slot in expected
+            ]
+    assert labeller.kept == sum(len(put) for put in store.puts)
+
+
+def test_a_growing_fleet_is_labelled_as_its_reference_labels_it() -> None:
+    """Paths added step after step, well past the rows first made (they grow), each at its
+    limit in every period: the same periods kept as the reference keeps."""
+    store = Recorded()
+    labeller, reference = SaturationLabeller(store, 1.0, 2), ReferenceLabeller(1.0, 2)
+    for step in range(1, 13):
+        samples = [
+            KpiSample(
+                f"cpe-{n}",
+                "lifi",
+                DL,
+                float(step),
+                1.0,
+                throughput_mbps=50.0,
+                measurements={"LIFI.StaPhyRateDl": 60.0},
+            )
+            for n in range(150 * step)
+        ]
+        labeller.update(samples)
+        expected = reference.update(samples)
+        assert [(p.history, slot) for p, slot in store.puts[-1]] == [
+            (p.history, slot) for p, slot in expected
+        ]
+    assert labeller.kept == sum(len(put) for put in store.puts) > 100

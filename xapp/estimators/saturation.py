@@ -16,7 +16,11 @@ import math
 from collections import deque
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from core.domain import Direction, KpiSample, SaturatedPeriod
+from core.slots import Slots, grown
 from xapp.estimators.columns import paths_of
 from xapp.estimators.kpi import utilisation, utilisations
 from xapp.ports import SaturatedPeriodStore
@@ -49,7 +53,13 @@ def _at_capacity(last_throughput_mbps: float | None, shares: Sequence[float | No
 
 
 class SaturationLabeller:
-    """Feeds on every period's samples; stores a path's saturated periods with their history."""
+    """Feeds on every period's samples; stores a path's saturated periods with their history.
+
+    What it keeps of each path is a row of arrays (by the path's slot): its last
+    HISTORY_PERIODS samples and last SATURATED_PERIODS utilisations as rings, when a period
+    of it was last kept and how many were. A step's samples go in at once where no path comes
+    twice (a fleet's usual), in runs of such samples otherwise; its every sample was a dozen
+    Python steps before (tests/test_saturation_labels.py holds the two readings equal)."""
 
     def __init__(self, store: SaturatedPeriodStore, every_s: float, per_path: int) -> None:
         if every_s <= 0 or per_path < 1:
@@ -57,47 +67,96 @@ class SaturationLabeller:
         self.store = store
         self.every_s = every_s
         self.per_path = per_path
-        # What is known of each path, in one place: a fleet's step looks each path up once.
-        self._paths: dict[Key, _PathPeriods] = {}
+        self._slots = Slots[Key]()
+        # the samples, HISTORY_PERIODS places per path (a list: numpy's object arrays take a
+        # list of samples in at several times the cost)
+        self._history: list[KpiSample | None] = []
+        self._shares = np.empty((0, SATURATED_PERIODS))  # NaN: no utilisation known
+        self._appended = np.zeros(0, dtype=np.int64)  # samples taken in, per path
+        self._last_kept_s = np.empty(0)  # when a period of the path was last kept
+        self._written = np.zeros(0, dtype=np.int64)  # periods kept (next slot: modulo per_path)
         self.kept = 0
 
     def update(self, samples: Sequence[KpiSample]) -> None:
         kept: list[tuple[SaturatedPeriod, int]] = []
-        # each sample's utilisation, worked out for the step's columns at once (NaN for None)
-        shares_now = utilisations(samples).tolist()
-        paths, every_s = self._paths, self.every_s
-        for sample, key, share in zip(samples, paths_of(samples), shares_now, strict=True):
-            path = paths.get(key)
-            if path is None:  # (not setdefault: its default would be made for every sample)
-                path = paths[key] = _PathPeriods()
-            path.history.append(sample)
-            shares = path.shares
-            shares.append(None if share != share else share)
-            if len(kept) >= MAX_KEPT_PER_UPDATE:
-                continue
-            if sample.time_s - path.last_kept_s < every_s:
-                continue
-            # The labelled period itself must show its utilisation, not only those before it.
-            if (
-                len(shares) < SATURATED_PERIODS
-                or shares[-1] is None
-                or not _at_capacity(sample.throughput_mbps, shares)
-            ):
-                continue
-            kept.append((SaturatedPeriod(tuple(path.history)), path.written % self.per_path))
-            path.written += 1
-            path.last_kept_s = sample.time_s
+        if samples:
+            paths = paths_of(samples)
+            # each sample's utilisation, worked out for the step's columns at once (NaN for None)
+            shares = utilisations(samples)
+            places = self._slots.many(paths)
+            self._grow(len(self._slots))
+            for run in _runs_of_distinct(paths, places):
+                self._take(samples, places, shares, run, kept)
         self.store.put_saturated_periods(kept)
         self.kept += len(kept)
 
+    def _take(
+        self,
+        samples: Sequence[KpiSample],
+        places: npt.NDArray[np.intp],
+        shares_now: npt.NDArray[np.float64],
+        run: slice,
+        kept: list[tuple[SaturatedPeriod, int]],
+    ) -> None:
+        """The samples of ``run`` (no path twice) into their paths' rows, then the periods
+        among them to keep (in order, up to MAX_KEPT_PER_UPDATE in the update)."""
+        at = places[run]
+        count = self._appended[at]
+        into = (at * HISTORY_PERIODS + count % HISTORY_PERIODS).tolist()
+        deque(map(self._history.__setitem__, into, samples[run]), maxlen=0)  # (stored, in C)
+        self._shares[at, count % SATURATED_PERIODS] = shares_now[run]
+        count = self._appended[at] = count + 1
+        if len(kept) >= MAX_KEPT_PER_UPDATE:
+            return
+        # _at_capacity's reading of the utilisations: the path's last SATURATED_PERIODS, the
+        # period's own known, every known one at the limit (the rows that pass, a fleet's few,
+        # are then read one by one: when last kept, what the period carried)
+        window = self._shares[at]
+        at_limit = np.where(np.isnan(window), True, window >= SATURATED_UTILISATION).all(axis=1)
+        candidates = (count >= SATURATED_PERIODS) & ~np.isnan(shares_now[run]) & at_limit
+        first = run.start or 0
+        for row in np.flatnonzero(candidates).tolist():
+            if len(kept) >= MAX_KEPT_PER_UPDATE:
+                break
+            sample, place = samples[first + row], int(at[row])
+            if sample.time_s - self._last_kept_s[place] < self.every_s:
+                continue
+            if (sample.throughput_mbps or 0.0) <= 0:
+                continue  # it carried nothing: the history says nothing of its headroom
+            total, base = int(count[row]), place * HISTORY_PERIODS
+            history = self._history
+            period = SaturatedPeriod(
+                tuple(
+                    history[base + n % HISTORY_PERIODS]  # type: ignore[misc]  # (written)
+                    for n in range(max(0, total - HISTORY_PERIODS), total)
+                )
+            )
+            kept.append((period, int(self._written[place]) % self.per_path))
+            self._written[place] += 1
+            self._last_kept_s[place] = sample.time_s
 
-class _PathPeriods:
-    """One path's recent periods as the labeller keeps them."""
+    def _grow(self, size: int) -> None:
+        if size <= len(self._appended):
+            return
+        self._shares = grown(self._shares, size, math.nan)
+        self._appended = grown(self._appended, size, 0)
+        self._last_kept_s = grown(self._last_kept_s, size, -math.inf)
+        self._written = grown(self._written, size, 0)
+        self._history.extend([None] * (HISTORY_PERIODS * len(self._appended) - len(self._history)))
 
-    __slots__ = ("history", "last_kept_s", "shares", "written")
 
-    def __init__(self) -> None:
-        self.history: deque[KpiSample] = deque(maxlen=HISTORY_PERIODS)
-        self.shares: deque[float | None] = deque(maxlen=SATURATED_PERIODS)  # utilisation
-        self.last_kept_s = -math.inf  # when a period of the path was last kept
-        self.written = 0  # periods kept (the next slot is this modulo per_path)
+def _runs_of_distinct(paths: Sequence[Key], places: npt.NDArray[np.intp]) -> list[slice]:
+    """The samples cut into runs, in order, in none of which a path comes twice (a fleet's
+    step: one run)."""
+    if len(np.unique(places)) == len(places):
+        return [slice(0, len(places))]
+    runs: list[slice] = []
+    start = 0
+    seen: set[Key] = set()
+    for i, path in enumerate(paths):
+        if path in seen:
+            runs.append(slice(start, i))
+            start, seen = i, set()
+        seen.add(path)
+    runs.append(slice(start, len(paths)))
+    return runs
