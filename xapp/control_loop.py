@@ -770,14 +770,14 @@ class ControlLoop:
         """What the decision starts from: the weights in force, the override, the rule, and
         the policy's question (answered for the whole step at once), or the outcome already
         when there is nothing to ask (frozen, warming up)."""
-        key = (cpe.cpe_id, direction)
-        current = self._store.load_weights(cpe.cpe_id, direction)
-        override = self._store.load_override(cpe.cpe_id, direction)
+        cpe_id = cpe.cpe_id
+        key = (cpe_id, direction)
+        current = self._store.load_weights(cpe_id, direction)
+        override = self._store.load_override(cpe_id, direction)
         override_revision = override.revision if override is not None else None
-        override_changed = (
-            key in self._last_override and self._last_override[key] != override_revision
-        )
-        rule = self._rule_for(cpe.cpe_id, override)
+        # (a key never decided reads as unchanged)
+        override_changed = self._last_override.get(key, override_revision) != override_revision
+        rule = self._rule_for(cpe_id, override)
         # (the same rule object, a fleet's usual, is the same rule without a comparison)
         last_rule = self._last_rule.get(key, rule)
         mode_changed = last_rule is not rule and last_rule != rule
@@ -797,7 +797,10 @@ class ControlLoop:
             mode_changed,
             now_s=now_s,
         )
-        if begun.asks:
+        first_report_s = self._first_report_s.get(key)
+        # (_not_heard_from's own test, read here: a fleet's CPEs warmed up long ago)
+        warming_up = first_report_s is not None and not now_s - first_report_s >= self._warmup_s
+        if warming_up and begun.asks:
             silent = self._not_heard_from(cpe, direction, now_s)
             if silent:
                 return StepOutcome(
