@@ -58,8 +58,8 @@ class SaturationLabeller:
     What it keeps of each path is a row of arrays (by the path's slot): its last
     HISTORY_PERIODS samples and last SATURATED_PERIODS utilisations as rings, when a period
     of it was last kept and how many were. A step's samples go in at once where no path comes
-    twice (a fleet's usual), in runs of such samples otherwise; its every sample was a dozen
-    Python steps before (tests/test_saturation_labels.py holds the two readings equal)."""
+    twice (a fleet's usual), in runs of such samples otherwise; a dozen Python steps per
+    sample before (tests/test_saturation_labels.py holds the two equal)."""
 
     def __init__(self, store: SaturatedPeriodStore, every_s: float, per_path: int) -> None:
         if every_s <= 0 or per_path < 1:
