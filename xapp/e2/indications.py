@@ -427,11 +427,19 @@ class IndicationProcessor:
         for m, each in columns.varying.items():
             name, first = columns.names[m], known[m]
             found = []
+            # each distinct labels' key, or None where its plan is not the first's but for
+            # the key (NR's UEs each name their CQI bin: a thousand labels, a dozen distinct)
+            key_of: dict[tuple[tuple[str, Any], ...], str | None] = {}
             for labels in each:
-                plan = self._plan_by_content(by_content, name, labels)
-                if plan is None or not _alike_but_key(plan, first):
+                content = tuple(labels.items())
+                key = key_of.get(content, _UNSEEN)
+                if key is _UNSEEN:
+                    plan = self._plan_by_content(by_content, name, labels)
+                    alike = plan is not None and _alike_but_key(plan, first)
+                    key = key_of[content] = plan[2] if plan is not None and alike else None
+                if key is None:
                     return None
-                found.append(plan[2])
+                found.append(key)
             keys_of[m] = found
         values = columns.values
         low = np.array([plan[0] for plan in known])

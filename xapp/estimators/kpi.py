@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from itertools import compress, repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -499,11 +500,10 @@ def _measured_into(
 ) -> npt.NDArray[np.float64]:
     """Each path's newly measured value (NaN: not measurable) into ``kept``; then what
     ``kept`` holds for each path (NaN: nothing)."""
-    for path, value in zip(paths, measured.tolist(), strict=True):
-        if value == value:  # (not NaN)
-            kept[path] = value
-    get = kept.get
-    return np.fromiter((get(path, math.nan) for path in paths), np.float64, len(paths))
+    found = ~np.isnan(measured)
+    # (in order: a path met twice keeps its last; a fleet's step meets each once)
+    kept.update(zip(compress(paths, found.tolist()), measured[found].tolist(), strict=True))
+    return np.fromiter(map(kept.get, paths, repeat(math.nan)), np.float64, len(paths))
 
 
 # ---------------------------------------------------------------- the formulas on columns
