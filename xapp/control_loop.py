@@ -760,11 +760,16 @@ class ControlLoop:
         None; the budget is refilled to ``now_s`` (``_conclude`` then admits the same)."""
         rate = self._hysteresis.max_pushes_per_s
         assert rate is not None  # (asked only under a limit)
+        budget = self._budget(key, rate, now_s)
+        budget.refill(now_s)
+        return budget.refusal(gain, self._hysteresis.min_gain)
+
+    def _budget(self, key: tuple[str, Direction], rate: float, now_s: float) -> PushBudget:
+        """The CPE and direction's push budget, started empty now if it has none."""
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = PushBudget.empty(rate, now_s)
-        budget.refill(now_s)
-        return budget.refusal(gain, self._hysteresis.min_gain)
+        return budget
 
     def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:
         """What the decision starts from: the weights in force, the override, the rule, and
@@ -856,9 +861,7 @@ class ControlLoop:
         )
         rate = self._hysteresis.max_pushes_per_s
         if decision.push and rate is not None:
-            budget = self._budgets.get(key)
-            if budget is None:
-                budget = self._budgets[key] = PushBudget.empty(rate, begun.now_s)
+            budget = self._budget(key, rate, begun.now_s)
             decision = budget.admit(decision, self._hysteresis.min_gain, begun.now_s)
         if not decision.push:
             self._last_rule[key] = rule
