@@ -1,6 +1,7 @@
 """The one part of the build pyproject.toml cannot declare without an experimental table: the C
 cores of the fast E2 reader (kpm/_fast_message.c), of the robust policy
-(xapp/policy/_robust_core.c) and of the KPI samples to and from columns (xapp/_samples.c).
+(xapp/policy/_robust_core.c), of the KPI samples to and from columns (xapp/_samples.c)
+and of the silence tracker's walk (xapp/estimators/_silence.c).
 Optional: where no compiler is, the install goes on and each
 module computes with its pure-Python (numpy) twin. Each build carries its source's
 SHA-256, so that a build older than its source (a source that no longer compiles leaves the
@@ -31,5 +32,6 @@ setup(
         _compiled("kpm._fast_message", "kpm/_fast_message.c"),
         _compiled("xapp.policy._robust_core", "xapp/policy/_robust_core.c", exact_floats=True),
         _compiled("xapp._samples", "xapp/_samples.c"),
+        _compiled("xapp.estimators._silence", "xapp/estimators/_silence.c"),
     ]
 )

@@ -28,6 +28,7 @@ class Slots(Generic[K]):
 
     def __init__(self) -> None:
         self._of: dict[K, int] = {}
+        self._keys: list[K] = []  # by place
 
     def __len__(self) -> int:
         return len(self._of)
@@ -37,6 +38,7 @@ class Slots(Generic[K]):
         slot = self._of.get(key)
         if slot is None:
             slot = self._of[key] = len(self._of)
+            self._keys.append(key)
         return slot
 
     def get(self, key: K) -> int | None:
@@ -55,6 +57,7 @@ class Slots(Generic[K]):
                 slot = of.get(key)  # (a key met twice gets its place once)
                 if slot is None:
                     slot = of[key] = len(of)
+                    self._keys.append(key)
                 known[i] = slot
         return known
 
@@ -65,6 +68,11 @@ class Slots(Generic[K]):
 
     def items(self) -> ItemsView[K, int]:
         return self._of.items()
+
+    def keys_at(self, places: Sequence[int]) -> list[K]:
+        """The key at each place."""
+        keys = self._keys
+        return [keys[place] for place in places]
 
 
 class Places(Generic[K]):

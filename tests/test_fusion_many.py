@@ -121,7 +121,7 @@ def fleets(draw: st.DrawFn) -> tuple[FusedEstimator, list[Path]]:
             if record is not None:
                 fusion._errors[(path, name)] = record
         if draw(st.integers(0, 3)) == 0:
-            fusion._silence._since[path] = draw(times)
+            fusion._silence.mark_silent(path, draw(times))
     return fusion, paths
 
 

@@ -9,8 +9,11 @@ the two disagreed by up to 0.028 of efficiency on paper-interruption's downlink.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from collections.abc import Mapping
+from pathlib import Path as FilePath
 from typing import Any
 
 import numpy as np
@@ -19,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain import Direction, KpiSample
+from xapp.estimators import outage
 from xapp.estimators.outage import Path, SilenceTracker, WeightLookup
 
 DL = Direction.DOWNLINK
@@ -61,6 +65,20 @@ def test_silence_needs_another_access_carrying_in_the_same_period() -> None:
     assert len(tracker.silent()) == len(CPES)
     tracker.update(node_report("wifi", 33.0, dict.fromkeys(CPES, 800.0)))
     assert tracker.silent() == set()
+
+
+def test_a_path_silent_for_periods_on_end_is_silent_since_the_first() -> None:
+    """Wi-Fi dead for three periods, its node reporting first each time (quiet until NR
+    carries): silent since the first, not since the newest."""
+    tracker = SilenceTracker(lambda cpe_id, direction: WEIGHTS)
+    for period in (31.0, 32.0, 33.0):
+        tracker.update(node_report("wifi", period, dict.fromkeys(CPES, 0.0)))
+        tracker.update(node_report("nr", period, dict.fromkeys(CPES, 12.0)))
+    assert len(tracker.silent()) == len(CPES)
+    assert tracker.silent_since(("cpe-7", "wifi", DL)) == 31.0
+    np.testing.assert_array_equal(
+        tracker.silent_times([("cpe-7", "wifi", DL), ("cpe-7", "nr", DL)]), [31.0, math.nan]
+    )
 
 
 class ReferenceTracker:
@@ -123,22 +141,59 @@ def test_the_tracker_says_what_its_reference_says(
 ) -> None:
     """Updates of any samples (old periods among them, a path twice, nothing carried, paths
     on weight 0, none pushed yet), each followed by a probe's word on one path or not: the
-    same silent paths, since the same times, as the reference."""
+    same silent paths, since the same times, as the reference; with the C walk where it is
+    built and with its Python twin."""
 
     def lookup(cpe_id: str, direction: Direction) -> Mapping[str, int] | None:
         return weights.get((cpe_id, direction))
 
-    tracker, reference = SilenceTracker(lookup), ReferenceTracker(lookup)
+    trackers = [SilenceTracker(lookup, compiled=False)]
+    if outage._core is not None:
+        trackers.append(SilenceTracker(lookup, compiled=True))
+    reference = ReferenceTracker(lookup)
     every = [(c, a, d) for c in "abc" for a in ("nr", "wifi", "lifi") for d in Direction]
     for samples, cleared in updates:
-        tracker.update(samples)
         reference.update(samples)
+        for tracker in trackers:
+            tracker.update(samples)
         if cleared and samples:
             path = (samples[0].cpe_id, samples[0].access, samples[0].direction)
-            tracker.clear(path)
+            for tracker in trackers:
+                tracker.clear(path)
             reference.since.pop(path, None)
-        assert {p: t for p in every if (t := tracker.silent_since(p)) is not None} == (
-            reference.since
-        )
         expected = [reference.since.get(p, math.nan) for p in every]
-        np.testing.assert_array_equal(tracker.silent_times(every), expected)
+        for tracker in trackers:
+            assert {p: t for p in every if (t := tracker.silent_since(p)) is not None} == (
+                reference.since
+            )
+            np.testing.assert_array_equal(tracker.silent_times(every), expected)
+
+
+def test_the_core_was_built() -> None:
+    """`pip install` builds the C walk wherever a compiler is, and the setup script installs
+    one: the differential test above ran it."""
+    if os.environ.get("ATSSS_PURE_PYTHON") == "1":
+        pytest.skip("ATSSS_PURE_PYTHON=1 leaves the core out on purpose")
+    assert outage._core is not None, "xapp.estimators._silence was not built: a C compiler?"
+    source = FilePath(outage.__file__).with_name("_silence.c")
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == outage._core.SOURCE_SHA256, (
+        "xapp.estimators._silence was built from another source: it did not compile "
+        "(pip install -v -e . says why)"
+    )
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_a_sample_without_a_time_is_refused_whole(compiled: bool) -> None:
+    """A step with a sample whose time is no number: a clear error, nothing of the step
+    taken in (not the samples before it either), and the tracker goes on with the next."""
+    if compiled and outage._core is None:
+        pytest.skip("the core is not built (test_the_core_was_built says why)")
+    tracker = SilenceTracker(lambda cpe_id, direction: WEIGHTS, compiled=compiled)
+    quiet = node_report("wifi", 31.0, dict.fromkeys(CPES, 0.0))[:3]
+    carried = KpiSample("cpe-0", "nr", DL, 31.0, 1.0, throughput_mbps=5.0)
+    bad = KpiSample("cpe-1", "nr", DL, "soon", 1.0, throughput_mbps=5.0)  # type: ignore[arg-type]
+    with pytest.raises((TypeError, ValueError), match=r"real number|could not convert"):
+        tracker.update([*quiet, carried, bad])
+    assert tracker.is_quiet()
+    tracker.update([*quiet, carried])
+    assert tracker.silent() == {("cpe-0", "wifi", DL)}

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
+from core.slots import Slots
 
 _core = compiled_core("xapp._samples")
 
@@ -47,12 +48,33 @@ class StepSamples(list[KpiSample]):
     def paths(self) -> list[Path]:
         return _paths(self)
 
+    def places(self, slots: Slots[Path]) -> npt.NDArray[np.intp]:
+        """Each sample's path's place in ``slots`` (given now to a path without one), found
+        once a step for every reader of the same slots (a fleet's step reads its thousands of
+        paths in the estimators' shared slots several times)."""
+        known = self._places.get(id(slots))
+        if known is None or known[0] is not slots:
+            known = self._places[id(slots)] = (slots, slots.many(self.paths))
+        return known[1]
+
+    @cached_property
+    def _places(self) -> dict[int, tuple[Slots[Path], npt.NDArray[np.intp]]]:
+        return {}
+
 
 def columns_of(samples: Sequence[KpiSample]) -> SampleColumns:
     """The samples' columns: those they carry, or made now."""
     if isinstance(samples, StepSamples):
         return samples.columns
     return SampleColumns(samples)
+
+
+def places_of_paths(samples: Sequence[KpiSample], slots: Slots[Path]) -> npt.NDArray[np.intp]:
+    """Each sample's path's place in ``slots`` (given now where missing): those the samples
+    carry, or found now."""
+    if isinstance(samples, StepSamples):
+        return samples.places(slots)
+    return slots.many(_paths(samples))
 
 
 def paths_of(samples: Sequence[KpiSample]) -> list[Path]:
@@ -156,6 +178,16 @@ class SampleColumns:
             places[key].append(i)
         self.groups = {key: Group(*key, group) for key, group in members.items()}
         self.places = {key: np.array(rows, dtype=np.intp) for key, rows in places.items()}
+
+    @cached_property
+    def time_s(self) -> FloatArray:
+        """Each sample's time, in the step's order."""
+        return self.in_order(group.time_s for group in self.groups.values())
+
+    @cached_property
+    def throughput(self) -> FloatArray:
+        """Each sample's throughput in the step's order, NaN where it says none."""
+        return self.in_order(group.throughput for group in self.groups.values())
 
     def in_order(self, per_group: Iterable[FloatArray]) -> FloatArray:
         """Values per group (in ``groups``' order) as one column in the step's order."""

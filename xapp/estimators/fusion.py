@@ -122,7 +122,7 @@ class FusedEstimator:
         self._errors = TrackRecords([source.name for source in self.sources] + [self.name], slots)
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
-        self._silence = SilenceTracker(weights)
+        self._silence = SilenceTracker(weights, slots=slots)
         # The estimate last given out per path since its last update, as the forecast to judge
         # (``_forecast``). (_NOT_SERVED rather than removed: the path's key stays, and a
         # fleet's step does not leave thousands of new key tuples for the collector to walk.)

@@ -41,7 +41,7 @@ import numpy.typing as npt
 from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
 from core.slots import Places, Slots, grown
 from core.standards import nr as nr_standard
-from xapp.estimators.columns import Group, columns_of
+from xapp.estimators.columns import Group, columns_of, paths_of, places_of_paths
 from xapp.estimators.said import (
     AVAILABLE,
     CAPACITY,
@@ -94,9 +94,16 @@ class KpiEstimator:
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         """Each sample's reading, worked out for each access and direction's samples at once
         (columns.py); a path reported twice in the step is read in order, one at a time."""
-        for (access, direction), group in columns_of(samples).groups.items():
-            paths = [(s.cpe_id, access, direction) for s in group.samples]
-            if len(set(paths)) < len(paths):
+        columns = columns_of(samples)
+        # the step's paths' places in the kept estimates' slots, found once for every
+        # estimator sharing them
+        step_places = places_of_paths(samples, self._kept.slots)
+        step_paths = paths_of(samples)
+        for (access, direction), group in columns.groups.items():
+            rows = columns.places[(access, direction)]
+            places = step_places[rows]
+            paths = [step_paths[row] for row in rows.tolist()]
+            if len(np.unique(places)) < len(places):
                 self.update_one_by_one(group.samples)
                 continue
             efficiency = rate = None
@@ -114,6 +121,7 @@ class KpiEstimator:
             known = np.flatnonzero(read.known)
             self._keep_many(
                 [paths[row] for row in known.tolist()],
+                places[known],
                 group.time_s[known],
                 read.capacity[known],
                 read.stddev[known],
@@ -206,6 +214,7 @@ class KpiEstimator:
     def _keep_many(
         self,
         paths: list[Path],
+        places: npt.NDArray[np.intp],
         time_s: npt.NDArray[np.float64],
         capacity: npt.NDArray[np.float64],
         stddev: npt.NDArray[np.float64],
@@ -215,9 +224,9 @@ class KpiEstimator:
         """``_keep`` of many paths (each once), as array operations: the same IEEE operations
         in the same order, but for ``change**2`` and ``math.hypot``, done path by path as there
         (numpy squares by multiplying, and its hypot may differ from Python's in the last bit).
-        tests/test_sample_columns.py holds the two equal."""
+        tests/test_sample_columns.py holds the two equal. ``places``: the paths' places in
+        the kept estimates' slots."""
         kept = self._kept
-        places = kept.slots.many(paths)
         self._change_variance = variances = grown(self._change_variance, len(kept.slots), math.nan)
         previous = kept.rows_at(places)
         exact = available & ~lower_bound

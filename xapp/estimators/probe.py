@@ -135,7 +135,7 @@ class ProbeEstimator:
         self._results = KeptEstimates(self.name, slots)  # each path's newest probe result
         self._history: dict[Path, deque[KpiSample]] = {}
         self._down: set[Path] = set()  # the node says so (link state)
-        self._silence = SilenceTracker(weights)
+        self._silence = SilenceTracker(weights, slots=slots)
         self._recovered: set[Path] = set()
         self._last_failure: dict[Path, str] = {}  # per path, the failure last logged
         self._in_flight: dict[Path, float] = {}
