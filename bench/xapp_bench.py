@@ -45,6 +45,7 @@ from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.live import STEP_PART, LiveSettings
+from xapp.operator.state import OperatorState
 from xapp.policy.weight_policy import make_policy
 from xapp.ports import KpiSource, WeightSink
 
@@ -193,14 +194,21 @@ def default_periods(period_s: float) -> int:
 def service_loop(
     cpes: list[Cpe], source: KpiSource, sink: WeightSink, store: MemoryStateStore, estimator: str
 ) -> ControlLoop:
-    """The loop as the service builds it by default (xapp/live.py): the estimators in their
-    ``estimator`` mode with the shipped models (every probe fails: no agents), its policy, its
-    hysteresis and push limit, and exploration of the paths known only from below."""
+    """The loop as the service builds it by default (xapp/live.py, xapp/service.py): the
+    estimators in their ``estimator`` mode with the shipped models (every probe fails: no
+    agents) and the operator's choices, its policy, its hysteresis and push limit, and
+    exploration of the paths known only from below."""
     # Every probe fails here (no agents); the service would log each path's failure once.
     logging.getLogger("xapp.estimators.probe").setLevel(logging.ERROR)
+    # the operator's state, with no override set: the estimators ask it which estimator each
+    # CPE is on, as the service's do (xapp/service.py)
+    operator = OperatorState(store, store, lambda: cpes)
+    operator.load()
     estimators = EstimatorSelection(
         _NoAgents(),
         EstimatorSettings(mode=estimator),
+        choice=operator.estimator_choice,
+        choices=operator.estimator_choices,
         records=store,
         labels=store,
         weights=lambda cpe_id, direction: (

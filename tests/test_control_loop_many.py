@@ -82,9 +82,11 @@ def run(
     spy: list[int] | None = None,
     periods: int = PERIODS,
     period_s: float = 1.0,
+    all_choices: bool = False,
 ) -> Outcomes:
     """The fleet's steps; ``rows``: usual questions put as rows; ``spy``: gets the number of
-    rows each of the policy's row batches held."""
+    rows each of the policy's row batches held; ``all_choices``: the estimators also told
+    every standing choice at once, as the operator's state tells them."""
     scenario = scaled_site(CPES)
     cpes = e2_cpes(scenario)
     processor = IndicationProcessor(cpes)
@@ -96,7 +98,16 @@ def run(
             VERSION,
         )
     store = MemoryStateStore()
-    estimators = EstimatorSelection(_NoAgents(), choice=mode_of, records=store, labels=store)
+    standing = {
+        (c.cpe_id, d): mode for c in cpes for d in Direction if (mode := mode_of(c.cpe_id, d))
+    }
+    estimators = EstimatorSelection(
+        _NoAgents(),
+        choice=mode_of,
+        choices=(lambda: standing) if all_choices else None,
+        records=store,
+        labels=store,
+    )
     estimator = estimators if many else OneByOne(estimators)
     assert isinstance(estimator, ManyEstimates) == many
     source = _Queue()
@@ -154,6 +165,12 @@ def test_a_step_decides_the_same_asking_for_all_paths_at_once_or_one_by_one() ->
     assert any("warm-up" in r for r in reasons), reasons
     assert any(r.startswith("frozen") for r in reasons), reasons
     assert sum(1 for step in at_once for *_, pushed in step if pushed) > CPES
+
+
+def test_the_estimators_told_every_choice_at_once_decide_the_same() -> None:
+    """The operator's state tells the estimators every standing choice of estimator at once
+    (a step then asks no CPE's own): the same outcomes as asking each CPE's."""
+    assert run(many=True, all_choices=True) == run(many=True)
 
 
 def test_a_step_decides_the_same_putting_its_usual_questions_as_rows_or_as_inputs() -> None:

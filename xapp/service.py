@@ -241,6 +241,7 @@ class XappService:
         self._registry_unapplied = False  # entries read from SDL, not yet in force here
         self.file_deployment = deployment  # as the file says; self.deployment: in force
         self.control.estimator.choice = self.operator.estimator_choice
+        self.control.estimator.choices = self.operator.estimator_choices
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._termination: StandaloneE2Termination | None = None

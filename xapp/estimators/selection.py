@@ -12,7 +12,7 @@ modes it does not probe at all.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.domain import CapacityEstimate, Direction, KpiSample
@@ -30,6 +30,8 @@ from xapp.ports import CapacityEstimator, Prober, ProbeRecordStore, SaturatedPer
 MODES = ("fused", "kpi-only", "model-only", "probe-only")
 
 ModeChoice = Callable[[str, Direction], str | None]
+# Every standing choice at once: (CPE, direction) → the estimator chosen (a fleet's few).
+ModeChoices = Callable[[], Mapping[tuple[str, Direction], str]]
 
 
 def check_mode(mode: str) -> str:
@@ -65,6 +67,7 @@ class EstimatorSelection:
         records: ProbeRecordStore | None = None,
         labels: SaturatedPeriodStore | None = None,
         choice: ModeChoice = lambda cpe_id, direction: None,
+        choices: ModeChoices | None = None,
         weights: WeightLookup | None = None,
         probe_directions: Collection[Direction] = tuple(Direction),
     ) -> None:
@@ -76,6 +79,9 @@ class EstimatorSelection:
         self.settings = settings or EstimatorSettings()
         self.probe_directions = frozenset(probe_directions)
         self.choice = choice
+        # ``choice`` of every CPE and direction at once, where the chooser can tell them (the
+        # operator's state): a step then asks once, not once per CPE and direction
+        self.choices = choices
         # When each CPE's access last had a report (loop time): the fleet view's freshness.
         self.last_report_s: dict[tuple[str, str], float] = {}
         # The fleet's paths' places, one for every estimator's tables: fusion and the probe
@@ -115,6 +121,23 @@ class EstimatorSelection:
         chosen = self.choice(cpe_id, direction)
         return chosen if chosen in self._by_mode else self.settings.mode
 
+    def _modes(self, paths: Sequence[Path]) -> dict[tuple[str, Direction], str] | str:
+        """The mode of each CPE and direction of ``paths`` (each asked once), or the one mode
+        they are all in where no choice stands (a fleet's usual, told by ``choices`` with no
+        look-up per CPE)."""
+        keys = None
+        if self.choices is not None:
+            standing = {key: mode for key, mode in self.choices().items() if mode in self._by_mode}
+            if not standing:
+                return self.settings.mode
+            keys = dict.fromkeys((c, d) for c, _, d in paths)
+            modes = {key: standing.get(key, self.settings.mode) for key in keys}
+        else:
+            keys = dict.fromkeys((c, d) for c, _, d in paths)
+            modes = {key: self.mode_for(*key) for key in keys}
+        distinct = set(modes.values())
+        return next(iter(distinct)) if len(distinct) == 1 else modes
+
     def carrier_changed(self, cpe_id: str, access: str, up: bool, now_s: float) -> None:
         """The CPE's agent saw the access's carrier go or come back: no probe asks meanwhile."""
         self.probe.carrier_changed(cpe_id, access, up, now_s)
@@ -128,10 +151,11 @@ class EstimatorSelection:
         step = samples if isinstance(samples, StepSamples) else StepSamples(samples)
         paths = step.paths
         self.last_report_s.update(dict.fromkeys(((c, a) for c, a, _ in paths), now_s))
-        modes = {key: self.mode_for(*key) for key in dict.fromkeys((c, d) for c, _, d in paths)}
+        modes = self._modes(paths)
         by_mode: dict[str, StepSamples] = {}
-        if len(set(modes.values())) == 1:  # a fleet's usual: every CPE in one mode
-            by_mode[next(iter(modes.values()))] = step
+        if isinstance(modes, str):  # a fleet's usual: every CPE in one mode
+            if samples:
+                by_mode[modes] = step
         else:
             for sample in samples:
                 mode = modes[sample.cpe_id, sample.direction]
@@ -170,13 +194,13 @@ class EstimatorSelection:
         """``estimate_many`` as columns: fusion's as it gives them, the others' made one by
         one (a fleet on fusion, the default, makes no estimate object here)."""
         # each CPE and direction's mode, asked once (a step asks for its accesses together)
-        modes = {key: self.mode_for(*key) for key in dict.fromkeys((c, d) for c, _, d in paths)}
-        if all(mode == "fused" for mode in modes.values()):  # (a fleet's usual)
+        modes = self._modes(paths)
+        if modes == "fused" or (not isinstance(modes, str) and not paths):  # (a fleet's usual)
             return self.fused.estimate_rows(paths, now_s)
         fused: list[int] = []
         others: dict[int, CapacityEstimate | None] = {}
         for index, (cpe_id, access, direction) in enumerate(paths):
-            mode = modes[cpe_id, direction]
+            mode = modes if isinstance(modes, str) else modes[cpe_id, direction]
             if mode == "fused":
                 fused.append(index)
             else:

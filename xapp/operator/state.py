@@ -77,6 +77,9 @@ class OperatorState:
         self._shared = SharedDocuments(documents, OVERRIDES)
         self._revision = 0
         self._in_force: dict[tuple[str, Direction], InForce] = {}
+        # The CPEs and directions on an estimator the operator chose (a fleet's few), kept as
+        # ``_in_force`` changes: the loop reads them all at once at every step.
+        self._estimator_choices: dict[tuple[str, Direction], str] = {}
 
     # ------------------------------------------------------------------ loading
     def load(self) -> None:
@@ -134,6 +137,11 @@ class OperatorState:
 
     def estimator_choice(self, cpe_id: str, direction: Direction) -> str | None:
         return self.in_force(cpe_id, direction).estimator
+
+    def estimator_choices(self) -> dict[tuple[str, Direction], str]:
+        """``estimator_choice`` of every CPE and direction that has one (a copy)."""
+        with self._lock:
+            return dict(self._estimator_choices)
 
     def audit(
         self, limit: int = 100, cpe_id: str | None = None, before: str | None = None
@@ -271,6 +279,10 @@ class OperatorState:
         for direction in Direction:
             in_force = compose(cpe_id, direction, self._overrides.values(), now, self._revision)
             self._in_force[(cpe_id, direction)] = in_force
+            if in_force.estimator is None:
+                self._estimator_choices.pop((cpe_id, direction), None)
+            else:
+                self._estimator_choices[(cpe_id, direction)] = in_force.estimator
             try:
                 if in_force.control is None:
                     self._store.delete_override(cpe_id, direction)
