@@ -360,3 +360,67 @@ def test_an_outcome_made_fast_is_the_outcome_init_makes() -> None:
     assert list(vars(fast).items()) == list(vars(plain).items())
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.reason = "changed"  # type: ignore[misc]
+
+
+class Asked(Bounded):
+    """``Bounded``, noting the paths each step asked about."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[tuple[str, str, Direction]] = []
+
+    def estimate(
+        self, cpe_id: str, access: str, direction: Direction, now_s: float
+    ) -> CapacityEstimate | None:
+        self.asked.append((cpe_id, access, direction))
+        return super().estimate(cpe_id, access, direction, now_s)
+
+
+def test_a_reloaded_fleet_is_asked_about_its_cpes_paths_as_they_are_now() -> None:
+    """A fleet's questions, made once per CPE and kept, follow a reload: a CPE that lost its
+    LiFi is asked about NR and Wi-Fi only, and weighted over them; one that gained LiFi is
+    asked about it and weighted over all three; a removed CPE is asked about no more."""
+    dl = Direction.DOWNLINK
+    three, two = ("nr", "wifi", "lifi"), ("nr", "wifi")
+    capacity = {"nr": 300.0, "wifi": 900.0, "lifi": 12.0}
+
+    def fleet(accesses_of: dict[str, tuple[str, ...]]) -> list[Cpe]:
+        return [
+            Cpe(cpe_id, {a: AccessIdentity(a) for a in accesses})
+            for cpe_id, accesses in accesses_of.items()
+        ]
+
+    before = {f"cpe-{n}": three if n % 2 == 0 else two for n in range(1000)}
+    estimator = Asked()
+    for n in range(1000):
+        for access, mbps in capacity.items():
+            estimator.table[(f"cpe-{n}", access)] = CapacityEstimate(
+                f"cpe-{n}", access, dl, mbps * (1 + n % 7 / 10), 1.0, "b", 0.0
+            )
+    loop = ControlLoop(
+        cpes=fleet(before),
+        directions=[dl],
+        source=_Queue(),
+        estimator=estimator,
+        policy=make_policy("optimal"),
+        sink=_CountingSink(),
+        store=MemoryStateStore(),
+        warmup_s=0.0,
+    )
+    loop.step(1.0)
+    assert len(estimator.asked) == 500 * 3 + 500 * 2
+    after = {cpe_id: two if accesses == three else three for cpe_id, accesses in before.items()}
+    del after["cpe-999"]
+    loop.set_cpes(fleet(after))
+    estimator.asked.clear()
+    outcomes = loop.step(2.0)
+    assert sorted(estimator.asked) == sorted(
+        (cpe_id, a, dl) for cpe_id, accesses in after.items() for a in accesses
+    )
+    weighted = {o.cpe_id: set(o.pushed.weights) for o in outcomes if o.pushed}
+    assert weighted["cpe-0"] == set(two)
+    assert weighted["cpe-1"] == set(three)
+    assert all(
+        weighted.get(cpe_id, set(accesses)) == set(accesses) for cpe_id, accesses in after.items()
+    )
+    assert "cpe-999" not in {o.cpe_id for o in outcomes}

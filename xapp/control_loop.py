@@ -205,8 +205,29 @@ class _Rows:
         self.accesses = accesses
         self.items: list[_Deciding] = []
         self.starts: list[int] = []
+        # each item's paths' places (the loop's path slots) and its own (the decision times')
+        self.path_places: list[int] = []
+        self.key_places: list[int] = []
         self.questions: BalancingRows | None = None  # put together once every row is in
         self.answers: RowAnswers | None = None  # the policy's
+
+
+class _Asked:
+    """What a CPE and direction's question asks about when nothing is excluded, made once
+    (a fleet's step asked about thousands of paths, each a new tuple looked up again): its
+    paths, their places in the loop's path slots, and its own place in the decision times."""
+
+    __slots__ = ("accesses", "key_place", "path_places", "paths")
+
+    def __init__(
+        self,
+        accesses: tuple[str, ...],
+        paths: list[tuple[str, str, Direction]],
+        path_places: list[int],
+        key_place: int,
+    ) -> None:
+        self.accesses, self.paths = accesses, paths
+        self.path_places, self.key_place = path_places, key_place
 
 
 class ControlLoop:
@@ -264,6 +285,7 @@ class ControlLoop:
         self._exploration = exploration
         # When each (CPE, direction) was last decided, and the running mean of the intervals.
         self._decision_times = DecisionTimes()
+        self._asked: dict[tuple[str, Direction], _Asked] = {}  # (each CPE's, made once)
         self._warmup_s = warmup_s
         self._first_report_s: dict[tuple[str, Direction], float] = {}
         self._carrier: dict[tuple[str, str], _Carrier] = {}
@@ -499,6 +521,7 @@ class ControlLoop:
             self._carrier,
             self._report_received_s,
             self._budgets,
+            self._asked,
         ]
         for history in histories:
             for key in [k for k in history if k[0] not in kept]:
@@ -541,8 +564,12 @@ class ControlLoop:
         asking = [d for d in deciding if d.asks]
         paths: list[tuple[str, str, Direction]] = []
         for d in asking:
-            cpe_id, direction, excluded = d.cpe.cpe_id, d.direction, d.excluded
-            paths += [(cpe_id, a, direction) for a in d.cpe.access_names if a not in excluded]
+            excluded = d.excluded
+            if excluded:  # (an operator's few)
+                cpe_id, direction = d.cpe.cpe_id, d.direction
+                paths += [(cpe_id, a, direction) for a in d.cpe.access_names if a not in excluded]
+            else:
+                paths += self._asked_of(d).paths
         if not paths:
             for d in asking:
                 d.request = self._policy_input(
@@ -569,6 +596,9 @@ class ControlLoop:
                     group = rows[accesses] = _Rows(accesses)
                 group.items.append(d)
                 group.starts.append(start)
+                asked = self._asked_of(d)  # (nothing is excluded from a row)
+                group.path_places += asked.path_places
+                group.key_places.append(asked.key_place)
             else:
                 d.request = self._policy_input(
                     d.cpe,
@@ -583,6 +613,22 @@ class ControlLoop:
         for group in rows.values():
             group.questions = self._put_rows(group, found)
         return list(rows.values())
+
+    def _asked_of(self, d: _Deciding) -> _Asked:
+        """The paths of ``d``'s CPE and direction with their places, made the first time (and
+        again for a CPE whose accesses changed)."""
+        key = (d.cpe.cpe_id, d.direction)
+        asked = self._asked.get(key)
+        accesses = d.cpe.access_names
+        if asked is None or asked.accesses is not accesses:
+            paths = [(key[0], a, key[1]) for a in accesses]
+            asked = self._asked[key] = _Asked(
+                accesses,
+                paths,
+                self._path_slots.many(paths).tolist(),
+                self._decision_times.slots.of(key),
+            )
+        return asked
 
     def _estimate_rows(
         self, paths: Sequence[tuple[str, str, Direction]], now_s: float
@@ -624,8 +670,7 @@ class ControlLoop:
         capacity = np.where(measured, found.capacity[at], 0.0)
         stddev = np.where(measured, found.stddev[at], 0.0)
         measured_at_s = np.where(measured, found.measured_at[at], 0.0)
-        paths = found.paths
-        places = self._path_slots.many(list(map(paths.__getitem__, at.tolist())))
+        places = np.array(rows.path_places, dtype=np.intp)
         risk = self._outage_risk.observe_many(places, measured)
         kept = np.flatnonzero(measured)
         self._last_usable_estimate.put_many(
@@ -650,9 +695,7 @@ class ControlLoop:
         current = np.array(in_force, dtype=np.int64).reshape(shape)
         has_current = np.array([d.current is not None for d in items], dtype=bool)
         times = self._decision_times
-        intervals = times.intervals(
-            times.slots.many([(d.cpe.cpe_id, d.direction) for d in items]), now_s
-        )
+        intervals = times.intervals(np.array(rows.key_places, dtype=np.intp), now_s)
         return BalancingRows(
             accesses,
             now_s,
