@@ -7,7 +7,7 @@ events, exploration and decide_now."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
@@ -381,10 +381,11 @@ def test_a_reloaded_fleet_is_asked_about_its_cpes_paths_as_they_are_now() -> Non
     LiFi is asked about NR and Wi-Fi only, and weighted over them; one that gained LiFi is
     asked about it and weighted over all three; a removed CPE is asked about no more."""
     dl = Direction.DOWNLINK
-    three, two = ("nr", "wifi", "lifi"), ("nr", "wifi")
+    three: tuple[str, ...] = ("nr", "wifi", "lifi")
+    two: tuple[str, ...] = ("nr", "wifi")
     capacity = {"nr": 300.0, "wifi": 900.0, "lifi": 12.0}
 
-    def fleet(accesses_of: dict[str, tuple[str, ...]]) -> list[Cpe]:
+    def fleet(accesses_of: Mapping[str, tuple[str, ...]]) -> list[Cpe]:
         return [
             Cpe(cpe_id, {a: AccessIdentity(a) for a in accesses})
             for cpe_id, accesses in accesses_of.items()
