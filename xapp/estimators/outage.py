@@ -112,8 +112,9 @@ class SilenceTracker:
         new = places[self._period_of[places] < 0]
         if not len(new):
             return
-        keys = self._slots.keys_at(np.unique(new).tolist())
-        for place, (cpe_id, _, direction) in zip(np.unique(new).tolist(), keys, strict=True):
+        new_places = np.unique(new).tolist()
+        keys = self._slots.keys_at(new_places)
+        for place, (cpe_id, _, direction) in zip(new_places, keys, strict=True):
             period = self._periods.of((cpe_id, direction))
             self._period_time = grown(self._period_time, period + 1, math.nan)
             self._period_carried = grown(self._period_carried, period + 1, False)
@@ -150,6 +151,8 @@ class SilenceTracker:
     def mark_silent(self, path: Path, since_s: float) -> None:
         """The path silent since ``since_s``, as if its samples had shown it (a state put
         back, or set up by a test)."""
+        if math.isnan(since_s):
+            raise ValueError(f"silent since when? {path} was given NaN")
         place = self._slots.of(path)
         self._since = grown(self._since, place + 1, math.nan)
         self._silent += bool(np.isnan(self._since[place]))
