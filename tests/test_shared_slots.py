@@ -14,7 +14,7 @@ from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from core.slots import Places, Slots
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
-from xapp.estimators.columns import StepSamples
+from xapp.estimators.columns import StepSamples, places_of_paths
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
@@ -46,6 +46,25 @@ def test_places_are_given_in_the_order_keys_are_first_met(asked: list[list[str]]
         assert slots.many(keys).tolist() == [one_by_one.of(key) for key in keys]
         assert slots.many(keys).dtype == np.intp
     assert list(slots.items()) == list(one_by_one.items())
+    every = [key for key, _ in slots.items()]
+    assert slots.keys_at(range(len(every))) == every  # each place's key, as given
+
+
+def test_a_steps_places_are_found_once_for_every_reader_of_the_same_slots() -> None:
+    """A fleet's step: each sample's path's place in the estimators' shared slots, found by
+    the first reader and read again by the others; other slots find their own."""
+    step = StepSamples(
+        KpiSample(f"cpe-{i // 3}", ("nr", "wifi", "lifi")[i % 3], Direction.DOWNLINK, 1.0, 1.0)
+        for i in range(3000)
+    )
+    shared: Slots[Path] = Slots()
+    shared.many(step.paths[::-7])  # some paths placed before, by another table
+    first = step.places(shared)
+    assert first.tolist() == [shared.get(path) for path in step.paths]
+    assert step.places(shared) is first  # (not found again)
+    own: Slots[Path] = Slots()
+    assert step.places(own).tolist() == list(range(3000))
+    assert places_of_paths(list(step), shared).tolist() == first.tolist()
 
 
 def test_track_records_on_shared_slots_read_as_on_their_own() -> None:
