@@ -125,16 +125,15 @@ class EstimatorSelection:
         """The mode of each CPE and direction of ``paths`` (each asked once), or the one mode
         they are all in where no choice stands (a fleet's usual, told by ``choices`` with no
         look-up per CPE)."""
-        keys = None
-        if self.choices is not None:
+        if self.choices is None:
+            keys = dict.fromkeys((c, d) for c, _, d in paths)
+            modes = {key: self.mode_for(*key) for key in keys}
+        else:
             standing = {key: mode for key, mode in self.choices().items() if mode in self._by_mode}
-            if not standing:
+            if not standing:  # (before any per-path work)
                 return self.settings.mode
             keys = dict.fromkeys((c, d) for c, _, d in paths)
             modes = {key: standing.get(key, self.settings.mode) for key in keys}
-        else:
-            keys = dict.fromkeys((c, d) for c, _, d in paths)
-            modes = {key: self.mode_for(*key) for key in keys}
         distinct = set(modes.values())
         return next(iter(distinct)) if len(distinct) == 1 else modes
 
