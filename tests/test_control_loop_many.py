@@ -332,7 +332,7 @@ def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
         if tick == 7:
             store.delete_override("cpe-4", dl)
         out.append([_seen(o) for o in loop.step(now_s)])
-        unread.append(len(loop._report_received_s))
+        unread.append(loop._heard.unread())
     return out, unread
 
 

@@ -10,9 +10,15 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.domain import CapacityEstimate, Direction
+from core.domain import CapacityEstimate, Direction, KpiSample
 from core.slots import Slots
-from xapp.path_state import DecisionTimes, LastUsableEstimates
+from xapp.estimators.columns import as_step
+from xapp.path_state import (
+    DecisionTimes,
+    HeardReports,
+    LastUsableEstimates,
+    PathConditions,
+)
 from xapp.policy.outage_risk import OutageRisk
 
 PATHS = [(f"cpe-{c}", a, Direction.DOWNLINK) for c in range(3) for a in ("nr", "wifi", "lifi")]
@@ -156,3 +162,92 @@ def test_a_usable_estimate_is_kept_by_path_alone_or_many_at_once_and_forgotten()
     assert kept.get(PATHS[1]) is None
     assert kept.get(PATHS[4]) is not None
     assert kept.get(PATHS[8]) is None  # never kept, never given a place
+
+
+class ReferenceHeard:
+    """The former dictionaries of what the loop heard: the first report's step time and the
+    newest arrival per CPE and direction, each path's last said conditions."""
+
+    def __init__(self) -> None:
+        self.first: dict[tuple[str, Direction], float] = {}
+        self.received: dict[tuple[str, Direction], float] = {}
+        self.said: dict[tuple[str, str, Direction], list[float | None]] = {}
+
+    def take(self, samples: list[KpiSample], now_s: float) -> None:
+        for s in samples:
+            key = (s.cpe_id, s.direction)
+            self.first.setdefault(key, now_s)
+            if s.received_s is not None:
+                self.received[key] = max(self.received.get(key, s.received_s), s.received_s)
+            kept = self.said.setdefault((s.cpe_id, s.access, s.direction), [None] * 3)
+            for i, value in enumerate((s.rtt_ms, s.loss_rate_permille, s.throughput_mbps)):
+                if value is not None:
+                    kept[i] = value
+
+
+# A step's reports: each a path, its arrival, rtt, loss and throughput (None: left out).
+Report = tuple[int, float | None, float | None, float | None, float | None]
+maybe = st.one_of(st.none(), st.floats(0, 1000, allow_nan=False))
+reports = st.lists(
+    st.tuples(st.sampled_from(range(len(PATHS) * 2)), maybe, maybe, maybe, maybe), max_size=30
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(reports, st.booleans(), st.booleans()), max_size=12))
+def test_what_the_loop_heard_in_columns_is_what_the_dictionaries_kept(
+    steps: list[tuple[list[Report], bool, bool]],
+) -> None:
+    """Paths reported several times in a step (the later report wins), values left out,
+    arrivals read by decisions and CPEs forgotten: the columns answer as the dictionaries
+    did, and a path never reported reads as nothing said."""
+    paths = PATHS + [(c, a, Direction.UPLINK) for c, a, _ in PATHS]
+    heard = HeardReports(Slots(), Slots())
+    reference = ReferenceHeard()
+    for now, (step, read, forget) in enumerate(steps):
+        samples = [
+            KpiSample(
+                paths[p][0],
+                paths[p][1],
+                paths[p][2],
+                time_s=now + 1.0,
+                period_s=1.0,
+                throughput_mbps=tput,
+                rtt_ms=rtt,
+                loss_rate_permille=loss,
+                received_s=arrival,
+            )
+            for p, arrival, rtt, loss, tput in step
+        ]
+        heard.take(as_step(samples) if now % 2 else samples, float(now))
+        reference.take(samples, float(now))
+        if forget:  # cpe-1 removed
+            heard.forget(lambda cpe_id: cpe_id == "cpe-1")
+            for history in (reference.first, reference.received):
+                for key in [k for k in history if k[0] == "cpe-1"]:
+                    del history[key]
+            for path in [k for k in reference.said if k[0] == "cpe-1"]:
+                del reference.said[path]
+        for cpe_id, _, direction in paths:
+            key = (cpe_id, direction)
+            assert heard.first_report_s(key) == reference.first.get(key)
+            if read:  # a decision follows the reports
+                assert heard.take_received(key) == reference.received.pop(key, None)
+        assert heard.unread() == len(reference.received)
+        for path in paths:
+            rtt, loss, tput = reference.said.get(path, [None] * 3)
+            assert heard.conditions(path) == PathConditions(rtt, loss, tput)
+
+
+def test_reports_read_by_decisions_put_as_rows_are_read_all_at_once() -> None:
+    """``drop_received``: the arrivals of the CPEs and directions at these places are read, the
+    others' kept (a place given after the last report included)."""
+    heard = HeardReports(Slots(), Slots())
+    heard.take(
+        [KpiSample(c, a, d, 1.0, 1.0, received_s=7.0 + i) for i, (c, a, d) in enumerate(PATHS)], 1.0
+    )
+    later = heard.key_slots.of(("cpe-9", Direction.DOWNLINK))
+    heard.drop_received(np.array([heard.key_slots.of(("cpe-0", Direction.DOWNLINK)), later]))
+    assert heard.take_received(("cpe-0", Direction.DOWNLINK)) is None
+    assert heard.take_received(("cpe-1", Direction.DOWNLINK)) == 7.0 + 5
+    assert heard.unread() == 1

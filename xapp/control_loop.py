@@ -23,7 +23,6 @@ from core.domain import (
     CapacityEstimate,
     Cpe,
     Direction,
-    KpiSample,
     Override,
     SteeringMode,
     SteeringRule,
@@ -31,8 +30,9 @@ from core.domain import (
 )
 from core.sequence import is_after, next_after
 from core.slots import Slots
+from xapp.estimators.columns import as_step
 from xapp.estimators.said import EstimateRows
-from xapp.path_state import DecisionTimes, LastUsableEstimates
+from xapp.path_state import DecisionTimes, HeardReports, LastUsableEstimates
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis, PushBudget
 from xapp.policy.outage_risk import OutageRisk
@@ -109,15 +109,6 @@ class ControlDelay:
     applied_s: float
 
 
-@dataclass
-class _PathConditions:
-    rtt_ms: float | None = None
-    loss_rate_permille: float | None = None
-    throughput_mbps: float | None = None
-
-
-# What is known of a path nothing was reported for (read only).
-_NO_CONDITIONS = _PathConditions()
 # The rule of a CPE the operator set none for: one for all (a rule is immutable, compared by
 # value), not two objects made and kept per CPE and direction at every step.
 _DEFAULT_RULE = SteeringRule()
@@ -274,7 +265,6 @@ class ControlLoop:
         self._store = store
         self._hysteresis = hysteresis or Hysteresis()
         self._rules = dict(rules or {})
-        self._conditions: dict[tuple[str, str, Direction], _PathConditions] = {}
         # What each (CPE, direction) was last decided under, to notice mode and override changes.
         self._last_rule: dict[tuple[str, Direction], SteeringRule] = {}
         self._last_override: dict[tuple[str, Direction], int | None] = {}
@@ -287,15 +277,15 @@ class ControlLoop:
         self._decision_times = DecisionTimes()
         self._asked: dict[tuple[str, Direction], _Asked] = {}  # (each CPE's, made once)
         self._warmup_s = warmup_s
-        self._first_report_s: dict[tuple[str, Direction], float] = {}
         self._carrier: dict[tuple[str, str], _Carrier] = {}
         # Each path's latest usable estimate: what a path back from an outage starts from.
         self._last_usable_estimate = LastUsableEstimates(self._path_slots)
         self._push_wait_s = push_wait_s
         self._may_push = may_push
         self._balancing_rows = balancing_rows
-        # When the newest report of each (CPE, direction) arrived (monotonic), if reports say.
-        self._report_received_s: dict[tuple[str, Direction], float] = {}
+        # When each (CPE, direction) was first heard from and when its newest report arrived
+        # (monotonic, if reports say); what each path's reports said besides its capacity.
+        self._heard = HeardReports(self._path_slots, self._decision_times.slots)
         # What each (CPE, direction) may still push for a gain (the push limit).
         self._budgets: dict[tuple[str, Direction], PushBudget] = {}
         self._pool: ThreadPoolExecutor | None = None
@@ -315,17 +305,16 @@ class ControlLoop:
 
     def take_reports(self, now_s: float) -> None:
         """The first half of a step: the period's reports into the estimators."""
-        samples = self._source.poll(now_s)
+        # (its columns and paths made once, for the estimators and for what the loop keeps)
+        samples = as_step(self._source.poll(now_s))
         self._estimator.update(samples, now_s)
-        self._remember_conditions(samples, now_s)
-        newest = self._report_received_s
-        for sample in samples:
-            received_s = sample.received_s
-            if received_s is not None:
-                key = (sample.cpe_id, sample.direction)
-                before = newest.get(key)
-                if before is None or received_s > before:
-                    newest[key] = received_s
+        carriers = self._carrier
+        if carriers:  # (a fleet's usual: no agent's word on a carrier stands)
+            for s in samples:
+                carrier = carriers.get((s.cpe_id, s.access))
+                if carrier is not None and s.time_s - s.period_s >= carrier.since_s:
+                    carrier.heard_after = True
+        self._heard.take(samples, now_s)
 
     def decide(
         self, cpes: Sequence[Cpe], now_s: float, push_until: float | None = None
@@ -517,9 +506,7 @@ class ControlLoop:
             self._last_rule,
             self._last_override,
             self._last_usable,
-            self._first_report_s,
             self._carrier,
-            self._report_received_s,
             self._budgets,
             self._asked,
         ]
@@ -527,6 +514,7 @@ class ControlLoop:
             for key in [k for k in history if k[0] not in kept]:
                 del history[key]
         self._last_usable_estimate.forget(lambda path: path[0] not in kept)
+        self._heard.forget(lambda cpe_id: cpe_id not in kept)
 
     def set_policy(self, policy: WeightPolicy) -> None:
         """A policy set up otherwise (an agent's lever learnt after the start)."""
@@ -534,27 +522,6 @@ class ControlLoop:
 
     def set_rule(self, cpe_id: str, rule: SteeringRule) -> None:
         self._rules[cpe_id] = rule
-
-    def _remember_conditions(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        carriers = self._carrier
-        if carriers:  # (a fleet's usual: no agent's word on a carrier stands)
-            for s in samples:
-                carrier = carriers.get((s.cpe_id, s.access))
-                if carrier is not None and s.time_s - s.period_s >= carrier.since_s:
-                    carrier.heard_after = True
-        first_report_s, remembered = self._first_report_s, self._conditions
-        for s in samples:
-            first_report_s.setdefault((s.cpe_id, s.direction), now_s)
-            key = (s.cpe_id, s.access, s.direction)
-            conditions = remembered.get(key)
-            if conditions is None:  # (not setdefault: its default would be made every time)
-                conditions = remembered[key] = _PathConditions()
-            if s.rtt_ms is not None:
-                conditions.rtt_ms = s.rtt_ms
-            if s.loss_rate_permille is not None:
-                conditions.loss_rate_permille = s.loss_rate_permille
-            if s.throughput_mbps is not None:
-                conditions.throughput_mbps = s.throughput_mbps
 
     def _ask_all(self, deciding: Sequence[_Deciding]) -> list[_Rows]:
         """The policy's questions for every CPE and direction the step decides: their paths'
@@ -734,7 +701,7 @@ class ControlLoop:
             self._last_rule,
             self._last_override,
         )
-        received = self._report_received_s
+        read: list[int] = []  # the places of the CPEs and directions whose reports were read
         for group in rows:
             questions, answers = group.questions, group.answers
             assert questions is not None  # (asked, then answered)
@@ -789,7 +756,7 @@ class ControlLoop:
                     d.proposal = made.proposal(row)
                     continue
                 last_usable[key] = usable
-                received.pop(key, None)
+                read.append(group.key_places[row])
                 last_rule[key] = d.rule
                 last_override[key] = d.override_revision
                 if refusal is not None:
@@ -797,6 +764,7 @@ class ControlLoop:
                 else:
                     reason = "unchanged" if same else hysteresis.too_small(rise)
                 d.held = StepOutcome.unpushed(key[0], key[1], reason)
+        self._heard.drop_received(np.array(read, dtype=np.intp))
 
     def _budget_refusal(self, key: tuple[str, Direction], gain: float, now_s: float) -> str | None:
         """Why the push limit holds back a push for this gain now (``PushBudget.refusal``), or
@@ -845,7 +813,7 @@ class ControlLoop:
             mode_changed,
             now_s=now_s,
         )
-        first_report_s = self._first_report_s.get(key)
+        first_report_s = self._heard.first_report_s(key)
         # (_not_heard_from's own test, read here: a fleet's CPEs warmed up long ago)
         warming_up = first_report_s is not None and not now_s - first_report_s >= self._warmup_s
         if warming_up and begun.asks:
@@ -891,7 +859,7 @@ class ControlLoop:
             lost = every - proposal.usable
             self._last_usable[key] = proposal.usable
 
-        report_received_s = self._report_received_s.pop(key, None)
+        report_received_s = self._heard.take_received(key)
         decision = self._hysteresis.decide(
             current.weights if current is not None else None,
             weights,
@@ -972,7 +940,7 @@ class ControlLoop:
 
     def _not_heard_from(self, cpe: Cpe, direction: Direction, now_s: float) -> list[str]:
         """Accesses without any estimate yet, while the CPE is still warming up."""
-        first = self._first_report_s.get((cpe.cpe_id, direction))
+        first = self._heard.first_report_s((cpe.cpe_id, direction))
         if first is None or now_s - first >= self._warmup_s:
             return []
         return [
@@ -1016,8 +984,8 @@ class ControlLoop:
                 risk = outage_risk.observe(key, usable)
             estimates.append(estimate)
             risks.append(risk)
-        conditions_of = self._conditions.get
-        conditions = [conditions_of((cpe_id, a, direction), _NO_CONDITIONS) for a in accesses]
+        conditions_of = self._heard.conditions
+        conditions = [conditions_of((cpe_id, a, direction)) for a in accesses]
         if self._exploration is not None and rule.mode == SteeringMode.LOAD_BALANCING:
             explored = self._exploration.views(
                 cpe_id,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
-from core.domain import CapacityEstimate, Direction
+from core.domain import CapacityEstimate, Direction, KpiSample
 from core.slots import Slots, grown
+from xapp.estimators.columns import field_of, places_of_paths
 
 Path = tuple[str, str, Direction]
 FloatArray = npt.NDArray[np.float64]
@@ -147,3 +149,118 @@ class DecisionTimes:
         if size > len(self._last_s):
             self._last_s = grown(self._last_s, size, math.nan)
             self._usual_s = grown(self._usual_s, size, math.nan)
+
+
+@dataclass(frozen=True)
+class PathConditions:
+    """What the reports last said of a path besides its capacity (None: never said)."""
+
+    rtt_ms: float | None = None
+    loss_rate_permille: float | None = None
+    throughput_mbps: float | None = None
+
+
+class HeardReports:
+    """What the loop keeps of the reports it took, in columns: for each CPE and direction when
+    its first report came (its warm-up starts then) and when the newest report not yet decided
+    on arrived (where a push's control delay starts); for each path the last round-trip time,
+    loss and throughput a report said. A fleet's step takes thousands of reports: kept in
+    dictionaries they cost a few lookups each, every step, though a fleet's usual decision
+    (put as rows) reads none of the conditions. A value a report leaves out (None, or NaN,
+    which no reader takes for a measurement) keeps what an earlier report said.
+
+    ``path_slots`` and ``key_slots``: the places of the paths and of the CPEs and directions,
+    shared with the loop's other columns."""
+
+    CONDITIONS = ("rtt_ms", "loss_rate_permille", "throughput_mbps")
+
+    def __init__(self, path_slots: Slots[Path], key_slots: Slots[Hashable]) -> None:
+        self.path_slots, self.key_slots = path_slots, key_slots
+        self._key_of_path = np.zeros(0, dtype=np.intp)  # each path's CPE and direction's place
+        self._first_s = np.zeros(0)  # per CPE and direction; NaN: nothing heard yet
+        self._received_s = np.zeros(0)  # per CPE and direction; NaN: none waits to be read
+        self._said = np.zeros((0, len(self.CONDITIONS)))  # per path; NaN: never said
+
+    def take(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        """A step's reports, in their order."""
+        if not samples:
+            return
+        places = places_of_paths(samples, self.path_slots)
+        keys = self._keys_of(places)
+        first = self._first_s
+        first[keys[np.isnan(first[keys])]] = now_s
+        np.fmax.at(self._received_s, keys, field_of(samples, "received_s"))
+        said = np.column_stack([field_of(samples, name) for name in self.CONDITIONS])
+        kept = self._said
+        if np.bincount(places).max(initial=0) <= 1:  # (a fleet's usual: one report per path)
+            kept[places] = np.where(np.isnan(said), kept[places], said)
+            return
+        for place, values in zip(places.tolist(), said, strict=True):  # later ones win
+            kept[place] = np.where(np.isnan(values), kept[place], values)
+
+    def first_report_s(self, key: tuple[str, Direction]) -> float | None:
+        """When the CPE and direction's first report was taken (the step's time), if any."""
+        place = self.key_slots.get(key)
+        if place is None or place >= len(self._first_s):
+            return None
+        first = float(self._first_s[place])
+        return None if math.isnan(first) else first
+
+    def take_received(self, key: tuple[str, Direction]) -> float | None:
+        """When the newest report of the CPE and direction arrived (monotonic), if one came
+        since this was last asked; asking reads it (a decision follows it)."""
+        place = self.key_slots.get(key)
+        if place is None or place >= len(self._received_s):
+            return None
+        received = float(self._received_s[place])
+        self._received_s[place] = math.nan
+        return None if math.isnan(received) else received
+
+    def drop_received(self, places: Places) -> None:
+        """``take_received`` of the CPEs and directions at these places, for decisions that
+        follow their reports without a push to time."""
+        self._received_s[places[places < len(self._received_s)]] = math.nan
+
+    def unread(self) -> int:
+        """How many CPEs and directions have a report's arrival no decision read yet."""
+        return int(np.count_nonzero(~np.isnan(self._received_s)))
+
+    def conditions(self, path: Path) -> PathConditions:
+        place = self.path_slots.get(path)
+        if place is None or place >= len(self._said):
+            return NO_CONDITIONS
+        rtt, loss, throughput = self._said[place].tolist()
+        return PathConditions(
+            None if math.isnan(rtt) else rtt,
+            None if math.isnan(loss) else loss,
+            None if math.isnan(throughput) else throughput,
+        )
+
+    def forget(self, gone: Callable[[str], bool]) -> None:
+        """Drop what was heard of the CPEs ``gone`` says are no longer the loop's."""
+        for key, place in self.key_slots.items():
+            if place < len(self._first_s) and isinstance(key, tuple) and gone(key[0]):
+                self._first_s[place] = self._received_s[place] = math.nan
+        for path, place in self.path_slots.items():
+            if place < len(self._said) and gone(path[0]):
+                self._said[place] = math.nan
+
+    def _keys_of(self, places: Places) -> Places:
+        """The place of each path's CPE and direction (given now to those without one), the
+        columns grown to hold every place."""
+        known = self._key_of_path = grown(self._key_of_path, len(self.path_slots), -1)
+        keys = known[places]
+        if keys.min(initial=0) < 0:
+            paths = self.path_slots.keys_at
+            for place in np.unique(places[keys < 0]).tolist():
+                cpe_id, _, direction = paths([place])[0]
+                known[place] = self.key_slots.of((cpe_id, direction))
+            keys = known[places]
+        size = len(self.key_slots)
+        self._first_s = grown(self._first_s, size, math.nan)
+        self._received_s = grown(self._received_s, size, math.nan)
+        self._said = grown(self._said, len(self.path_slots), math.nan)
+        return keys
+
+
+NO_CONDITIONS = PathConditions()  # what is known of a path nothing was said of

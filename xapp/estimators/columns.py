@@ -61,6 +61,23 @@ class StepSamples(list[KpiSample]):
     def _places(self) -> dict[int, tuple[Slots[Path], npt.NDArray[np.intp]]]:
         return {}
 
+    def field(self, name: str) -> FloatArray:
+        """Each sample's numeric field ``name`` (``received_s``, ``rtt_ms``, …) in the step's
+        order, NaN where it is None; read once a step for every reader."""
+        found = self._fields.get(name)
+        if found is None:
+            found = self._fields[name] = _float_field(self, name)
+        return found
+
+    @cached_property
+    def _fields(self) -> dict[str, FloatArray]:
+        return {}
+
+
+def as_step(samples: Sequence[KpiSample]) -> StepSamples:
+    """The samples as a step's (their columns and paths made once, for every reader)."""
+    return samples if isinstance(samples, StepSamples) else StepSamples(samples)
+
 
 def columns_of(samples: Sequence[KpiSample]) -> SampleColumns:
     """The samples' columns: those they carry, or made now."""
@@ -75,6 +92,25 @@ def places_of_paths(samples: Sequence[KpiSample], slots: Slots[Path]) -> npt.NDA
     if isinstance(samples, StepSamples):
         return samples.places(slots)
     return slots.many(_paths(samples))
+
+
+def field_of(samples: Sequence[KpiSample], name: str) -> FloatArray:
+    """Each sample's numeric field ``name``, NaN where None: those the samples carry, or
+    read now."""
+    if isinstance(samples, StepSamples):
+        return samples.field(name)
+    return _float_field(samples, name)
+
+
+def _float_field(samples: Sequence[KpiSample], name: str) -> FloatArray:
+    found: FloatArray = np.empty(len(samples))
+    if _core is not None:
+        _core.float_field(samples if isinstance(samples, list) else list(samples), name, found)
+        return found
+    for i, sample in enumerate(samples):
+        value = getattr(sample, name)
+        found[i] = math.nan if value is None else float(value)
+    return found
 
 
 def paths_of(samples: Sequence[KpiSample]) -> list[Path]:

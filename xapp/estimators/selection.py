@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from core.domain import CapacityEstimate, Direction, KpiSample
 from core.slots import Slots
-from xapp.estimators.columns import StepSamples
+from xapp.estimators.columns import StepSamples, as_step
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
 from xapp.estimators.model import ModelEstimator
@@ -147,7 +147,7 @@ class EstimatorSelection:
         inference on every path. A CPE switched to another estimator (an override) starts it
         from that period's reports."""
         # (each mode's samples carry their columns and paths, made once for its estimators)
-        step = samples if isinstance(samples, StepSamples) else StepSamples(samples)
+        step = as_step(samples)
         paths = step.paths
         self.last_report_s.update(dict.fromkeys(((c, a) for c, a, _ in paths), now_s))
         modes = self._modes(paths)
