@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from itertools import repeat
 
 import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from core.slots import Places, Slots
+from core.slots import Places, Slots, grown, places_of
 from xapp.estimators.columns import paths_of
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
@@ -68,7 +67,8 @@ BIAS_AFTER = 3  # comparisons before a source's bias is trusted enough to correc
 MAX_BIAS = 0.5  # a source more than 50 % off on average is discounted, not rescued
 
 Path = tuple[str, str, Direction]
-_NOT_SERVED = object()
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
 
 
 def _quadrature(a: float, b: float) -> float:
@@ -86,16 +86,56 @@ def _forecast(e: CapacityEstimate | None) -> tuple[float, float]:
     return e.capacity_mbps, e.measured_at_s
 
 
-def _forecasts(rows: EstimateRows) -> list[tuple[float, float]]:
-    """``_forecast`` of each row's estimate."""
-    exact = rows.available & ~rows.lower_bound
-    return list(
-        zip(
-            np.where(exact, rows.capacity, np.nan).tolist(),
-            np.where(exact, rows.measured_at, np.nan).tolist(),
-            strict=True,
-        )
-    )
+class ServedForecasts:
+    """The estimate last given out per path since its last update, as the forecast to judge
+    (``_forecast``: capacity and time, NaN for none usable), in columns by the paths' places: a
+    fleet's step gives out thousands and judges them all at the next update."""
+
+    def __init__(self, slots: Slots[Path]) -> None:
+        self.slots = slots
+        self._served = np.zeros(0, dtype=bool)
+        self._mbps = np.zeros(0)
+        self._at_s = np.zeros(0)
+
+    def put(self, path: Path, forecast: tuple[float, float]) -> None:
+        place = self._places([path])[0]
+        self._served[place] = True
+        self._mbps[place], self._at_s[place] = forecast
+
+    def put_rows(self, at: Places[Path], rows: EstimateRows) -> None:
+        """``put`` of each path's estimate in ``rows``."""
+        places = self._places(at)
+        exact = rows.available & ~rows.lower_bound
+        self._served[places] = True
+        self._mbps[places] = np.where(exact, rows.capacity, np.nan)
+        self._at_s[places] = np.where(exact, rows.measured_at, np.nan)
+
+    def take(self, at: Places[Path]) -> tuple[BoolArray, FloatArray, FloatArray]:
+        """Whether each of these (distinct) paths was served since, and what (capacity, time);
+        each is judged once: taken, it reads as not served until given out again."""
+        places = self._places(at)
+        served = self._served[places]
+        self._served[places] = False
+        return served, self._mbps[places], self._at_s[places]
+
+    def get(self, path: Path) -> tuple[float, float] | None:
+        """What was last given out for the path since its last update, if anything."""
+        place = self.slots.get(path)
+        if place is None or place >= len(self._served) or not self._served[place]:
+            return None
+        return float(self._mbps[place]), float(self._at_s[place])
+
+    def _places(self, paths: Sequence[Path] | Places[Path]) -> npt.NDArray[np.intp]:
+        """The paths' places (given now to those without one), the columns grown to hold them."""
+        at = places_of(paths)
+        places = at.in_slots(self.slots)
+        if len(places) and places.min() < 0:
+            places = self.slots.many(at.keys)
+        size = len(self.slots)
+        self._served = grown(self._served, size, False)
+        self._mbps = grown(self._mbps, size, math.nan)
+        self._at_s = grown(self._at_s, size, math.nan)
+        return places
 
 
 class FusedEstimator:
@@ -123,10 +163,7 @@ class FusedEstimator:
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights, slots=slots)
-        # The estimate last given out per path since its last update, as the forecast to judge
-        # (``_forecast``). (_NOT_SERVED rather than removed: the path's key stays, and a
-        # fleet's step does not leave thousands of new key tuples for the collector to walk.)
-        self._served: dict[Path, tuple[float, float] | object] = {}
+        self._served = ServedForecasts(slots if slots is not None else Slots())
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         paths = list(dict.fromkeys(paths_of(samples)))
@@ -139,23 +176,21 @@ class FusedEstimator:
         forecast_at_s = np.where(exact, said[:, :, MEASURED_AT], np.nan)
         # Fusion's own forecast is what it last told the loop, which acted on it; only a path
         # nobody asked about since its last update has it made now.
-        served = self._served
-        own_forecasts = list(map(served.get, paths, repeat(_NOT_SERVED)))
-        served.update(dict.fromkeys(paths, _NOT_SERVED))  # (judged once: now)
-        unserved = [i for i, own in enumerate(own_forecasts) if own is _NOT_SERVED]
-        if unserved:  # made together, as ``estimate_rows`` makes them (not served, though)
-            made = _forecasts(self._fused_rows([paths[i] for i in unserved], now_s))
-            for i, forecast in zip(unserved, made, strict=True):
-                own_forecasts[i] = forecast
+        served, own_mbps, own_at_s = self._served.take(at)
+        unserved = np.flatnonzero(~served)
+        if len(unserved):  # made together, as ``estimate_rows`` makes them (not served, though)
+            made = self._fused_rows([paths[i] for i in unserved.tolist()], now_s)
+            exact = made.available & ~made.lower_bound
+            own_mbps[unserved] = np.where(exact, made.capacity, np.nan)
+            own_at_s[unserved] = np.where(exact, made.measured_at, np.nan)
         for source in self.sources:
             source.update(samples, now_s)
         self._silence.update(samples)
         if self.references and paths:
-            own_table = np.array(own_forecasts, dtype=np.float64).reshape(-1, 2)
             self._score(
                 at,
-                np.column_stack([forecast_mbps, own_table[:, 0]]),
-                np.column_stack([forecast_at_s, own_table[:, 1]]),
+                np.column_stack([forecast_mbps, own_mbps]),
+                np.column_stack([forecast_at_s, own_at_s]),
                 now_s,
             )
 
@@ -216,7 +251,7 @@ class FusedEstimator:
         ]
         path = (cpe_id, access, direction)
         fused = self._fuse(path, found, now_s)
-        self._served[path] = _forecast(fused)
+        self._served.put(path, _forecast(fused))
         return fused
 
     def estimate_many(self, paths: Sequence[Path], now_s: float) -> list[CapacityEstimate | None]:
@@ -226,18 +261,20 @@ class FusedEstimator:
 
     def estimate_rows(self, paths: Sequence[Path], now_s: float) -> EstimateRows:
         """``estimate_many`` as columns: a fleet's step reads most of them as numbers."""
-        rows = self._fused_rows(paths, now_s)
+        at = Places(paths)
+        rows = self._fused_rows(at, now_s)
         # What is given out is the forecast judged at the path's next update.
-        self._served.update(zip(paths, _forecasts(rows), strict=True))
+        self._served.put_rows(at, rows)
         return rows
 
-    def _fused_rows(self, paths: Sequence[Path], now_s: float) -> EstimateRows:
+    def _fused_rows(self, paths: Sequence[Path] | Places[Path], now_s: float) -> EstimateRows:
         """The fused beliefs of these paths, all at once (fusion_many.py)."""
+        at = places_of(paths)
+        paths = at.keys
         if not paths:
             return EstimateRows.of([], [])
         sources = self.sources
         count = len(paths)
-        at = Places(paths)
         # What each source said of each path: (paths, sources, fields).
         values = said_table(sources, at, now_s)
         records = self._errors
@@ -259,7 +296,7 @@ class FusedEstimator:
                 count=counts,
                 bias=biases,
                 square=squares,
-                silent_since=self._silence.silent_times(paths),
+                silent_since=self._silence.silent_times(at),
                 own_count=own_counts,
                 own_square=own_squares,
             ),
