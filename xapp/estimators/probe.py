@@ -141,6 +141,8 @@ class ProbeEstimator:
         self._in_flight: dict[Path, float] = {}
         self._last_start: dict[Path, float] = {}
         self._first_seen: dict[Path, float] = {}
+        # The paths first seen at the newest update's time (a step's usual: none).
+        self._seen_first_at: tuple[float, set[Path]] = (-math.inf, set())
         self._last_sweep_s = -math.inf  # when every path was last considered for a probe
         # Paths whose headroom some advisor has measured (not only a lower bound): their
         # return from an outage shows in the KPIs, so they need no down-check.
@@ -176,15 +178,10 @@ class ProbeEstimator:
             self._last_sweep_s = now_s
             self._plan(now_s, self._history)
         else:
-            first_seen, recovered = self._first_seen, self._recovered
-            self._plan(
-                now_s,
-                {
-                    path
-                    for path in paths_of(samples)
-                    if path in recovered or first_seen[path] == now_s
-                },
-            )
+            # (a fleet's usual: neither, and the step's paths are not walked)
+            seen_at, new = self._seen_first_at
+            due = self._recovered | new if seen_at == now_s else self._recovered
+            self._plan(now_s, due.intersection(paths_of(samples)) if due else ())
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -266,6 +263,9 @@ class ProbeEstimator:
             if history is None:  # (not setdefault: its default deque would be made every time)
                 first_seen.setdefault(path, now_s)
                 history = histories[path] = deque(maxlen=HISTORY_PERIODS)
+                if self._seen_first_at[0] != now_s:
+                    self._seen_first_at = (now_s, set())
+                self._seen_first_at[1].add(path)
             history.append(sample)
             if sample.available is False:
                 down.add(path)
