@@ -176,8 +176,8 @@ def test_the_kpi_estimator_on_columns_keeps_what_it_keeps_sample_by_sample(
         paths = sorted({(s.cpe_id, s.access, s.direction) for s in timed})
         seen.update(paths)
         assert on_columns.said_many(paths) == one_by_one.said_many(paths)
-    assert on_columns._wifi_efficiency == one_by_one._wifi_efficiency
-    assert on_columns._nr_rate_per_prb == one_by_one._nr_rate_per_prb
+    for kept in ("_wifi_efficiency", "_nr_rate_per_prb", "_nr_downlink"):
+        assert getattr(on_columns, kept).as_dict() == getattr(one_by_one, kept).as_dict()
     for path in seen:
         assert on_columns.change_variance(path) == one_by_one.change_variance(path)
 

@@ -530,13 +530,17 @@ class ControlLoop:
         usual ones as rows (returned, by accesses), the others as inputs (``request``)."""
         asking = [d for d in deciding if d.asks]
         paths: list[tuple[str, str, Direction]] = []
+        asked_of: list[_Asked | None] = []  # each one's paths and places (None: some excluded)
         for d in asking:
             excluded = d.excluded
             if excluded:  # (an operator's few)
                 cpe_id, direction = d.cpe.cpe_id, d.direction
                 paths += [(cpe_id, a, direction) for a in d.cpe.access_names if a not in excluded]
+                asked_of.append(None)
             else:
-                paths += self._asked_of(d).paths
+                own = self._asked_of(d)
+                paths += own.paths
+                asked_of.append(own)
         if not paths:
             for d in asking:
                 d.request = self._policy_input(
@@ -553,7 +557,7 @@ class ControlLoop:
         rows: dict[tuple[str, ...], _Rows] = {}
         start = 0
         rules: dict[int, bool] = {}  # per rule (by identity: alive for the step), in rows
-        for d in asking:
+        for d, asked in zip(asking, asked_of, strict=True):
             accesses = d.cpe.access_names
             excluded = d.excluded
             count = sum(1 for a in accesses if a not in excluded) if excluded else len(accesses)
@@ -563,7 +567,7 @@ class ControlLoop:
                     group = rows[accesses] = _Rows(accesses)
                 group.items.append(d)
                 group.starts.append(start)
-                asked = self._asked_of(d)  # (nothing is excluded from a row)
+                assert asked is not None  # (nothing is excluded from a row)
                 group.path_places += asked.path_places
                 group.key_places.append(asked.key_place)
             else:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from itertools import compress, repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -41,7 +40,7 @@ import numpy.typing as npt
 from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
 from core.slots import Places, Slots, grown
 from core.standards import nr as nr_standard
-from xapp.estimators.columns import Group, columns_of, paths_of, places_of_paths
+from xapp.estimators.columns import Group, columns_of, places_of_paths
 from xapp.estimators.said import (
     AVAILABLE,
     CAPACITY,
@@ -81,15 +80,16 @@ class KpiEstimator:
         # The running variance of each path's period-to-period change (NaN: none yet), by the
         # kept estimates' slots.
         self._change_variance = np.full(0, math.nan)
+        slots = self._kept.slots
         # Each Wi-Fi station's MAC efficiency as last measured: a period with too little
         # airtime to measure it (a path just back, or given little weight) uses it.
-        self._wifi_efficiency: dict[Path, float] = {}
+        self._wifi_efficiency = LastMeasured(slots)
         # Each NR uplink's rate per PRB as last measured (Mbit/s per PRB): the uplink of a UE
         # that sent nothing has no other news of its channel.
-        self._nr_rate_per_prb: dict[Path, float] = {}
+        self._nr_rate_per_prb = LastMeasured(slots)
         # Each NR downlink's rate per PRB as last measured, with the KPIs of that period (its
         # CQI and layers then, against which the channel's change is read).
-        self._nr_downlink: dict[Path, tuple[float, Mapping[str, float]]] = {}
+        self._nr_downlink = LastMeasured(slots)
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         """Each sample's reading, worked out for each access and direction's samples at once
@@ -98,29 +98,23 @@ class KpiEstimator:
         # the step's paths' places in the kept estimates' slots, found once for every
         # estimator sharing them
         step_places = places_of_paths(samples, self._kept.slots)
-        step_paths = paths_of(samples)
         for (access, direction), group in columns.groups.items():
-            rows = columns.places[(access, direction)]
-            places = step_places[rows]
-            paths = [step_paths[row] for row in rows.tolist()]
-            if len(np.unique(places)) < len(places):
+            places = step_places[columns.places[(access, direction)]]
+            if np.bincount(places).max(initial=0) > 1:  # a path reported twice
                 self.update_one_by_one(group.samples)
                 continue
             efficiency = rate = None
             if access == "wifi":
-                efficiency = _measured_into(
-                    self._wifi_efficiency, paths, measured_wifi_efficiency_of(group)
+                efficiency = self._wifi_efficiency.measured(
+                    places, measured_wifi_efficiency_of(group)
                 )
             elif access == "nr" and direction == Direction.UPLINK:
-                rate = _measured_into(
-                    self._nr_rate_per_prb, paths, measured_nr_rate_per_prb_of(group)
-                )
+                rate = self._nr_rate_per_prb.measured(places, measured_nr_rate_per_prb_of(group))
             elif access == "nr":
-                rate = self._downlink_rates(paths, group)
+                rate = self._downlink_rates(places, group)
             read = readings_of(group, efficiency, rate)
             known = np.flatnonzero(read.known)
             self._keep_many(
-                [paths[row] for row in known.tolist()],
                 places[known],
                 group.time_s[known],
                 read.capacity[known],
@@ -139,36 +133,35 @@ class KpiEstimator:
             if access == "wifi":
                 measured = measured_wifi_efficiency(sample)
                 if measured is not None:
-                    wifi_efficiency[path] = measured
+                    wifi_efficiency.put(path, measured)
             elif access == "nr" and direction == Direction.UPLINK:
                 rate = measured_nr_rate_per_prb(sample)
                 if rate is not None:
-                    nr_rate_per_prb[path] = rate
+                    nr_rate_per_prb.put(path, rate)
                 held = nr_rate_per_prb.get(path)
             elif access == "nr":
                 rate = measured_nr_rate_per_prb(sample)
-                before = self._nr_downlink.get(path)
+                before = self._nr_downlink.get_with_kpis(path)
                 if rate is not None:  # (it carried: its own PRBs tell, as _downlink_rates)
-                    self._nr_downlink[path] = (rate, sample.measurements)
+                    self._nr_downlink.put(path, rate, sample.measurements)
                 elif before is not None:
                     held = nr_rate_now(*before, sample.measurements)
             reading = _reading(sample, wifi_efficiency.get(path), held)
             if reading is not None:
                 self._keep(path, sample.time_s, *reading)
 
-    def _downlink_rates(self, paths: list[Path], group: Group) -> FloatArray:
+    def _downlink_rates(self, places: npt.NDArray[np.intp], group: Group) -> FloatArray:
         """Each NR downlink's rate per PRB as last measured (this period's where it carried
-        something) into ``_nr_downlink``; then, for each path that carried nothing, what that
-        rate is worth on its channel now (NaN: never measured, or the path carried: its own
-        PRBs tell)."""
+        something) into ``_nr_downlink``; then, for each path (at these distinct places) that
+        carried nothing, what that rate is worth on its channel now (NaN: never measured, or
+        the path carried: its own PRBs tell)."""
+        samples = group.samples
         measured = measured_nr_rate_per_prb_of(group)
-        kept, samples = self._nr_downlink, group.samples
-        for path, value, sample in zip(paths, measured.tolist(), samples, strict=True):
-            if value == value:  # (not NaN)
-                kept[path] = (value, sample.measurements)
-        rates = np.full(len(paths), math.nan)
-        for row in np.flatnonzero(np.isnan(measured)).tolist():
-            before = kept.get(paths[row])
+        kept = self._nr_downlink
+        kept.measured(places, measured, [s.measurements for s in samples])
+        rates = np.full(len(places), math.nan)
+        idle = np.flatnonzero(np.isnan(measured))
+        for row, before in zip(idle.tolist(), kept.with_kpis_at(places[idle]), strict=True):
             if before is not None:
                 rates[row] = nr_rate_now(*before, samples[row].measurements)
         return rates
@@ -213,7 +206,6 @@ class KpiEstimator:
 
     def _keep_many(
         self,
-        paths: list[Path],
         places: npt.NDArray[np.intp],
         time_s: npt.NDArray[np.float64],
         capacity: npt.NDArray[np.float64],
@@ -257,7 +249,7 @@ class KpiEstimator:
                 available.astype(np.float64),
             ]
         )
-        kept.put_rows(paths, places, table)
+        kept.put_rows(places, table)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -504,15 +496,70 @@ def _wifi(m: Mapping[str, float], direction: Direction, efficiency: float | None
     return phy * (efficiency or WIFI_MAC_EFFICIENCY) * share
 
 
-def _measured_into(
-    kept: dict[Path, float], paths: Sequence[Path], measured: npt.NDArray[np.float64]
-) -> npt.NDArray[np.float64]:
-    """Each path's newly measured value (NaN: not measurable) into ``kept``; then what
-    ``kept`` holds for each path (NaN: nothing)."""
-    found = ~np.isnan(measured)
-    # (in order: a path met twice keeps its last; a fleet's step meets each once)
-    kept.update(zip(compress(paths, found.tolist()), measured[found].tolist(), strict=True))
-    return np.fromiter(map(kept.get, paths, repeat(math.nan)), np.float64, len(paths))
+class LastMeasured:
+    """A value of each path as last measured (NaN: never), in a column by the kept estimates'
+    slots, with what else the period that measured it said where asked (``kpis``): a fleet's
+    step measures thousands at once, and reads them back for the periods that could not."""
+
+    def __init__(self, slots: Slots[Path]) -> None:
+        self.slots = slots
+        self._values = np.zeros(0)
+        self._kpis = np.zeros(0, dtype=object)  # (None where none was kept)
+
+    def put(self, path: Path, value: float, kpis: Mapping[str, float] | None = None) -> None:
+        place = self.slots.of(path)
+        self._make_room()
+        self._values[place], self._kpis[place] = value, kpis
+
+    def get(self, path: Path) -> float | None:
+        place = self.slots.get(path)
+        if place is None or place >= len(self._values) or math.isnan(self._values[place]):
+            return None
+        return float(self._values[place])
+
+    def get_with_kpis(self, path: Path) -> tuple[float, Mapping[str, float]] | None:
+        value = self.get(path)
+        return None if value is None else (value, self._kpis[self.slots.of(path)])
+
+    def measured(
+        self,
+        places: npt.NDArray[np.intp],
+        values: FloatArray,
+        kpis: Sequence[Mapping[str, float]] | None = None,
+    ) -> FloatArray:
+        """The paths' (at these distinct places) newly measured values (NaN: not measurable)
+        kept, with their periods' ``kpis``; then what is kept for each (NaN: nothing)."""
+        self._make_room()
+        found = np.flatnonzero(~np.isnan(values))
+        self._values[places[found]] = values[found]
+        if kpis is not None:
+            self._kpis[places[found]] = [kpis[row] for row in found.tolist()]
+        return self._values[places]
+
+    def with_kpis_at(
+        self, places: npt.NDArray[np.intp]
+    ) -> list[tuple[float, Mapping[str, float]] | None]:
+        """``get_with_kpis`` of the paths at these places."""
+        self._make_room()
+        values, kpis = self._values[places].tolist(), self._kpis[places].tolist()
+        return [
+            None if value != value else (value, kpi)  # (NaN: never measured)
+            for value, kpi in zip(values, kpis, strict=True)
+        ]
+
+    def as_dict(self) -> dict[Path, float]:
+        """Every path's value kept (for comparisons)."""
+        return {
+            path: value
+            for path in self.slots.keys_at(range(len(self.slots)))
+            if (value := self.get(path)) is not None
+        }
+
+    def _make_room(self) -> None:
+        size = len(self.slots)
+        if size > len(self._values):
+            self._values = grown(self._values, size, math.nan)
+            self._kpis = grown(self._kpis, size, None)
 
 
 # ---------------------------------------------------------------- the formulas on columns

@@ -92,22 +92,20 @@ class KeptEstimates:
         self.source = source
         self.slots: Slots[Path] = slots if slots is not None else Slots()
         self._table: npt.NDArray[np.float64] = np.zeros((0, 5))
-        self._made: dict[Path, CapacityEstimate] = {}
+        self._made: dict[int, CapacityEstimate] = {}  # by place
 
     def put(self, path: Path, said: Said) -> None:
         slot = self.slots.of(path)
         self._table = grown(self._table, slot + 1, 0.0)
         self._table[slot] = said
-        self._made.pop(path, None)
+        self._made.pop(slot, None)
 
     def put_many(self, paths: Sequence[Path], table: npt.NDArray[np.float64]) -> None:
         """``put`` of each path's numbers (a row of ``table`` each: a ``Said``'s fields),
         checked as ``said_numbers`` checks them."""
-        self.put_rows(paths, self.slots.many(paths), table)
+        self.put_rows(self.slots.many(paths), table)
 
-    def put_rows(
-        self, paths: Sequence[Path], places: npt.NDArray[np.intp], table: npt.NDArray[np.float64]
-    ) -> None:
+    def put_rows(self, places: npt.NDArray[np.intp], table: npt.NDArray[np.float64]) -> None:
         """``put_many`` where the paths' places (``slots``) are known already."""
         capacity, stddev = table[:, CAPACITY], table[:, STDDEV]
         fine = (capacity >= 0) & (capacity < np.inf) & (stddev >= 0) & (stddev < np.inf)
@@ -116,15 +114,16 @@ class KeptEstimates:
             check_capacity(float(capacity[wrong]), float(stddev[wrong]))  # (raises)
         self._table = grown(self._table, len(self.slots), 0.0)
         self._table[places] = table
-        if self._made:
-            for path in paths:
-                self._made.pop(path, None)
+        made = self._made
+        if made:  # (a fleet's usual: few of its estimates were made)
+            for place in made.keys() & set(places.tolist()):
+                del made[place]
 
     def drop(self, path: Path) -> None:
         slot = self.slots.get(path)
         if slot is not None and slot < len(self._table):
             self._table[slot] = NOTHING
-        self._made.pop(path, None)
+            self._made.pop(slot, None)
 
     def said(self, path: Path) -> Said | None:
         slot = self.slots.get(path)
@@ -155,12 +154,14 @@ class KeptEstimates:
         return rows
 
     def estimate(self, path: Path) -> CapacityEstimate | None:
-        made = self._made.get(path)
+        slot = self.slots.get(path)
+        made = None if slot is None else self._made.get(slot)
         if made is None:
             said = self.said(path)
             if said is None:
                 return None
-            made = self._made[path] = estimate_of(path, said, self.source)
+            assert slot is not None  # (said of a path with no place: None)
+            made = self._made[slot] = estimate_of(path, said, self.source)
         return made
 
 
