@@ -234,6 +234,8 @@ def test_what_the_loop_heard_in_columns_is_what_the_dictionaries_kept(
             if read:  # a decision follows the reports
                 assert heard.take_received(key) == reference.received.pop(key, None)
         assert heard.unread() == len(reference.received)
+        # no CPE and direction was first heard from after the newest first report
+        assert all(first <= heard.newest_first_s for first in reference.first.values())
         for path in paths:
             rtt, loss, tput = reference.said.get(path, [None] * 3)
             assert heard.conditions(path) == PathConditions(rtt, loss, tput)

@@ -817,9 +817,13 @@ class ControlLoop:
             mode_changed,
             now_s=now_s,
         )
-        first_report_s = self._heard.first_report_s(key)
-        # (_not_heard_from's own test, read here: a fleet's CPEs warmed up long ago)
-        warming_up = first_report_s is not None and not now_s - first_report_s >= self._warmup_s
+        # (_not_heard_from's own test, read here: a fleet's CPEs warmed up long ago, and none
+        # is looked up while the newest first report is older than the warm-up)
+        heard, warmup_s = self._heard, self._warmup_s
+        warming_up = False
+        if not now_s - heard.newest_first_s >= warmup_s:
+            first_report_s = heard.first_report_s(key)
+            warming_up = first_report_s is not None and not now_s - first_report_s >= warmup_s
         if warming_up and begun.asks:
             silent = self._not_heard_from(cpe, direction, now_s)
             if silent:

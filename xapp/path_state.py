@@ -180,6 +180,9 @@ class HeardReports:
         self._first_s = np.zeros(0)  # per CPE and direction; NaN: nothing heard yet
         self._received_s = np.zeros(0)  # per CPE and direction; NaN: none waits to be read
         self._said = np.zeros((0, len(self.CONDITIONS)))  # per path; NaN: never said
+        # The newest first report's time: no CPE and direction was first heard from later (a
+        # fleet's step need not look each one's up to know that none is warming up).
+        self.newest_first_s = -math.inf
 
     def take(self, samples: Sequence[KpiSample], now_s: float) -> None:
         """A step's reports, in their order."""
@@ -188,7 +191,10 @@ class HeardReports:
         places = places_of_paths(samples, self.path_slots)
         keys = self._keys_of(places)
         first = self._first_s
-        first[keys[np.isnan(first[keys])]] = now_s
+        fresh = keys[np.isnan(first[keys])]
+        if len(fresh):
+            first[fresh] = now_s
+            self.newest_first_s = max(self.newest_first_s, now_s)
         np.fmax.at(self._received_s, keys, field_of(samples, "received_s"))
         said = np.column_stack([field_of(samples, name) for name in self.CONDITIONS])
         kept = self._said
