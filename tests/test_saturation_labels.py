@@ -18,8 +18,10 @@ from bench.simulated import SimulatedKpis
 from core.domain import Direction, KpiSample, SaturatedPeriod
 from core.scenario.load import load_scenario
 from core.scenario.truth import sample_truth
+from core.slots import Slots
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators import saturation
+from xapp.estimators.columns import StepSamples
 from xapp.estimators.kpi import utilisations
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
@@ -201,23 +203,30 @@ _lifi = st.builds(
     st.sampled_from([0.5, 1.0, 2.0]),
     st.integers(1, 3),
     st.integers(1, 60),
+    st.booleans(),
 )
 def test_the_labeller_keeps_what_its_reference_keeps(
-    updates: list[list[KpiSample]], every_s: float, per_path: int, most: int
+    updates: list[list[KpiSample]], every_s: float, per_path: int, most: int, shared: bool
 ) -> None:
     """Updates of any samples (a path twice in one, periods back in time, throughputs none, 0
     or NaN, utilisations unknown, at the limit or not, more to keep than an update keeps):
-    the same periods kept, with the same histories, in the same slots, as the reference."""
+    the same periods kept, with the same histories, in the same slots, as the reference.
+    ``shared``: the paths' places are the estimators' (other paths placed first), read from
+    the step's samples as the service gives them."""
     store = Recorded()
+    slots: Slots[tuple[str, str, Direction]] | None = None
+    if shared:
+        slots = Slots()
+        slots.many([(f"other-{n}", "nr", DL) for n in range(5)])
     labeller, reference = (
-        SaturationLabeller(store, every_s, per_path),
+        SaturationLabeller(store, every_s, per_path, slots=slots),
         ReferenceLabeller(every_s, per_path),
     )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(saturation, "MAX_KEPT_PER_UPDATE", most)
         patch.setattr(sys.modules[__name__], "MAX_KEPT_PER_UPDATE", most)
         for samples in updates:
-            labeller.update(samples)
+            labeller.update(StepSamples(samples) if shared else samples)
             expected = reference.update(samples)
             got = store.puts[-1]
             assert [(p.history, slot) for p, slot in got] == [

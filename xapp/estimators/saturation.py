@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from core.domain import Direction, KpiSample, SaturatedPeriod
 from core.slots import Slots, grown
-from xapp.estimators.columns import paths_of
+from xapp.estimators.columns import paths_of, places_of_paths
 from xapp.estimators.kpi import utilisation, utilisations
 from xapp.ports import SaturatedPeriodStore
 
@@ -61,13 +61,21 @@ class SaturationLabeller:
     twice (a fleet's usual), in runs of such samples otherwise; a dozen Python steps per
     sample before (tests/test_saturation_labels.py holds the two equal)."""
 
-    def __init__(self, store: SaturatedPeriodStore, every_s: float, per_path: int) -> None:
+    def __init__(
+        self,
+        store: SaturatedPeriodStore,
+        every_s: float,
+        per_path: int,
+        slots: Slots[Key] | None = None,
+    ) -> None:
+        """``slots``: the fleet's paths' places, shared with the estimators (a step's paths
+        are then looked up once for all of them); else its own."""
         if every_s <= 0 or per_path < 1:
             raise ValueError(f"every_s must be > 0 and per_path ≥ 1, got {every_s} and {per_path}")
         self.store = store
         self.every_s = every_s
         self.per_path = per_path
-        self._slots = Slots[Key]()
+        self._slots: Slots[Key] = slots if slots is not None else Slots()
         # the samples, HISTORY_PERIODS places per path (a list: numpy's object arrays take a
         # list of samples in at several times the cost)
         self._history: list[KpiSample | None] = []
@@ -80,12 +88,11 @@ class SaturationLabeller:
     def update(self, samples: Sequence[KpiSample]) -> None:
         kept: list[tuple[SaturatedPeriod, int]] = []
         if samples:
-            paths = paths_of(samples)
             # each sample's utilisation, worked out for the step's columns at once (NaN for None)
             shares = utilisations(samples)
-            places = self._slots.many(paths)
+            places = places_of_paths(samples, self._slots)
             self._grow(len(self._slots))
-            for run in _runs_of_distinct(paths, places):
+            for run in _runs_of_distinct(samples, places):
                 self._take(samples, places, shares, run, kept)
         self.store.put_saturated_periods(kept)
         self.kept += len(kept)
@@ -145,18 +152,18 @@ class SaturationLabeller:
         self._history.extend([None] * (HISTORY_PERIODS * len(self._appended) - len(self._history)))
 
 
-def _runs_of_distinct(paths: Sequence[Key], places: npt.NDArray[np.intp]) -> list[slice]:
-    """The samples cut into runs, in order, in none of which a path comes twice (a fleet's
-    step: one run)."""
-    if len(np.unique(places)) == len(places):
+def _runs_of_distinct(samples: Sequence[KpiSample], places: npt.NDArray[np.intp]) -> list[slice]:
+    """The samples (their paths at ``places``) cut into runs, in order, in none of which a
+    path comes twice (a fleet's step: one run)."""
+    if np.bincount(places).max(initial=0) <= 1:
         return [slice(0, len(places))]
     runs: list[slice] = []
     start = 0
     seen: set[Key] = set()
-    for i, path in enumerate(paths):
+    for i, path in enumerate(paths_of(samples)):
         if path in seen:
             runs.append(slice(start, i))
             start, seen = i, set()
         seen.add(path)
-    runs.append(slice(start, len(paths)))
+    runs.append(slice(start, len(places)))
     return runs

@@ -106,7 +106,9 @@ class EstimatorSelection:
             slots=paths,
         )
         self.labeller = (
-            SaturationLabeller(labels, self.settings.label_every_s, self.settings.labels_per_path)
+            SaturationLabeller(
+                labels, self.settings.label_every_s, self.settings.labels_per_path, slots=paths
+            )
             if labels is not None and self.settings.labels_per_path > 0
             else None
         )
