@@ -218,18 +218,22 @@ def test_estimates_as_numbers_are_the_estimates(fleet: list[list[KpiSample]]) ->
 def test_a_batch_of_rows_is_appended_as_one_row_after_another() -> None:
     """``append_many`` gives what appending each row alone gives, a path met twice included."""
     rng = np.random.default_rng(7)
-    keys: list[Key] = [(f"cpe-{i % 5}", "wifi", Direction.DOWNLINK) for i in range(23)]
+    # paths by their places in the shared slots: 2, 4, 6, 8, 10 (a place with no history
+    # between them)
+    keys: list[int] = [2 * (1 + i % 5) for i in range(23)]
     width = len(_Histories("wifi").columns)
     rows = [rng.random(width).tolist() for _ in keys]
     said = [rng.random(3).tolist() for _ in keys]
     one_by_one, batched = _Histories("wifi"), _Histories("wifi")
-    # batches of five distinct paths, and of six or seven with a path met twice
-    for start, end in ((0, 5), (5, 12), (12, 17), (17, 23)):
+    # batches of five distinct paths, and of six or seven with a path met twice (new paths
+    # among them in the first)
+    for start, end in ((0, 7), (7, 12), (12, 17), (17, 23)):
         for key, row, newest in zip(keys[start:end], rows[start:end], said[start:end], strict=True):
             one_by_one.append(key, row, newest)
-        batched.append_many(keys[start:end], rows[start:end], said[start:end])
+        batched.append_many(np.array(keys[start:end]), rows[start:end], said[start:end])
+    assert batched.places() == one_by_one.places() == list(dict.fromkeys(keys))
     for key in dict.fromkeys(keys):
-        a, b = one_by_one.recent([key]), batched.recent([key])
+        a, b = one_by_one.recent(np.array([key])), batched.recent(np.array([key]))
         np.testing.assert_array_equal(a.blocks, b.blocks)
         np.testing.assert_array_equal(a.lengths, b.lengths)
         np.testing.assert_array_equal(a.saturated, b.saturated)

@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
-from core.slots import Places, Slots
+from core.slots import Places, Slots, grown
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_blocks
 from models.runtime import ModelError, OnnxCapacityModel, Prediction
-from xapp.estimators.columns import Group, columns_of
+from xapp.estimators.columns import Group, columns_of, places_of_paths
 from xapp.estimators.kpi import reported_cqi, reported_cqis_of, utilisation, utilisation_of
 from xapp.estimators.said import ESTIMATE, LOWER_BOUND, KeptEstimates
 from xapp.estimators.saturation import (
@@ -95,10 +95,12 @@ class ModelEstimator:
         # Each path's recent periods as canonical feature inputs, converted once per sample,
         # one table per access: a fleet's batch is then cut from arrays, not built row by row.
         self._histories = {access: _Histories(access) for access in KPI_COLUMNS}
-        # Per access, the paths with a period not yet predicted from (a dictionary as an
-        # ordered set).
-        self._dirty: dict[str, dict[Key, None]] = {access: {} for access in KPI_COLUMNS}
+        # Per access, the places of the paths with a period not yet predicted from (a
+        # dictionary as an ordered set).
+        self._dirty: dict[str, dict[int, None]] = {access: {} for access in KPI_COLUMNS}
         self._kept = KeptEstimates(self.name, slots)  # each path's newest estimate
+        # the paths' places, for the histories too (a step's are looked up once for all)
+        self._slots = self._kept.slots
 
     def describe(self) -> list[dict[str, object]]:
         """Which model answers for each access (or why none does, or for which paths not)."""
@@ -126,7 +128,7 @@ class ModelEstimator:
             raise ModelError(f"{model.card_path}: a model for {model.access}, not {access}")
         self._models[access] = model
         self.unavailable.pop(access, None)
-        self._dirty[access].update(dict.fromkeys(self._histories[access].keys()))
+        self._dirty[access].update(dict.fromkeys(self._histories[access].places()))
 
     def _load_shipped(self) -> dict[str, OnnxCapacityModel]:
         loaded = {}
@@ -142,13 +144,16 @@ class ModelEstimator:
             log.error("model estimator unavailable for %s: %s", access, reason)
         self.unavailable[access] = reason
 
-    def _note_refused(self, access: str, keys: list[Key], prediction: Prediction) -> None:
+    def _note_refused(
+        self, access: str, places: npt.NDArray[np.intp], prediction: Prediction
+    ) -> None:
         """Say once when forecasts start being refused for some paths (their estimate is then
         what they carried), and when none are any more."""
         if prediction.refused_rows:
             count = len(prediction.refused_rows)
             if access not in self.refused:
-                some = ", ".join(keys[row][0] for row in prediction.refused_rows[:3])
+                first = self._slots.keys_at(places[prediction.refused_rows[:3]].tolist())
+                some = ", ".join(key[0] for key in first)
                 log.warning(
                     "model forecasts refused for %d %s path(s) (CPEs %s%s): %s",
                     count,
@@ -164,7 +169,9 @@ class ModelEstimator:
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
         # Each access's downlink samples that carried a throughput, read from the step's
         # columns (``_rows`` of them all at once; ``_row`` is the one-sample reference).
-        for (access, direction), group in columns_of(samples).groups.items():
+        columns = columns_of(samples)
+        step_places: npt.NDArray[np.intp] | None = None
+        for (access, direction), group in columns.groups.items():
             if direction != Direction.DOWNLINK or access not in self._models:
                 continue
             # a throughput beyond any access is a wrong report, not a period to learn from
@@ -172,17 +179,18 @@ class ModelEstimator:
             carried = ~np.isnan(throughput) & ~(throughput > MAX_CAPACITY_MBPS)
             if not carried.any():
                 continue
-            samples_of = group.samples
+            if step_places is None:
+                step_places = places_of_paths(samples, self._slots)
             chosen = np.flatnonzero(carried)
-            keys: list[Key] = [(samples_of[i].cpe_id, access, direction) for i in chosen.tolist()]
-            self._dirty[access].update(dict.fromkeys(keys))
+            places = step_places[columns.places[(access, direction)][chosen]]
+            self._dirty[access].update(dict.fromkeys(places.tolist()))
             # what the newest period said: the node's link state, what it carried (as
             # ``throughput or 0.0``: -0.0 too) and when
             said = throughput[chosen]
             newest = np.column_stack(
                 [group.down[chosen], np.where(said == 0, 0.0, said), group.time_s[chosen]]
             )
-            self._histories[access].append_many(keys, _rows(group, carried), newest)
+            self._histories[access].append_many(places, _rows(group, carried), newest)
 
     def estimate(
         self, cpe_id: str, access: str, direction: Direction, now_s: float
@@ -205,12 +213,12 @@ class ModelEstimator:
         for access, dirty in self._dirty.items():
             if not dirty:
                 continue
-            keys = list(dirty)
+            places = np.fromiter(dirty, np.intp, len(dirty))
             dirty.clear()
             # each path's periods, then one row for the period to predict (the features of a
             # row read only the periods before it)
             histories = self._histories[access]
-            recent = histories.recent(keys)
+            recent = histories.recent(places)
             # the input of the period to predict, read from the periods before it
             features = features_from_blocks(
                 recent.blocks, histories.columns, recent.lengths, access
@@ -221,13 +229,13 @@ class ModelEstimator:
             except ModelError as error:
                 # Garbage out: say so and give no estimate, rather than a wrong one.
                 self._disable(access, str(error))
-                for key in keys:
+                for key in self._slots.keys_at(places.tolist()):
                     self._kept.drop(key)
                 continue
             self.inference_s += time.perf_counter() - started
             self.inferences += 1
             self.unavailable.pop(access, None)
-            self._note_refused(access, keys, prediction)
+            self._note_refused(access, places, prediction)
             column = feature_names(access).index("ref_from_resources")
             available = recent.newest[:, NEWEST_DOWN] == 0
             carried = recent.newest[:, NEWEST_CARRIED]
@@ -242,8 +250,8 @@ class ModelEstimator:
             lower_bound = np.where(scaled, lower_bound, True)
             estimate = np.where(lower_bound, carried, estimate)
             spread = np.where(scaled, spread, LOWER_BOUND_ERROR * carried)
-            self._kept.put_many(
-                keys,
+            self._kept.put_rows(
+                places,
                 np.column_stack(
                     [
                         np.where(lower_bound, LOWER_BOUND, ESTIMATE),
@@ -308,38 +316,60 @@ class _Recent(NamedTuple):
 class _Histories:
     """The last HISTORY_PERIODS rows of every path of one access, in one array of
     (paths, HISTORY_PERIODS, feature inputs): a path's newest row is the last of its block,
-    and its ``count`` real rows fill the block's end (NaN rows before them)."""
+    and its ``count`` real rows fill the block's end (NaN rows before them). Paths are named
+    by their places in the estimators' shared slots; a block is given to a place the first
+    time it has a row (the slots hold every access's paths, both directions)."""
 
     def __init__(self, access: str) -> None:
         self.columns = row_columns(access)
         self._throughput = self.columns.index(THROUGHPUT)
         self._saturated = self.columns.index(SATURATED)
-        self._slot: dict[Key, int] = {}
+        self._block_of = np.zeros(0, dtype=np.intp)  # per place: its block, -1 none yet
+        self._blocks = 0
         self._rows = np.full((16, HISTORY_PERIODS, len(self.columns)), math.nan)
         self._count = np.zeros(16, dtype=np.int64)
         self._newest = np.full((16, 3), math.nan)
 
-    def keys(self) -> list[Key]:
-        return list(self._slot)
+    def places(self) -> list[int]:
+        """The places of the paths with a history, in the order they were first given one."""
+        known = np.flatnonzero(self._block_of >= 0)
+        ordered: list[int] = known[np.argsort(self._block_of[known], kind="stable")].tolist()
+        return ordered
 
-    def append(self, key: Key, row: list[float], newest: Sequence[float]) -> None:
-        self.append_many([key], [row], [newest])
+    def append(self, place: int, row: list[float], newest: Sequence[float]) -> None:
+        self.append_many(np.array([place], dtype=np.intp), [row], [newest])
 
     def append_many(
         self,
-        keys: list[Key],
+        places: npt.NDArray[np.intp],
         rows: list[list[float]] | FloatRows,
         newest: Sequence[Sequence[float]] | FloatRows,
     ) -> None:
-        """Each key's row as its path's newest, in order (a path's rows one after the other
+        """Each place's row as its path's newest, in order (a path's rows one after the other
         where it comes more than once); ``newest``: what each row's period said (NEWEST_*
         columns), kept for the path's newest."""
-        slots = [self._slot_of(key) for key in keys]
-        if len(set(slots)) < len(slots):
-            for slot, row, said in zip(slots, rows, newest, strict=True):
-                self._put([slot], [row], [said])
-        elif slots:
-            self._put(slots, rows, newest)
+        blocks = self._blocks_of(places).tolist()
+        if len(set(blocks)) < len(blocks):
+            for block, row, said in zip(blocks, rows, newest, strict=True):
+                self._put([block], [row], [said])
+        elif blocks:
+            self._put(blocks, rows, newest)
+
+    def _blocks_of(self, places: npt.NDArray[np.intp]) -> npt.NDArray[np.intp]:
+        """Each place's block, given now (in order) to those without one."""
+        self._block_of = grown(self._block_of, int(places.max(initial=-1)) + 1, -1)
+        found = self._block_of[places]
+        if found.min(initial=0) < 0:
+            for i in np.flatnonzero(found < 0).tolist():
+                place = places[i]
+                block = self._block_of[place]
+                if block < 0:  # (a place met twice gets its block once)
+                    block = self._block_of[place] = self._blocks
+                    self._blocks += 1
+                    if block == len(self._count):
+                        self._grow()
+                found[i] = block
+        return found
 
     def _put(
         self,
@@ -356,14 +386,6 @@ class _Histories:
         self._count[at] = np.minimum(self._count[at] + 1, HISTORY_PERIODS)
         self._newest[at] = newest
 
-    def _slot_of(self, key: Key) -> int:
-        slot = self._slot.get(key)
-        if slot is None:
-            slot = self._slot[key] = len(self._slot)
-            if slot == len(self._count):
-                self._grow()
-        return slot
-
     def _grow(self) -> None:
         size = 2 * len(self._count)
         rows = np.full((size, HISTORY_PERIODS, len(self.columns)), math.nan)
@@ -374,9 +396,10 @@ class _Histories:
         newest[: len(self._count)] = self._newest
         self._rows, self._count, self._newest = rows, count, newest
 
-    def recent(self, keys: list[Key]) -> _Recent:
-        """For ``keys``, in their order: each path's block of recent periods."""
-        slots = np.fromiter((self._slot[key] for key in keys), dtype=np.intp, count=len(keys))
+    def recent(self, places: npt.NDArray[np.intp]) -> _Recent:
+        """For the paths at these places (each with a history), in their order: each one's
+        block of recent periods."""
+        slots = self._block_of[places]
         blocks = self._rows[slots]
         count = self._count[slots]
         # saturation.saturated() of each path's last periods: it carried something in the
