@@ -7,6 +7,8 @@ from collections import deque
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.domain import (
     CapacityEstimate,
@@ -16,8 +18,10 @@ from core.domain import (
     ProbeRequest,
 )
 from xapp.adapters.memory_store import MemoryStateStore
+from xapp.estimators.columns import StepSamples
 from xapp.estimators.probe import ProbeEstimator, ProbeSettings
 from xapp.estimators.said import NOTHING, said_of
+from xapp.estimators.saturation import HISTORY_PERIODS
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 
 DL = Direction.DOWNLINK
@@ -315,7 +319,7 @@ def test_updates_within_a_down_check_interval_consider_only_the_paths_they_repor
     prober.started.clear()
     # a's Wi-Fi was first seen then too but only probed at the next sweep, a second after the
     # last one, whatever that update reports
-    estimator._history[("a", "wifi", DL)] = deque([KpiSample("a", "wifi", DL, 1.0, 1.0)])
+    estimator._remember([KpiSample("a", "wifi", DL, 1.0, 1.0)], 1.3)
     estimator.update([], 1.9)
     assert prober.started == []
     estimator.update([], 2.0)
@@ -380,10 +384,77 @@ def test_said_many_tells_what_estimate_tells_path_by_path() -> None:
     )
     assert not estimator._silence.is_quiet()
     agree(3.0)
-    # a path its node reports down before any probe of it: it has no place in the results
+    # a path its node reports down before any probe of it: no result kept for it
     down = ("c", "nr", DL)
     estimator.update([KpiSample(*down, 4.0, 1.0, available=False)], 4.0)
-    assert estimator._results.slots.get(down) is None
+    assert estimator._results.said(down) is None
     paths.append(down)
     agree(4.0)
     assert estimator.said_many([down])[0] != NOTHING  # (said down)
+
+
+class ReferenceMemory:
+    """What the probe estimator remembered of each sample before its histories were kept in
+    rings by place: a deque per path, the paths down and back, when each was first seen."""
+
+    def __init__(self) -> None:
+        self.history: dict[tuple[str, str, Direction], deque[KpiSample]] = {}
+        self.down: set[tuple[str, str, Direction]] = set()
+        self.recovered: set[tuple[str, str, Direction]] = set()
+        self.first_seen: dict[tuple[str, str, Direction], float] = {}
+
+    def remember(self, samples: Sequence[KpiSample], now_s: float) -> None:
+        for sample in samples:
+            path = (sample.cpe_id, sample.access, sample.direction)
+            if path not in self.history:
+                self.first_seen.setdefault(path, now_s)
+                self.history[path] = deque(maxlen=HISTORY_PERIODS)
+            self.history[path].append(sample)
+            if sample.available is False:
+                self.down.add(path)
+                self.recovered.discard(path)
+            elif path in self.down and (
+                sample.available is True or (sample.throughput_mbps or 0.0) > 0
+            ):
+                self.down.discard(path)
+                self.recovered.add(path)
+
+
+# A step's reports: which of four paths, the link state said and the throughput carried.
+_reports = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.sampled_from([None, True, False]),
+        st.sampled_from([None, 0.0, 5.0]),
+    ),
+    max_size=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_reports, max_size=16), st.booleans())
+def test_what_the_probe_estimator_remembers_of_reports_is_what_it_did_path_by_path(
+    steps: list[list[tuple[int, bool | None, float | None]]], as_step: bool
+) -> None:
+    """Paths reported once or several times a step, said down, back, or neither, for more
+    periods than a history holds: the same histories (newest last), paths down and back, and
+    first times as the former deque per path."""
+    paths = [(c, a, DL) for c in ("a", "b") for a in ("nr", "wifi")]
+    estimator = ProbeEstimator(ScriptedProber({}), ProbeSettings())
+    reference = ReferenceMemory()
+    for n, step in enumerate(steps):
+        samples = [
+            KpiSample(*paths[p], float(n), 1.0, throughput_mbps=carried, available=state)
+            for p, state, carried in step
+        ]
+        estimator._remember(StepSamples(samples) if as_step else samples, float(n))
+        reference.remember(samples, float(n))
+        assert estimator._down == reference.down
+        assert estimator._recovered == reference.recovered
+        assert estimator._first_seen == reference.first_seen
+        for path in paths:
+            place = estimator._results.slots.get(path)
+            kept = () if place is None else estimator._history.history(place)
+            assert kept == tuple(reference.history.get(path, ()))
+            newest = None if place is None else estimator._history.newest(place)
+            assert newest is (kept[-1] if kept else None)

@@ -18,6 +18,7 @@ runs without a compiler.
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 
@@ -26,7 +27,7 @@ import numpy.typing as npt
 
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
-from core.slots import Slots
+from core.slots import Slots, grown
 
 _core = compiled_core("xapp._samples")
 
@@ -231,3 +232,45 @@ class SampleColumns:
         for rows, values in zip(self.places.values(), per_group, strict=True):
             out[rows] = values
         return out
+
+
+class SampleRings:
+    """The last ``depth`` samples of each path, by the path's place (core/slots.py): one list
+    holding ``depth`` samples a place, written in turn, and how many each place was given. A
+    step stores its thousands of samples in one call (a list's item assignment mapped in C);
+    a path's samples are read back only when asked for (a probe's record, a label)."""
+
+    def __init__(self, depth: int) -> None:
+        self.depth = depth
+        self._samples: list[KpiSample | None] = []
+        self.counts = np.zeros(0, dtype=np.int64)  # samples given, per place
+
+    def grow(self, size: int) -> None:
+        """Room for ``size`` places."""
+        if size > len(self.counts):
+            self.counts = grown(self.counts, size, 0)
+            self._samples.extend([None] * (self.depth * len(self.counts) - len(self._samples)))
+
+    def put(self, places: npt.NDArray[np.intp], samples: Sequence[KpiSample]) -> None:
+        """Each sample as its path's newest (the paths at these distinct places)."""
+        count = self.counts[places]
+        into = (places * self.depth + count % self.depth).tolist()
+        deque(map(self._samples.__setitem__, into, samples), maxlen=0)  # (stored, in C)
+        self.counts[places] = count + 1
+
+    def history(self, place: int) -> tuple[KpiSample, ...]:
+        """The path's samples, oldest first (at most ``depth``)."""
+        total = int(self.counts[place]) if place < len(self.counts) else 0
+        base, depth = place * self.depth, self.depth
+        return tuple(
+            self._samples[base + n % depth]  # type: ignore[misc]  # (written)
+            for n in range(max(0, total - depth), total)
+        )
+
+    def newest(self, place: int) -> KpiSample | None:
+        total = int(self.counts[place]) if place < len(self.counts) else 0
+        return self._samples[place * self.depth + (total - 1) % self.depth] if total else None
+
+    def known(self) -> npt.NDArray[np.intp]:
+        """The places given a sample."""
+        return np.flatnonzero(self.counts > 0)

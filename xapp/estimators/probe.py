@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
@@ -51,7 +51,7 @@ from core.domain import (
     ProbeRequest,
 )
 from core.slots import Places, Slots, places_of
-from xapp.estimators.columns import paths_of
+from xapp.estimators.columns import SampleRings, field_of, paths_of, places_of_paths
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
     CAPACITY,
@@ -133,7 +133,8 @@ class ProbeEstimator:
         self.records = records
         self.stats = ProbeStats()
         self._results = KeptEstimates(self.name, slots)  # each path's newest probe result
-        self._history: dict[Path, deque[KpiSample]] = {}
+        # each path's recent samples (for a probe's record), by the results' slots
+        self._history = SampleRings(HISTORY_PERIODS)
         self._down: set[Path] = set()  # the node says so (link state)
         self._silence = SilenceTracker(weights, slots=slots)
         self._recovered: set[Path] = set()
@@ -176,7 +177,7 @@ class ProbeEstimator:
         # xApp's time at 1 s periods, and at 100 ms it did so ten times a second.
         if now_s - self._last_sweep_s >= self.settings.down_check_s:
             self._last_sweep_s = now_s
-            self._plan(now_s, self._history)
+            self._plan(now_s, self._results.slots.keys_at(self._history.known().tolist()))
         else:
             # (a fleet's usual: neither, and the step's paths are not walked)
             seen_at, new = self._seen_first_at
@@ -247,26 +248,40 @@ class ProbeEstimator:
         if silent_since is not None and (latest is None or latest[MEASURED_AT] < silent_since):
             return silent_since
         if path in self._down:
-            return self._history[path][-1].time_s
+            newest = self._history.newest(self._results.slots.of(path))
+            assert newest is not None  # (down: as its newest sample said)
+            return newest.time_s
         return None
 
     def _remember(self, samples: Sequence[KpiSample], now_s: float) -> None:
         """Each sample into its path's history; the paths the node says are down or back."""
-        first_seen, histories, down, recovered = (
-            self._first_seen,
-            self._history,
-            self._down,
-            self._recovered,
-        )
-        for sample, path in zip(samples, paths_of(samples), strict=True):
-            history = histories.get(path)
-            if history is None:  # (not setdefault: its default deque would be made every time)
+        if not samples:
+            return
+        slots, rings = self._results.slots, self._history
+        places = places_of_paths(samples, slots)
+        rings.grow(len(slots))
+        fresh = places[rings.counts[places] == 0]
+        if len(fresh):  # paths seen for the first time
+            first_seen = self._first_seen
+            if self._seen_first_at[0] != now_s:
+                self._seen_first_at = (now_s, set())
+            for path in slots.keys_at(list(dict.fromkeys(fresh.tolist()))):
                 first_seen.setdefault(path, now_s)
-                history = histories[path] = deque(maxlen=HISTORY_PERIODS)
-                if self._seen_first_at[0] != now_s:
-                    self._seen_first_at = (now_s, set())
                 self._seen_first_at[1].add(path)
-            history.append(sample)
+        if np.bincount(places).max(initial=0) <= 1:  # (a fleet's usual: each path once)
+            rings.put(places, samples)
+        else:
+            for row, sample in enumerate(samples):
+                rings.put(places[row : row + 1], [sample])
+        # The link state each says, in order (a fleet's usual: no path down, none going).
+        down, recovered = self._down, self._recovered
+        gone = field_of(samples, "available") == 0.0  # (False; None is NaN)
+        if not down and not gone.any():
+            return
+        maybe = gone | np.isin(places, slots.found(list(down))) | np.isin(places, places[gone])
+        paths = paths_of(samples)
+        for row in np.flatnonzero(maybe).tolist():
+            sample, path = samples[row], paths[row]
             if sample.available is False:
                 down.add(path)
                 recovered.discard(path)
@@ -327,7 +342,7 @@ class ProbeEstimator:
             self._last_failure.pop(path, None)
         if self.records is not None:
             self.records.append_probe_record(
-                ProbeRecord(outcome, tuple(self._history.get(path, ())))
+                ProbeRecord(outcome, self._history.history(self._results.slots.of(path)))
             )
 
     def _give_up_late(self, now_s: float) -> None:

@@ -13,7 +13,6 @@ KPIs).
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +20,7 @@ import numpy.typing as npt
 
 from core.domain import Direction, KpiSample, SaturatedPeriod
 from core.slots import Slots, grown
-from xapp.estimators.columns import paths_of, places_of_paths
+from xapp.estimators.columns import SampleRings, paths_of, places_of_paths
 from xapp.estimators.kpi import utilisation, utilisations
 from xapp.ports import SaturatedPeriodStore
 
@@ -76,11 +75,9 @@ class SaturationLabeller:
         self.every_s = every_s
         self.per_path = per_path
         self._slots: Slots[Key] = slots if slots is not None else Slots()
-        # the samples, HISTORY_PERIODS places per path (a list: numpy's object arrays take a
-        # list of samples in at several times the cost)
-        self._history: list[KpiSample | None] = []
+        # each path's last HISTORY_PERIODS samples, and how many it was given
+        self._history = SampleRings(HISTORY_PERIODS)
         self._shares = np.empty((0, SATURATED_PERIODS))  # NaN: no utilisation known
-        self._appended = np.zeros(0, dtype=np.int64)  # samples taken in, per path
         self._last_kept_s = np.empty(0)  # when a period of the path was last kept
         self._written = np.zeros(0, dtype=np.int64)  # periods kept (next slot: modulo per_path)
         self.kept = 0
@@ -108,11 +105,10 @@ class SaturationLabeller:
         """The samples of ``run`` (no path twice) into their paths' rows, then the periods
         among them to keep (in order, up to MAX_KEPT_PER_UPDATE in the update)."""
         at = places[run]
-        count = self._appended[at]
-        into = (at * HISTORY_PERIODS + count % HISTORY_PERIODS).tolist()
-        deque(map(self._history.__setitem__, into, samples[run]), maxlen=0)  # (stored, in C)
+        count = self._history.counts[at]
+        self._history.put(at, samples[run])
         self._shares[at, count % SATURATED_PERIODS] = shares_now[run]
-        count = self._appended[at] = count + 1
+        count = count + 1
         if len(kept) >= MAX_KEPT_PER_UPDATE:
             return
         # _at_capacity's reading of the utilisations: the path's last SATURATED_PERIODS, the
@@ -130,26 +126,18 @@ class SaturationLabeller:
                 continue
             if (sample.throughput_mbps or 0.0) <= 0:
                 continue  # it carried nothing: the history says nothing of its headroom
-            total, base = int(count[row]), place * HISTORY_PERIODS
-            history = self._history
-            period = SaturatedPeriod(
-                tuple(
-                    history[base + n % HISTORY_PERIODS]  # type: ignore[misc]  # (written)
-                    for n in range(max(0, total - HISTORY_PERIODS), total)
-                )
-            )
+            period = SaturatedPeriod(self._history.history(place))
             kept.append((period, int(self._written[place]) % self.per_path))
             self._written[place] += 1
             self._last_kept_s[place] = sample.time_s
 
     def _grow(self, size: int) -> None:
-        if size <= len(self._appended):
+        if size <= len(self._history.counts):
             return
+        self._history.grow(size)
         self._shares = grown(self._shares, size, math.nan)
-        self._appended = grown(self._appended, size, 0)
         self._last_kept_s = grown(self._last_kept_s, size, -math.inf)
         self._written = grown(self._written, size, 0)
-        self._history.extend([None] * (HISTORY_PERIODS * len(self._appended) - len(self._history)))
 
 
 def _runs_of_distinct(samples: Sequence[KpiSample], places: npt.NDArray[np.intp]) -> list[slice]:
