@@ -51,6 +51,7 @@ from xapp.ports import (
     EstimatesAsRows,
     KpiSource,
     ManyEstimates,
+    PlacesPaths,
     StateStore,
     WeightPushError,
     WeightSink,
@@ -270,7 +271,10 @@ class ControlLoop:
         self._last_override: dict[tuple[str, Direction], int | None] = {}
         self._last_usable: dict[tuple[str, Direction], frozenset[str]] = {}
         # The paths' places in the columns of what is remembered of each (core/slots.py).
-        self._path_slots: Slots[tuple[str, str, Direction]] = Slots()
+        # (the estimator's, where it keeps its own by place: a step's paths looked up once)
+        self._path_slots: Slots[tuple[str, str, Direction]] = (
+            estimator.path_slots if isinstance(estimator, PlacesPaths) else Slots()
+        )
         self._outage_risk = OutageRisk(slots=self._path_slots)
         self._exploration = exploration
         # When each (CPE, direction) was last decided, and the running mean of the intervals.

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from core.slots import Places
+    from core.slots import Places, Slots
     from xapp.estimators.said import EstimateRows
 
 
@@ -91,6 +91,15 @@ class EstimatesAsRows(Protocol):
     def estimate_rows(
         self, paths: Sequence[tuple[str, str, Direction]], now_s: float
     ) -> EstimateRows: ...
+
+
+@runtime_checkable
+class PlacesPaths(Protocol):
+    """An estimator that keeps its paths' state in columns by their places (``path_slots``):
+    the control loop keeps its own by the same places, and a step's paths are looked up once
+    for both."""
+
+    path_slots: Slots[tuple[str, str, Direction]]
 
 
 @runtime_checkable

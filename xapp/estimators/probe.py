@@ -278,7 +278,12 @@ class ProbeEstimator:
         gone = field_of(samples, "available") == 0.0  # (False; None is NaN)
         if not down and not gone.any():
             return
-        maybe = gone | np.isin(places, slots.found(list(down))) | np.isin(places, places[gone])
+        # the samples of the paths down before, or going down in this step
+        concerned = np.zeros(len(slots), dtype=bool)
+        known_down = slots.found(list(down))
+        concerned[known_down[known_down >= 0]] = True
+        concerned[places[gone]] = True
+        maybe = concerned[places]
         paths = paths_of(samples)
         for row in np.flatnonzero(maybe).tolist():
             sample, path = samples[row], paths[row]

@@ -86,7 +86,7 @@ class EstimatorSelection:
         self.last_report_s: dict[tuple[str, str], float] = {}
         # The fleet's paths' places, one for every estimator's tables: fusion and the probe
         # planner read three sources' word on a step's paths, looked up once.
-        paths = Slots[Path]()
+        paths = self.path_slots = Slots[Path]()
         self.kpi = KpiEstimator(paths)
         self.model = model if model is not None else ModelEstimator(slots=paths)
         self.probe = ProbeEstimator(
