@@ -458,3 +458,38 @@ def test_what_the_probe_estimator_remembers_of_reports_is_what_it_did_path_by_pa
             assert kept == tuple(reference.history.get(path, ()))
             newest = None if place is None else estimator._history.newest(place)
             assert newest is (kept[-1] if kept else None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.floats(0.0, 10.0)),  # the newest probe result's time
+            st.one_of(st.none(), st.floats(0.0, 10.0)),  # silent since
+            st.one_of(st.none(), st.floats(0.0, 10.0)),  # reported down at
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_a_fleets_paths_read_as_a_table_are_their_estimates_down_silent_or_neither(
+    states: list[tuple[float | None, float | None, float | None]],
+) -> None:
+    """A path with or without a probe result, silent since before or after it, reported down
+    or not, in any mix: ``said_rows`` reads each as ``estimate`` says it, a path never seen
+    among them."""
+    estimator = ProbeEstimator(ScriptedProber({}), ProbeSettings())
+    paths = [(f"cpe-{n}", "lifi", DL) for n in range(len(states))]
+    for path, (result_at, silent_at, down_at) in zip(paths, states, strict=True):
+        estimator._remember([KpiSample(*path, 0.0, 1.0, throughput_mbps=1.0)], 0.0)
+        if result_at is not None:
+            estimator._results.put(
+                path, said_of(CapacityEstimate(*path, 50.0, 5.0, "probe", result_at))
+            )
+        if silent_at is not None:
+            estimator._silence.mark_silent(path, silent_at)
+        if down_at is not None:
+            estimator._remember([KpiSample(*path, down_at, 1.0, available=False)], down_at)
+    asked = [*paths, ("cpe-never", "nr", DL)]
+    expected = [said_of(estimator.estimate(*path, 11.0)) for path in asked]
+    assert [tuple(row) for row in estimator.said_rows(asked).tolist()] == expected

@@ -55,6 +55,7 @@ from xapp.estimators.columns import SampleRings, field_of, paths_of, places_of_p
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
     CAPACITY,
+    KIND,
     MEASURED_AT,
     NOTHING,
     STDDEV,
@@ -221,24 +222,27 @@ class ProbeEstimator:
         rows = self._results.said_rows(at)
         if not self._down and self._silence.is_quiet():
             return rows
-        gone = self._down | self._silence.silent()
-        # the rows of the gone paths, found by their places (a fleet's few among thousands);
-        # a path with no place yet is looked at too
+        # ``_unusable_since`` of every path at once: silent since after its newest result,
+        # or down (since its newest report)
         slots = self._results.slots
         places = at.in_slots(slots)
-        gone_places = slots.found(list(gone))
-        maybe = np.isin(places, gone_places[gone_places >= 0]) | (places < 0)
-        keys = at.keys
-        for row in np.flatnonzero(maybe).tolist():
-            path = keys[row]
-            if path in gone:
-                kind, capacity, stddev, measured_at, available = rows[row].tolist()
-                said = None if not kind else (kind, capacity, stddev, measured_at, available)
-                gone_since = self._unusable_since(path, said)
-                if gone_since is not None:
-                    rows[row] = said_numbers(
-                        0.0, 0.0, gone_since, available=False, lower_bound=False
-                    )
+        silent_since = self._silence.silent_times(at)
+        with np.errstate(invalid="ignore"):  # (NaN: not silent)
+            silent = ~np.isnan(silent_since) & (
+                (rows[:, KIND] == 0) | (rows[:, MEASURED_AT] < silent_since)
+            )
+        down = np.zeros(len(slots) + 1, dtype=bool)  # (the last: a path with no place)
+        said_down = slots.found(list(self._down))
+        down[said_down[said_down >= 0]] = True
+        by_down = ~silent & down[places]
+        since = np.where(silent, silent_since, math.nan)
+        for row in np.flatnonzero(by_down).tolist():
+            newest = self._history.newest(int(places[row]))
+            assert newest is not None  # (down: as its newest sample said)
+            since[row] = newest.time_s
+        gone = silent | by_down
+        rows[gone] = np.array(said_numbers(0.0, 0.0, 0.0, available=False, lower_bound=False))
+        rows[gone, MEASURED_AT] = since[gone]
         return rows
 
     def _unusable_since(self, path: Path, latest: Said | None) -> float | None:
