@@ -152,7 +152,7 @@ class ModelEstimator:
         if prediction.refused_rows:
             count = len(prediction.refused_rows)
             if access not in self.refused:
-                first = self._slots.keys_at(places[prediction.refused_rows[:3]].tolist())
+                first = self._slots.keys_at(places[list(prediction.refused_rows[:3])].tolist())
                 some = ", ".join(key[0] for key in first)
                 log.warning(
                     "model forecasts refused for %d %s path(s) (CPEs %s%s): %s",
