@@ -10,7 +10,7 @@ paths are few and come back; a forgotten key's place is reset by its owner, not 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, ItemsView, Sequence
+from collections.abc import Hashable, ItemsView, Iterable, Sequence
 from itertools import repeat
 from typing import Generic, TypeVar
 
@@ -74,6 +74,14 @@ class Slots(Generic[K]):
         keys = self._keys
         return [keys[place] for place in places]
 
+    def marked(self, keys: Iterable[K]) -> npt.NDArray[np.bool_]:
+        """True at the places of these keys, one more place at the end (False) that a key
+        with no place (-1) reads: a few keys among a fleet's, tested by place."""
+        found = self.found(list(keys))
+        marks = np.zeros(len(self) + 1, dtype=bool)
+        marks[found[found >= 0]] = True
+        return marks
+
 
 class Places(Generic[K]):
     """Keys with their places in any ``Slots`` asked of, each found once (a fleet's paths are
@@ -93,6 +101,11 @@ class Places(Generic[K]):
         if known is None or known[1] != len(slots):
             known = self._found[id(slots)] = (slots, len(slots), slots.found(self.keys))
         return known[2]
+
+
+def distinct(places: npt.NDArray[np.intp]) -> bool:
+    """No place comes twice (a fleet's step: each path once), told without sorting."""
+    return bool(np.bincount(places).max(initial=0) <= 1)
 
 
 def places_of(keys: Sequence[K] | Places[K]) -> Places[K]:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from bench.xapp_bench import _NoAgents, _Queue, encoded_periods, scaled_site
 from core.domain import Direction, KpiSample
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
-from core.slots import Places, Slots
+from core.slots import Places, Slots, distinct
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.columns import StepSamples, places_of_paths
@@ -130,3 +130,16 @@ def test_estimators_on_shared_slots_estimate_what_they_do_on_their_own() -> None
         np.testing.assert_array_equal(found[0], found[1])
         assert shared[0]._errors.as_dict() == own[0]._errors.as_dict()
     assert shared[1].stats == own[1].stats
+
+
+def test_a_few_keys_are_marked_by_place_and_repeated_places_are_told() -> None:
+    """``Slots.marked``: the places of the keys given (a key with no place marks nothing, and
+    a place with no key, -1, reads the unmarked end); ``distinct``: whether a place repeats."""
+    slots: Slots[str] = Slots()
+    places = slots.many(["a", "b", "c"])
+    marks = slots.marked(["c", "never"])
+    assert marks.tolist() == [False, False, True, False]
+    assert marks[np.array([2, -1])].tolist() == [True, False]
+    assert distinct(places)
+    assert distinct(np.array([], dtype=np.intp))
+    assert not distinct(np.array([0, 2, 0]))

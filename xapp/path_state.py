@@ -15,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from core.slots import Slots, grown
+from core.slots import Slots, distinct, grown
 from xapp.estimators.columns import field_of, places_of_paths
 
 Path = tuple[str, str, Direction]
@@ -198,7 +198,7 @@ class HeardReports:
         np.fmax.at(self._received_s, keys, field_of(samples, "received_s"))
         said = np.column_stack([field_of(samples, name) for name in self.CONDITIONS])
         kept = self._said
-        if np.bincount(places).max(initial=0) <= 1:  # (a fleet's usual: one report per path)
+        if distinct(places):  # (a fleet's usual: one report per path)
             kept[places] = np.where(np.isnan(said), kept[places], said)
             return
         for place, values in zip(places.tolist(), said, strict=True):  # later ones win

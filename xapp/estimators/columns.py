@@ -104,6 +104,7 @@ def field_of(samples: Sequence[KpiSample], name: str) -> FloatArray:
 
 
 def _float_field(samples: Sequence[KpiSample], name: str) -> FloatArray:
+    """Each sample's numeric field ``name``, NaN for None: in C where built."""
     found: FloatArray = np.empty(len(samples))
     if _core is not None:
         _core.float_field(samples if isinstance(samples, list) else list(samples), name, found)
@@ -134,17 +135,11 @@ class Group:
         self.access, self.direction, self.samples = access, direction, samples
         count = len(samples)
         self._measurements = [s.measurements for s in samples]
+        self.throughput = _float_field(samples, "throughput_mbps")
         if _core is not None:
-            self.throughput: FloatArray = np.empty(count)
-            _core.float_field(samples, "throughput_mbps", self.throughput)
             self.down: BoolArray = np.empty(count, dtype=bool)
             _core.false_field(samples, "available", self.down)
         else:
-            self.throughput = np.fromiter(
-                (math.nan if (t := s.throughput_mbps) is None else t for s in samples),
-                np.float64,
-                count,
-            )
             # the link state the sample's field says: down (False), or not said to be (None, True)
             self.down = np.fromiter((s.available is False for s in samples), bool, count)
         self._columns: dict[str, FloatArray] = {}
@@ -156,11 +151,7 @@ class Group:
     @cached_property
     def time_s(self) -> FloatArray:
         """Each sample's time (the end of its period)."""
-        if _core is not None:
-            found: FloatArray = np.empty(len(self.samples))
-            _core.float_field(self.samples, "time_s", found)
-            return found
-        return np.fromiter((s.time_s for s in self.samples), np.float64, len(self.samples))
+        return _float_field(self.samples, "time_s")
 
     def column(self, name: str) -> FloatArray:
         """The measurement of each sample, NaN where absent."""

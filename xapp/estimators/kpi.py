@@ -38,7 +38,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
-from core.slots import Places, Slots, grown
+from core.slots import Places, Slots, distinct, grown
 from core.standards import nr as nr_standard
 from xapp.estimators.columns import Group, columns_of, places_of_paths
 from xapp.estimators.said import (
@@ -100,7 +100,7 @@ class KpiEstimator:
         step_places = places_of_paths(samples, self._kept.slots)
         for (access, direction), group in columns.groups.items():
             places = step_places[columns.places[(access, direction)]]
-            if np.bincount(places).max(initial=0) > 1:  # a path reported twice
+            if not distinct(places):  # a path reported twice
                 self.update_one_by_one(group.samples)
                 continue
             efficiency = rate = None

@@ -50,7 +50,7 @@ from core.domain import (
     ProbeRecord,
     ProbeRequest,
 )
-from core.slots import Places, Slots, places_of
+from core.slots import Places, Slots, distinct, places_of
 from xapp.estimators.columns import SampleRings, field_of, paths_of, places_of_paths
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
@@ -231,10 +231,7 @@ class ProbeEstimator:
             silent = ~np.isnan(silent_since) & (
                 (rows[:, KIND] == 0) | (rows[:, MEASURED_AT] < silent_since)
             )
-        down = np.zeros(len(slots) + 1, dtype=bool)  # (the last: a path with no place)
-        said_down = slots.found(list(self._down))
-        down[said_down[said_down >= 0]] = True
-        by_down = ~silent & down[places]
+        by_down = ~silent & slots.marked(self._down)[places]
         since = np.where(silent, silent_since, math.nan)
         for row in np.flatnonzero(by_down).tolist():
             newest = self._history.newest(int(places[row]))
@@ -272,7 +269,7 @@ class ProbeEstimator:
             for path in slots.keys_at(list(dict.fromkeys(fresh.tolist()))):
                 first_seen.setdefault(path, now_s)
                 self._seen_first_at[1].add(path)
-        if np.bincount(places).max(initial=0) <= 1:  # (a fleet's usual: each path once)
+        if distinct(places):  # (a fleet's usual: each path once)
             rings.put(places, samples)
         else:
             for row, sample in enumerate(samples):
@@ -283,9 +280,7 @@ class ProbeEstimator:
         if not down and not gone.any():
             return
         # the samples of the paths down before, or going down in this step
-        concerned = np.zeros(len(slots), dtype=bool)
-        known_down = slots.found(list(down))
-        concerned[known_down[known_down >= 0]] = True
+        concerned = slots.marked(down)
         concerned[places[gone]] = True
         maybe = concerned[places]
         paths = paths_of(samples)

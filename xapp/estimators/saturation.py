@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import Direction, KpiSample, SaturatedPeriod
-from core.slots import Slots, grown
+from core.slots import Slots, distinct, grown
 from xapp.estimators.columns import SampleRings, paths_of, places_of_paths
 from xapp.estimators.kpi import utilisation, utilisations
 from xapp.ports import SaturatedPeriodStore
@@ -143,7 +143,7 @@ class SaturationLabeller:
 def _runs_of_distinct(samples: Sequence[KpiSample], places: npt.NDArray[np.intp]) -> list[slice]:
     """The samples (their paths at ``places``) cut into runs, in order, in none of which a
     path comes twice (a fleet's step: one run)."""
-    if np.bincount(places).max(initial=0) <= 1:
+    if distinct(places):
         return [slice(0, len(places))]
     runs: list[slice] = []
     start = 0
