@@ -38,6 +38,7 @@ from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection
 from xapp.policy.exploration import Exploration
+from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import BalancingRows, RowAnswers, WeightPolicy, make_policy
 from xapp.ports import ManyEstimates
 
@@ -83,10 +84,15 @@ def run(
     periods: int = PERIODS,
     period_s: float = 1.0,
     all_choices: bool = False,
+    spare: bool = True,
+    spared: list[int] | None = None,
 ) -> Outcomes:
     """The fleet's steps; ``rows``: usual questions put as rows; ``spy``: gets the number of
     rows each of the policy's row batches held; ``all_choices``: the estimators also told
-    every standing choice at once, as the operator's state tells them."""
+    every standing choice at once, as the operator's state tells them; ``spare``: whether
+    decisions a spent push budget holds back are told so before the policy works them out
+    (else every proposal is worked out and judged); ``spared``: gets the number of rows the
+    policy spared in each batch."""
     scenario = scaled_site(CPES)
     cpes = e2_cpes(scenario)
     processor = IndicationProcessor(cpes)
@@ -112,12 +118,16 @@ def run(
     assert isinstance(estimator, ManyEstimates) == many
     source = _Queue()
     policy = make_policy("optimal")
-    if spy is not None:
+    if spy is not None or spared is not None:
         plain = policy.answer_rows
 
-        def counted(questions: BalancingRows) -> RowAnswers:
-            spy.append(len(questions.now_s))
-            return plain(questions)
+        def counted(questions: BalancingRows, spare: Any = None) -> RowAnswers:
+            answers = plain(questions, spare)
+            if spy is not None:
+                spy.append(len(questions.now_s))
+            if spared is not None and answers.spared is not None:
+                spared.append(int(answers.spared.sum()))
+            return answers
 
         policy.answer_rows = counted  # type: ignore[method-assign]
     loop = ControlLoop(
@@ -132,6 +142,9 @@ def run(
         exploration=Exploration(),
         balancing_rows=rows,
     )
+    if not spare:
+        loop._spare = lambda rows: None  # type: ignore[method-assign]
+        loop._held_by_budget = lambda *args: None  # type: ignore[method-assign]
     ids = [c.cpe_id for c in cpes]
     store.save_override(Override(ids[1], Direction.DOWNLINK, excluded=frozenset({"wifi"})))
     store.save_override(Override(ids[4], Direction.UPLINK, weights={"nr": 3, "wifi": 7}))
@@ -188,6 +201,30 @@ def test_pushes_the_limit_holds_back_are_decided_the_same_as_rows_or_as_inputs()
     reasons = [reason for step in as_rows for _, _, reason, _ in step]
     assert sum("held back" in r for r in reasons) > CPES, reasons
     assert sum(1 for step in as_rows for *_, pushed in step if pushed) > CPES
+
+
+@pytest.mark.parametrize("rows", [True, False])
+def test_decisions_a_spent_budget_holds_back_push_nothing_worked_out_or_not(rows: bool) -> None:
+    """At 100 ms reports most budgets are spent between pushes: those decisions are held back
+    without their weights worked out (as rows) and say so; every push is the one made when
+    every proposal is worked out and judged, and every other outcome is the same."""
+    spared: list[int] = []
+    fast = run(many=True, rows=rows, periods=40, period_s=0.1, spared=spared)
+    slow = run(many=True, rows=rows, periods=40, period_s=0.1, spare=False)
+    assert len(fast) == len(slow)
+    held = 0
+    for fast_step, slow_step in zip(fast, slow, strict=True):
+        assert [o[3] for o in fast_step] == [o[3] for o in slow_step]  # the same pushes
+        for now, before in zip(fast_step, slow_step, strict=True):
+            if now != before:
+                assert now[2].startswith("held back: the push budget is spent"), (now, before)
+                assert now[3] is None
+                held += 1
+    assert held > CPES * 2
+    if rows:  # (some questions go as inputs all the same: an operator's, other modes)
+        assert CPES < sum(spared) <= held
+    else:
+        assert not spared
 
 
 class Bounded:
@@ -425,3 +462,61 @@ def test_a_reloaded_fleet_is_asked_about_its_cpes_paths_as_they_are_now() -> Non
         weighted.get(cpe_id, set(accesses)) == set(accesses) for cpe_id, accesses in after.items()
     )
     assert "cpe-999" not in {o.cpe_id for o in outcomes}
+
+
+@pytest.mark.parametrize("rows", [True, False])
+def test_a_spent_budget_never_holds_back_what_cannot_wait(rows: bool) -> None:
+    """Every budget (one push every two seconds) spent by the first weights a second
+    before: a weighted path lost, load balancing after active-standby, an operator's override
+    lifted and a path back that the policy weights each push at once, as rows or as inputs;
+    the CPE with none of them is held back by its budget, its weights not worked out. (The
+    lost path has just gone dark once: its risk of doing so again is charged, so the weights
+    in force, which stall on it, are still predicted to carry something.)"""
+    dl = Direction.DOWNLINK
+    accesses = ("nr", "wifi", "lifi")
+    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(5)]
+    estimator, store = Bounded(), MemoryStateStore()
+    loop = ControlLoop(
+        cpes=cpes,
+        directions=[dl],
+        source=_Queue(),
+        estimator=estimator,
+        policy=make_policy("optimal"),
+        sink=_CountingSink(),
+        store=store,
+        warmup_s=0.0,
+        balancing_rows=rows,
+        hysteresis=Hysteresis(max_pushes_per_s=0.5),
+    )
+
+    def estimates(now_s: float, wifi_down: str) -> None:
+        for n, cpe in enumerate(cpes):
+            c = cpe.cpe_id
+            for access, mbps in (("nr", 300.0), ("wifi", 900.0), ("lifi", 12.0)):
+                estimator.table[(c, access)] = CapacityEstimate(
+                    c,
+                    access,
+                    dl,
+                    mbps * (1 + 0.01 * n),
+                    0.05 * mbps,
+                    "t",
+                    now_s,
+                    available=not (access == "wifi" and c == wifi_down),
+                )
+
+    store.save_override(Override("cpe-2", dl, weights={"nr": 1, "wifi": 1, "lifi": 1}))
+    loop.set_rule("cpe-1", SteeringRule(SteeringMode.ACTIVE_STANDBY))
+    estimates(1.0, wifi_down="cpe-3")
+    first = loop.step(1.0)
+    assert all(o.pushed is not None for o in first), first
+    store.delete_override("cpe-2", dl)
+    loop.set_rule("cpe-1", SteeringRule(SteeringMode.LOAD_BALANCING))  # (a row again)
+    estimates(2.0, wifi_down="cpe-0")  # and cpe-3's is back
+    then = {o.cpe_id: o for o in loop.step(2.0)}
+    assert all(then[c].pushed is not None for c in ("cpe-0", "cpe-1", "cpe-2", "cpe-3")), then
+    assert "weighted path lost (wifi)" in then["cpe-0"].reason
+    assert "steering mode changed" in then["cpe-1"].reason
+    assert "operator override changed" in then["cpe-2"].reason
+    assert "path appeared (wifi)" in then["cpe-3"].reason
+    assert then["cpe-4"].pushed is None
+    assert then["cpe-4"].reason.startswith("held back: the push budget is spent"), then["cpe-4"]

@@ -27,6 +27,7 @@ from xapp.policy.weight_policy import (
     PolicyConfig,
     PolicyInput,
     WeightPolicy,
+    balancing_rows,
     make_policy,
 )
 
@@ -550,3 +551,38 @@ def test_a_cpe_naming_an_access_twice_is_planned_not_laned() -> None:
     )
     policy = make_policy("optimal")
     assert policy.propose_many([usual, twice]) == policy._propose_planned([usual, twice])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(balancing_inputs(), min_size=1, max_size=12), st.data())
+def test_rows_spared_keep_the_weights_in_force_unless_those_carry_nothing(
+    requests: list[PolicyInput], data: st.DataObject
+) -> None:
+    """Rows the loop asks to spare (a push budget spent) keep the weights in force, predicted
+    as they are, and are not weighed, unless those weights are predicted to carry nothing;
+    every other row is answered exactly as when nothing is spared."""
+    policy = make_policy("optimal")
+    by_accesses: dict[tuple[str, ...], list[PolicyInput]] = {}
+    for request in requests:
+        by_accesses.setdefault(tuple(p.access for p in request.paths), []).append(request)
+    for accesses, group in by_accesses.items():
+        questions = balancing_rows(accesses, group)
+        spare = np.array(
+            data.draw(st.lists(st.booleans(), min_size=len(group), max_size=len(group)))
+        )
+        plain = policy.answer_rows(questions)
+        answers = policy.answer_rows(questions, spare)
+        assert answers.spared is not None
+        assert plain.spared is None
+        spared = answers.spared
+        carrying = plain.predicted[:, 1] > 0
+        # exactly the rows asked to be spared, with weights in force that carry something
+        expected = spare & questions.has_current & plain.answered & carrying
+        assert spared.tolist() == expected.tolist()
+        assert (answers.weights[spared] == questions.current[spared]).all()
+        assert (answers.predicted[spared, 0] == plain.predicted[spared, 1]).all()
+        assert (answers.predicted[spared, 1] == plain.predicted[spared, 1]).all()
+        kept = ~spared
+        assert (answers.weights[kept] == plain.weights[kept]).all()
+        assert (answers.predicted[kept] == plain.predicted[kept]).all()
+        assert (answers.usable == plain.usable).all()

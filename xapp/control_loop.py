@@ -9,15 +9,17 @@ the xApp and in simulated time in the evaluator.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from core.domain import (
     CapacityEstimate,
@@ -694,7 +696,45 @@ class ControlLoop:
             item.proposal = proposal
         for group in rows:
             assert group.questions is not None  # (put together by _ask_all)
-            group.answers = self._policy.answer_rows(group.questions)
+            group.answers = self._policy.answer_rows(group.questions, self._spare(group))
+
+    def _spare(self, rows: _Rows) -> npt.NDArray[np.bool_] | None:
+        """The rows whose new weights could not be pushed now (``_held_by_budget``; the
+        policy tells the weights in force that carry nothing), for the policy to spare
+        working them out."""
+        if self._hysteresis.max_pushes_per_s is None:
+            return None
+        questions = rows.questions
+        assert questions is not None  # (put together by _ask_all)
+        budgets = self._budgets
+        spent = []
+        for d in rows.items:
+            budget = budgets.get((d.cpe.cpe_id, d.direction))
+            spent.append(
+                budget is not None
+                and not (d.override_changed or d.mode_changed)
+                and budget.spent_at(d.now_s)
+            )
+        spare = np.array(spent, dtype=bool) & questions.has_current
+        if not spare.any():
+            return None
+        usable = self._policy.usable_rows(questions)
+        spare &= ~(~usable & (questions.current > 0)).any(axis=1)  # a weighted path lost
+        # a path back (usable again since the last decision)
+        accesses, last_usable = rows.accesses, self._last_usable
+        sets: dict[tuple[bool, ...], frozenset[str]] = {}
+        for row, mask in zip(np.flatnonzero(spare).tolist(), usable[spare].tolist(), strict=True):
+            d = rows.items[row]
+            before = last_usable.get((d.cpe.cpe_id, d.direction))
+            if before is None:
+                continue
+            key = tuple(mask)
+            now = sets.get(key)
+            if now is None:
+                now = sets[key] = frozenset(a for a, u in zip(accesses, mask, strict=True) if u)
+            if not now <= before:
+                spare[row] = False
+        return spare
 
     def _conclude_rows(self, rows: Sequence[_Rows]) -> None:
         """``_conclude`` for the questions put as rows whose weights the hysteresis or the
@@ -730,20 +770,29 @@ class ControlLoop:
             limited = hysteresis.max_pushes_per_s is not None
             for_gain = judged.for_gain & asked & answers.usable.any(axis=1) & limited
             weights = proposed.tolist()
-            for row, (d, stays, same, rise, gaining) in enumerate(
+            spared = (
+                answers.spared.tolist()
+                if answers.spared is not None
+                else itertools.repeat(False, len(group.items))
+            )
+            for row, (d, stays, same, rise, gaining, unweighed) in enumerate(
                 zip(
                     group.items,
                     held.tolist(),
                     judged.unchanged.tolist(),
                     judged.gain.tolist(),
                     for_gain.tolist(),
+                    spared,
                     strict=True,
                 )
             ):
                 key = (d.cpe.cpe_id, d.direction)
                 usable = made.usable_set(row)
                 refusal = None
-                if (stays and not same) or gaining:
+                spent = self._budgets[key].spent_reason if unweighed else None  # (_spare)
+                if spent is not None:
+                    stays = True
+                elif (stays and not same) or gaining:
                     # An override or a mode changed, or a path back that the proposal weights:
                     # the push cannot wait.
                     before = last_usable.get(key)
@@ -767,12 +816,44 @@ class ControlLoop:
                 read.append(group.key_places[row])
                 last_rule[key] = d.rule
                 last_override[key] = d.override_revision
-                if refusal is not None:
+                if spent is not None:
+                    reason = spent
+                elif refusal is not None:
                     reason = f"{hysteresis.gain_reason(rise)}, {refusal}"
                 else:
                     reason = "unchanged" if same else hysteresis.too_small(rise)
                 d.held = StepOutcome.unpushed(key[0], key[1], reason)
         self._heard.drop_received(np.array(read, dtype=np.intp))
+
+    def _held_by_budget(
+        self,
+        begun: _Deciding,
+        appeared: Set[str],
+        lost: Set[str],
+        current_predicted_mbps: float | None,
+    ) -> str | None:
+        """Why no new weights can go now whatever the policy proposes (None: they may): the
+        push budget is spent, and nothing that cannot wait is there (first weights, an
+        override or a mode changed, a weighted path lost, a path back, weights in force
+        predicted to carry nothing). Whether the proposal is unchanged, a small gain or a
+        large one, it is held back: the reason says so, the same for questions put as rows,
+        whose weights are then not even worked out (``_spare``)."""
+        current = begun.current
+        if (
+            self._hysteresis.max_pushes_per_s is None
+            or current is None
+            or begun.mode_changed
+            or begun.override_changed
+            or appeared
+            or current_predicted_mbps is None
+            or not current_predicted_mbps > 0
+            or any(current.weights.get(a, 0) > 0 for a in lost)
+        ):
+            return None
+        budget = self._budgets.get((begun.cpe.cpe_id, begun.direction))
+        if budget is None or not budget.spent_at(begun.now_s):
+            return None
+        return budget.spent_reason
 
     def _budget_refusal(self, key: tuple[str, Direction], gain: float, now_s: float) -> str | None:
         """Why the push limit holds back a push for this gain now (``PushBudget.refusal``), or
@@ -872,6 +953,11 @@ class ControlLoop:
             self._last_usable[key] = proposal.usable
 
         report_received_s = self._heard.take_received(key)
+        spent = self._held_by_budget(begun, appeared, lost, current_predicted_mbps)
+        if spent is not None:
+            self._last_rule[key] = rule
+            self._last_override[key] = override_revision
+            return StepOutcome.unpushed(cpe.cpe_id, direction, spent)
         decision = self._hysteresis.decide(
             current.weights if current is not None else None,
             weights,

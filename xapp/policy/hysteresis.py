@@ -67,9 +67,18 @@ class PushBudget:
         return self.size_for(self.rate_per_s)
 
     def refill(self, now_s: float) -> None:
-        elapsed = max(0.0, now_s - self.at_s)
-        self.tokens = min(self.size, self.tokens + elapsed * self.rate_per_s)
+        self.tokens = self.tokens_at(now_s)
         self.at_s = max(self.at_s, now_s)
+
+    def tokens_at(self, now_s: float) -> float:
+        """What a refill to ``now_s`` would leave in the bucket (nothing changes)."""
+        elapsed = max(0.0, now_s - self.at_s)
+        return min(self.size, self.tokens + elapsed * self.rate_per_s)
+
+    def spent_at(self, now_s: float) -> bool:
+        """Whether no push for a gain could go at ``now_s`` (``gain_needed`` would be None
+        after a refill), nothing changed: a loop need not work out such a push at all."""
+        return self.tokens_at(now_s) < 1.0 - 1e-9
 
     @property
     def earned(self) -> float:
@@ -104,11 +113,14 @@ class PushBudget:
         needed = self.gain_needed(min_gain)
         if needed is not None and not gain < needed:
             return None
-        return (
-            "held back: "
-            + ("the push budget is spent" if needed is None else f"{needed:.1%} needed")
-            + f" (at most {self.rate_per_s:g} pushes a second)"
-        )
+        if needed is None:
+            return self.spent_reason
+        return f"held back: {needed:.1%} needed (at most {self.rate_per_s:g} pushes a second)"
+
+    @property
+    def spent_reason(self) -> str:
+        """Why a push for a gain is held back while the budget is spent."""
+        return f"held back: the push budget is spent (at most {self.rate_per_s:g} pushes a second)"
 
     def spend(self) -> None:
         self.tokens -= 1.0  # below zero after a push that could not wait: repaid by refills

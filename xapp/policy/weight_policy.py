@@ -135,6 +135,9 @@ class RowAnswers:
     weights: npt.NDArray[np.int64]
     predicted: npt.NDArray[np.float64]  # (rows, 2): the proposal's, the weights in force's
     usable: npt.NDArray[np.bool_]
+    # The rows asked to be spared whose weights were not worked out (``answer_rows``): their
+    # weights and predictions are those in force. None: every row was worked out.
+    spared: npt.NDArray[np.bool_] | None = None
 
     @property
     def answered(self) -> npt.NDArray[np.bool_]:
@@ -308,41 +311,7 @@ class WeightPolicy:
     ) -> list[Proposal | None]:
         """``_propose_planned`` for requests in the balancing lane over these accesses (in this
         order), put as rows (``propose_rows``)."""
-        rows, paths = len(requests), len(accesses)
-        measured = np.zeros((rows, paths), dtype=bool)
-        capacity = np.zeros((rows, paths))
-        stddev = np.zeros((rows, paths))
-        measured_at_s = np.zeros((rows, paths))
-        risk = np.empty((rows, paths))
-        current = np.zeros((rows, paths), dtype=np.int64)
-        has_current = np.zeros(rows, dtype=bool)
-        for row, request in enumerate(requests):
-            for column, view in enumerate(request.paths):
-                e = view.estimate
-                risk[row, column] = view.outage_probability
-                if e is not None and e.available and e.capacity_mbps > 0:
-                    measured[row, column] = True
-                    capacity[row, column] = e.capacity_mbps
-                    stddev[row, column] = e.stddev_mbps
-                    measured_at_s[row, column] = e.measured_at_s
-            if request.current is not None:
-                has_current[row] = True
-                current[row] = [request.current[a] for a in accesses]
-        return self.propose_rows(
-            BalancingRows(
-                accesses,
-                np.array([r.now_s for r in requests], dtype=np.float64),
-                measured,
-                capacity,
-                stddev,
-                measured_at_s,
-                risk,
-                np.array([r.decision_interval_s for r in requests], dtype=np.float64),
-                current,
-                has_current,
-                [r.excluded for r in requests],
-            )
-        )
+        return self.propose_rows(balancing_rows(accesses, requests))
 
     def propose_rows(self, questions: BalancingRows) -> list[Proposal | None]:
         """``_propose_planned`` for load-balancing questions put as rows (each one that
@@ -354,16 +323,29 @@ class WeightPolicy:
         made = RowProposals(self, questions, answers)
         return [made.proposal(row) for row in range(len(questions.now_s))]
 
-    def answer_rows(self, questions: BalancingRows) -> RowAnswers:
+    def usable_rows(self, questions: BalancingRows) -> npt.NDArray[np.bool_]:
+        """Per row and access, whether the path is usable: available, capacity > 0 and fresh
+        (``CapacityEstimate.age_s`` ≤ ``stale_after_s``)."""
+        age_s = np.maximum(0.0, questions.now_s[:, None] - questions.measured_at_s)
+        return np.asarray(questions.measured & (age_s <= self.config.stale_after_s), dtype=bool)
+
+    def answer_rows(
+        self, questions: BalancingRows, spare: npt.NDArray[np.bool_] | None = None
+    ) -> RowAnswers:
         """``propose_rows``'s answers as arrays: a fleet's loop reads most of them as numbers
         (most weights stay as they are) and makes the proposals it acts on
-        (``RowProposals``)."""
+        (``RowProposals``).
+
+        ``spare``: rows whose new weights could not be pushed anyway (the loop's: a push
+        budget spent, and nothing that cannot wait), unless the weights in force are
+        predicted to carry nothing (then any weights that carry something go). Their weights
+        are not worked out, the policy's dearest part: the weights in force stand for them
+        (``RowAnswers.spared``). At 100 ms reports, two pushes a second leave most of a
+        fleet's budgets spent between pushes."""
         accesses = questions.accesses
         rows, paths = len(questions.now_s), len(accesses)
         config = self.config
-        # usable: available, capacity > 0 and fresh (CapacityEstimate.age_s ≤ stale_after_s)
-        age_s = np.maximum(0.0, questions.now_s[:, None] - questions.measured_at_s)
-        usable = questions.measured & (age_s <= config.stale_after_s)
+        usable = self.usable_rows(questions)
         capacity = np.where(usable, questions.capacity, 0.0)
         stddev = np.where(usable, questions.stddev, 0.0)
         risk = questions.risk
@@ -382,6 +364,24 @@ class WeightPolicy:
         # None kept: the first usable path alone.
         empty = ~selected.any(axis=1) & usable.any(axis=1)
         selected[empty, np.argmax(usable[empty], axis=1)] = True
+        # Predictions over the accesses in sorted order (the draws follow the path's place).
+        order = sorted(range(paths), key=lambda i: accesses[i])
+        spared = None
+        if spare is not None:
+            spared = np.zeros(rows, dtype=bool)
+            asked = np.flatnonzero(spare & has_current & usable.any(axis=1))
+            if len(asked):
+                take = asked[:, None]
+                carried = scores_many(
+                    current[take, order][:, None, :],
+                    capacity[take, order],
+                    stddev[take, order],
+                    config.quantile,
+                    risk[take, order],
+                    stall[asked],
+                )[:, 0]
+                spared[asked[carried > 0]] = True
+            selected &= ~spared[:, None]
         weights = np.zeros((rows, paths), dtype=np.int64)
         weigh_many = self._weigh_many
         assert weigh_many is not None  # (the lane's condition)
@@ -400,10 +400,8 @@ class WeightPolicy:
                 stall[members],
             )
             weights[take, columns] = chosen
-        # Predictions over the accesses in sorted order (the draws follow the path's place):
-        # the proposal and the weights in force in one row, as _predict_all does.
-        order = sorted(range(paths), key=lambda i: accesses[i])
-        planned = np.flatnonzero(usable.any(axis=1))
+        # The proposal and the weights in force in one row, as _predict_all does.
+        planned = np.flatnonzero(usable.any(axis=1) & (True if spared is None else ~spared))
         predicted = np.zeros((rows, 2))
         for sets in (1, 2):
             members = planned[has_current[planned] == (sets == 2)]
@@ -419,7 +417,10 @@ class WeightPolicy:
                 risk[take, order],
                 stall[members],
             )
-        return RowAnswers(weights, predicted, usable)
+        if spared is not None and spared.any():
+            weights[spared] = current[spared]
+            predicted[spared] = carried[spared[asked]][:, None]
+        return RowAnswers(weights, predicted, usable, spared)
 
     def _plan(self, request: PolicyInput) -> _Plan | None:
         """Which paths carry traffic and why; the weights of those weighed come later."""
@@ -670,6 +671,43 @@ def _round_robin(
 
 
 POLICY_NAMES = ("optimal", "proportional", "rr")
+
+
+def balancing_rows(accesses: tuple[str, ...], requests: Sequence[PolicyInput]) -> BalancingRows:
+    """Load-balancing requests over these accesses (in this order) put as rows."""
+    rows, paths = len(requests), len(accesses)
+    measured = np.zeros((rows, paths), dtype=bool)
+    capacity = np.zeros((rows, paths))
+    stddev = np.zeros((rows, paths))
+    measured_at_s = np.zeros((rows, paths))
+    risk = np.empty((rows, paths))
+    current = np.zeros((rows, paths), dtype=np.int64)
+    has_current = np.zeros(rows, dtype=bool)
+    for row, request in enumerate(requests):
+        for column, view in enumerate(request.paths):
+            e = view.estimate
+            risk[row, column] = view.outage_probability
+            if e is not None and e.available and e.capacity_mbps > 0:
+                measured[row, column] = True
+                capacity[row, column] = e.capacity_mbps
+                stddev[row, column] = e.stddev_mbps
+                measured_at_s[row, column] = e.measured_at_s
+        if request.current is not None:
+            has_current[row] = True
+            current[row] = [request.current[a] for a in accesses]
+    return BalancingRows(
+        accesses,
+        np.array([r.now_s for r in requests], dtype=np.float64),
+        measured,
+        capacity,
+        stddev,
+        measured_at_s,
+        risk,
+        np.array([r.decision_interval_s for r in requests], dtype=np.float64),
+        current,
+        has_current,
+        [r.excluded for r in requests],
+    )
 
 
 def make_policy(name: str, config: PolicyConfig | None = None) -> WeightPolicy:
