@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xapp.policy.hysteresis import Hysteresis
+from xapp.policy.hysteresis import Hysteresis, PushBudget
 
 H = Hysteresis(min_gain=0.02)
 CURRENT = {"nr": 29, "wifi": 100, "lifi": 1}
@@ -118,3 +118,35 @@ def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
         else:
             assert not decision.for_gain
             assert decision.push or decision.reason.startswith("current weights")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(0.0, 3.0), st.sampled_from(["spend", "refund", "refill", "none"])),
+        max_size=30,
+    ),
+    st.sampled_from([0.1, 0.5, 2.0, 7.0]),
+)
+def test_a_budget_is_never_spent_from_its_ready_time_on(
+    events: list[tuple[float, str]], rate: float
+) -> None:
+    """Whatever the pushes, refunds and refills before, a budget is not spent at its ready
+    time nor after it (a loop asks only the budgets before theirs); before it, it is."""
+    budget = PushBudget.empty(rate, now_s=100.0)
+    now_s = 100.0
+    for gap_s, event in events:
+        now_s += gap_s
+        if event == "spend":
+            budget.refill(now_s)
+            budget.spend()
+        elif event == "refund":
+            budget.refund()
+        elif event == "refill":
+            budget.refill(now_s)
+        ready_s = budget.ready_at_s()
+        for later_s in (0.0, 1e-9, 0.05, 1.0, 100.0):
+            assert not budget.spent_at(max(ready_s, now_s) + later_s)
+        if ready_s > now_s + 1e-5:  # well before it: spent
+            assert budget.spent_at(now_s)
+            assert budget.spent_at(ready_s - 1e-5)

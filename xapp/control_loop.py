@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -31,7 +32,7 @@ from core.domain import (
     WeightSet,
 )
 from core.sequence import is_after, next_after
-from core.slots import Slots
+from core.slots import Slots, grown
 from xapp.estimators.columns import as_step
 from xapp.estimators.said import EstimateRows
 from xapp.path_state import DecisionTimes, HeardReports, LastUsableEstimates
@@ -294,6 +295,9 @@ class ControlLoop:
         self._heard = HeardReports(self._path_slots, self._decision_times.slots)
         # What each (CPE, direction) may still push for a gain (the push limit).
         self._budgets: dict[tuple[str, Direction], PushBudget] = {}
+        # per CPE and direction (the decision times' places): from when its budget surely
+        # holds a push for a gain (PushBudget.ready_at_s; -inf: it does)
+        self._budget_ready_s = np.zeros(0)
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
         self._batched_pool: ThreadPoolExecutor | None = None
@@ -404,6 +408,17 @@ class ControlLoop:
         budget = self._budgets.get(key)
         if budget is not None:
             budget.refund()
+            self._note_budget(key, budget)
+
+    def _note_budget(self, key: tuple[str, Direction], budget: PushBudget) -> None:
+        """Keep the time from which ``key``'s budget surely holds a push for a gain (a refill
+        only moves it along the same line: a push, a refund and a new budget change it)."""
+        place = self._decision_times.slots.of(key)
+        if place >= len(self._budget_ready_s):
+            self._budget_ready_s = grown(
+                self._budget_ready_s, len(self._decision_times.slots), -math.inf
+            )
+        self._budget_ready_s[place] = budget.ready_at_s()
 
     def _withdraw(self, key: tuple[str, Direction]) -> bool:
         """What is decided at once (an override, a carrier lost) replaces a push of an earlier
@@ -706,16 +721,23 @@ class ControlLoop:
             return None
         questions = rows.questions
         assert questions is not None  # (put together by _ask_all)
+        # Only the budgets that may be spent are asked (a one-second period never spends one).
+        ready_s = self._budget_ready_s
+        if len(ready_s) < len(self._decision_times.slots):
+            ready_s = self._budget_ready_s = grown(
+                ready_s, len(self._decision_times.slots), -math.inf
+            )
+        places = np.array(rows.key_places, dtype=np.intp)
+        spare = (ready_s[places] > questions.now_s) & questions.has_current
         budgets = self._budgets
-        spent = []
-        for d in rows.items:
+        for row in np.flatnonzero(spare).tolist():
+            d = rows.items[row]
             budget = budgets.get((d.cpe.cpe_id, d.direction))
-            spent.append(
+            spare[row] = (
                 budget is not None
                 and not (d.override_changed or d.mode_changed)
                 and budget.spent_at(d.now_s)
             )
-        spare = np.array(spent, dtype=bool) & questions.has_current
         if not spare.any():
             return None
         usable = self._policy.usable_rows(questions)
@@ -869,6 +891,7 @@ class ControlLoop:
         budget = self._budgets.get(key)
         if budget is None:
             budget = self._budgets[key] = PushBudget.empty(rate, now_s)
+            self._note_budget(key, budget)
         return budget
 
     def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:
@@ -972,6 +995,7 @@ class ControlLoop:
         if decision.push and rate is not None:
             budget = self._budget(key, rate, begun.now_s)
             decision = budget.admit(decision, self._hysteresis.min_gain, begun.now_s)
+            self._note_budget(key, budget)
         if not decision.push:
             self._last_rule[key] = rule
             self._last_override[key] = override_revision

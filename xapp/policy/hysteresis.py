@@ -3,6 +3,7 @@ reconfiguration of the kernel scheduler, so small predicted gains are not pushed
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from functools import cached_property
@@ -74,6 +75,13 @@ class PushBudget:
         """What a refill to ``now_s`` would leave in the bucket (nothing changes)."""
         elapsed = max(0.0, now_s - self.at_s)
         return min(self.size, self.tokens + elapsed * self.rate_per_s)
+
+    def ready_at_s(self) -> float:
+        """A time from which a push for a gain surely could go (``spent_at`` is False then and
+        after, until the next push), a little late for rounding; -inf when it could now."""
+        if self.tokens >= 1.0:
+            return -math.inf
+        return self.at_s + (1.0 - self.tokens) / self.rate_per_s * (1 + 1e-9) + 1e-6
 
     def spent_at(self, now_s: float) -> bool:
         """Whether no push for a gain could go at ``now_s`` (``gain_needed`` would be None
