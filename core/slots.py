@@ -86,11 +86,21 @@ class Slots(Generic[K]):
 class Places(Generic[K]):
     """Keys with their places in any ``Slots`` asked of, each found once (a fleet's paths are
     looked up once for every table kept by the same slots, not once per table); found again
-    where the slots have grown since (a key given a place meanwhile)."""
+    where the slots have grown since and a key had none (it may have been given one)."""
 
     def __init__(self, keys: Sequence[K]) -> None:
         self.keys = keys
+        # per slots: the slots, their size when the keys were found (-1: every key had a
+        # place, which never changes), the places
         self._found: dict[int, tuple[Slots[K], int, npt.NDArray[np.intp]]] = {}
+
+    @classmethod
+    def known(cls, keys: Sequence[K], slots: Slots[K], places: npt.NDArray[np.intp]) -> Places[K]:
+        """Keys whose places in ``slots`` the caller has (each key's, in order): a step's
+        owner of the shared slots passes them down rather than have them looked up again."""
+        made = cls(keys)
+        made._keep(slots, places)
+        return made
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -98,9 +108,16 @@ class Places(Generic[K]):
     def in_slots(self, slots: Slots[K]) -> npt.NDArray[np.intp]:
         """``slots.found(keys)``."""
         known = self._found.get(id(slots))
-        if known is None or known[1] != len(slots):
-            known = self._found[id(slots)] = (slots, len(slots), slots.found(self.keys))
+        if known is None or known[0] is not slots or known[1] not in (-1, len(slots)):
+            known = self._keep(slots, slots.found(self.keys))
         return known[2]
+
+    def _keep(
+        self, slots: Slots[K], places: npt.NDArray[np.intp]
+    ) -> tuple[Slots[K], int, npt.NDArray[np.intp]]:
+        size = len(slots) if len(places) and places.min() < 0 else -1
+        known = self._found[id(slots)] = (slots, size, places)
+        return known
 
 
 def distinct(places: npt.NDArray[np.intp]) -> bool:

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from core.slots import Places, places_of
 from xapp.estimators.fusion import (
     BIAS_AFTER,
     BIAS_WEIGHT,
@@ -177,9 +178,9 @@ class ReferenceFusion(FusedEstimator):
         super().__init__(*args, **kwargs)
         self.served: dict[Path, tuple[float, float]] = {}  # the former dictionary
 
-    def estimate_rows(self, paths: Sequence[Path], now_s: float) -> EstimateRows:
+    def estimate_rows(self, paths: Sequence[Path] | Places[Path], now_s: float) -> EstimateRows:
         rows = super().estimate_rows(paths, now_s)
-        for i, path in enumerate(paths):
+        for i, path in enumerate(places_of(paths).keys):
             e = rows.estimate(i)
             usable = e is not None and e.available and not e.lower_bound
             self.served[path] = (
@@ -267,13 +268,15 @@ def judged_fleets(
 
 
 @settings(max_examples=400, deadline=None)
-@given(judged_fleets(), st.booleans(), st.booleans(), st.booleans())
+@given(judged_fleets(), st.booleans(), st.booleans(), st.booleans(), st.booleans())
 def test_the_forecasts_are_judged_as_path_by_path(
     fleet: tuple[list[Path], dict[str, tuple[dict[Path, CapacityEstimate], ...]], dict[Any, Any]],
     served_first: bool,
     served_again: bool,
     in_numbers: bool,
+    twice: bool,
 ) -> None:
+    """``twice``: a path reported twice in the step (judged once)."""
     paths, said_by, errors = fleet
     judged = []
     for kind in (FusedEstimator, ReferenceFusion):
@@ -286,6 +289,8 @@ def test_the_forecasts_are_judged_as_path_by_path(
         if served_first:  # the loop asked for some paths: their forecast is what it was told
             fusion.estimate_many(paths[::2], NOW_S - 1)
         samples = [KpiSample(*path, NOW_S, 1.0, throughput_mbps=1.0) for path in paths]
+        if twice:
+            samples += samples[len(samples) // 2 :: 3]
         fusion.update(samples, NOW_S)
         judged.append(fusion._errors.as_dict())
         # A second update: a forecast is judged once, so nothing served is left to judge again

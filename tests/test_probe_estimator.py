@@ -482,6 +482,7 @@ def test_a_fleets_paths_read_as_a_table_are_their_estimates_down_silent_or_neith
     paths = [(f"cpe-{n}", "lifi", DL) for n in range(len(states))]
     for path, (result_at, silent_at, down_at) in zip(paths, states, strict=True):
         estimator._remember([KpiSample(*path, 0.0, 1.0, throughput_mbps=1.0)], 0.0)
+        estimator.said_rows(paths)  # (read between changes, as a fleet's step reads it)
         if result_at is not None:
             estimator._results.put(
                 path, said_of(CapacityEstimate(*path, 50.0, 5.0, "probe", result_at))

@@ -143,3 +143,27 @@ def test_a_few_keys_are_marked_by_place_and_repeated_places_are_told() -> None:
     assert distinct(places)
     assert distinct(np.array([], dtype=np.intp))
     assert not distinct(np.array([0, 2, 0]))
+
+
+def test_places_a_caller_has_are_read_as_given_and_kept_while_complete() -> None:
+    """Places the caller passes down (``Places.known``) are read without a look-up, and a
+    look-up that found every key is not made again as the slots grow (a found place never
+    changes); one that missed a key is."""
+    slots: Slots[str] = Slots()
+    slots.many(["a", "b", "c"])
+    given_places = np.array([2, 0], dtype=np.intp)
+    at = Places.known(["c", "a"], slots, given_places)
+    assert at.in_slots(slots) is given_places
+    slots.of("d")
+    assert at.in_slots(slots) is given_places
+    other: Slots[str] = Slots()
+    other.of("a")
+    assert at.in_slots(other).tolist() == [-1, 0]  # (other slots: looked up there)
+    found = Places(["a", "b"])
+    first = found.in_slots(slots)
+    slots.of("e")
+    assert found.in_slots(slots) is first  # (complete: kept)
+    missing = Places(["a", "z"])
+    assert missing.in_slots(slots).tolist() == [0, -1]
+    slots.of("z")
+    assert missing.in_slots(slots).tolist() == [0, 5]

@@ -32,7 +32,7 @@ from core.domain import (
     WeightSet,
 )
 from core.sequence import is_after, next_after
-from core.slots import Slots, grown
+from core.slots import Places, Slots, grown
 from xapp.estimators.columns import as_step
 from xapp.estimators.said import EstimateRows
 from xapp.path_state import DecisionTimes, HeardReports, LastUsableEstimates
@@ -551,16 +551,20 @@ class ControlLoop:
         usual ones as rows (returned, by accesses), the others as inputs (``request``)."""
         asking = [d for d in deciding if d.asks]
         paths: list[tuple[str, str, Direction]] = []
+        places: list[int] = []  # (the paths' in the loop's path slots)
         asked_of: list[_Asked | None] = []  # each one's paths and places (None: some excluded)
         for d in asking:
             excluded = d.excluded
             if excluded:  # (an operator's few)
                 cpe_id, direction = d.cpe.cpe_id, d.direction
-                paths += [(cpe_id, a, direction) for a in d.cpe.access_names if a not in excluded]
+                some = [(cpe_id, a, direction) for a in d.cpe.access_names if a not in excluded]
+                paths += some
+                places += self._path_slots.many(some).tolist()
                 asked_of.append(None)
             else:
                 own = self._asked_of(d)
                 paths += own.paths
+                places += own.path_places
                 asked_of.append(own)
         if not paths:
             for d in asking:
@@ -568,7 +572,10 @@ class ControlLoop:
                     d.cpe, d.direction, d.now_s, d.rule, d.current, d.excluded
                 )
             return []
-        found = self._estimate_rows(paths, asking[0].now_s)
+        found = self._estimate_rows(
+            Places.known(paths, self._path_slots, np.array(places, dtype=np.intp)),
+            asking[0].now_s,
+        )
         # A path known only from below is for exploration to show the policy: its CPE's
         # question goes as an input. (How many such paths each CPE has, from running sums.)
         explore = np.zeros(len(paths) + 1, dtype=np.int64)
@@ -623,12 +630,14 @@ class ControlLoop:
         return asked
 
     def _estimate_rows(
-        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
+        self, asked: Places[tuple[str, str, Direction]], now_s: float
     ) -> EstimateRows:
-        """The estimator's estimates of these paths, as columns."""
+        """The estimator's estimates of these paths (with their places in the loop's path
+        slots, the estimator's where it keeps its own by place), as columns."""
         estimator = self._estimator
         if isinstance(estimator, EstimatesAsRows):
-            return estimator.estimate_rows(paths, now_s)
+            return estimator.estimate_rows(asked, now_s)
+        paths = asked.keys
         if isinstance(estimator, ManyEstimates):
             return EstimateRows.of(paths, estimator.estimate_many(paths, now_s))
         return EstimateRows.of(paths, [estimator.estimate(*path, now_s) for path in paths])

@@ -89,8 +89,12 @@ class EstimatesAsRows(Protocol):
     a fleet's step puts them into its questions without an estimate object per path."""
 
     def estimate_rows(
-        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
-    ) -> EstimateRows: ...
+        self,
+        paths: Sequence[tuple[str, str, Direction]] | Places[tuple[str, str, Direction]],
+        now_s: float,
+    ) -> EstimateRows:
+        """``Places``: the paths with their places in the estimator's ``path_slots`` (a
+        ``PlacesPaths`` estimator), which the caller has."""
 
 
 @runtime_checkable

@@ -39,8 +39,8 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from core.slots import Places, Slots, grown, places_of
-from xapp.estimators.columns import paths_of
+from core.slots import Places, Slots, distinct, grown, places_of
+from xapp.estimators.columns import paths_of, places_of_paths
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
@@ -163,11 +163,12 @@ class FusedEstimator:
         self.drift_ratio_per_s = drift_ratio_per_s
         self.max_age_s = max_age_s
         self._silence = SilenceTracker(weights, slots=slots)
-        self._served = ServedForecasts(slots if slots is not None else Slots())
+        self._slots: Slots[Path] = slots if slots is not None else Slots()
+        self._served = ServedForecasts(self._slots)
 
     def update(self, samples: Sequence[KpiSample], now_s: float) -> None:
-        paths = list(dict.fromkeys(paths_of(samples)))
-        at = Places(paths)
+        at = self._step_paths(samples)
+        paths = at.keys
         # What each source forecast for the period just reported: a usable exact estimate's
         # (capacity, time), NaN where there is none; paths × sources.
         said = said_table(self.sources, at, now_s)
@@ -193,6 +194,17 @@ class FusedEstimator:
                 np.column_stack([forecast_at_s, own_at_s]),
                 now_s,
             )
+
+    def _step_paths(self, samples: Sequence[KpiSample]) -> Places[Path]:
+        """The step's paths, each once in the order first reported, with their places (the
+        step's own, found once for every reader of the shared slots)."""
+        places = places_of_paths(samples, self._slots)
+        paths = paths_of(samples)
+        if not distinct(places):  # (a path reported twice in the step)
+            _, first = np.unique(places, return_index=True)
+            first.sort()
+            paths, places = [paths[i] for i in first.tolist()], places[first]
+        return Places.known(paths, self._slots, places)
 
     def _score(
         self,
@@ -259,9 +271,9 @@ class FusedEstimator:
         (fusion_many.py): what a fleet's step asks for every path it decides."""
         return self.estimate_rows(paths, now_s).estimates()
 
-    def estimate_rows(self, paths: Sequence[Path], now_s: float) -> EstimateRows:
+    def estimate_rows(self, paths: Sequence[Path] | Places[Path], now_s: float) -> EstimateRows:
         """``estimate_many`` as columns: a fleet's step reads most of them as numbers."""
-        at = Places(paths)
+        at = places_of(paths)
         rows = self._fused_rows(at, now_s)
         # What is given out is the forecast judged at the path's next update.
         self._served.put_rows(at, rows)

@@ -137,6 +137,7 @@ class ProbeEstimator:
         # each path's recent samples (for a probe's record), by the results' slots
         self._history = SampleRings(HISTORY_PERIODS)
         self._down: set[Path] = set()  # the node says so (link state)
+        self._marked_down: npt.NDArray[np.bool_] | None = None  # (``_down_marks``)
         self._silence = SilenceTracker(weights, slots=slots)
         self._recovered: set[Path] = set()
         self._last_failure: dict[Path, str] = {}  # per path, the failure last logged
@@ -231,7 +232,7 @@ class ProbeEstimator:
             silent = ~np.isnan(silent_since) & (
                 (rows[:, KIND] == 0) | (rows[:, MEASURED_AT] < silent_since)
             )
-        by_down = ~silent & slots.marked(self._down)[places]
+        by_down = ~silent & self._down_marks()[places]
         since = np.where(silent, silent_since, math.nan)
         for row in np.flatnonzero(by_down).tolist():
             newest = self._history.newest(int(places[row]))
@@ -254,10 +255,20 @@ class ProbeEstimator:
             return newest.time_s
         return None
 
+    def _down_marks(self) -> npt.NDArray[np.bool_]:
+        """``Slots.marked`` of the paths down, made again only when they change or the slots
+        grow (a fleet's step reads them once per part of its CPEs)."""
+        slots = self._results.slots
+        marks = self._marked_down
+        if marks is None or len(marks) != len(slots) + 1:
+            marks = self._marked_down = slots.marked(self._down)
+        return marks
+
     def _remember(self, samples: Sequence[KpiSample], now_s: float) -> None:
         """Each sample into its path's history; the paths the node says are down or back."""
         if not samples:
             return
+        self._marked_down = None
         slots, rings = self._results.slots, self._history
         places = places_of_paths(samples, slots)
         rings.grow(len(slots))
@@ -397,8 +408,9 @@ class ProbeEstimator:
     ) -> list[tuple[int, Path, str]]:
         """The probes these paths need, as (priority, path, reason), from what the advisors
         say of them (each asked once for all the paths)."""
-        said = said_table(advisors, paths, now_s)
-        since = self._silence.silent_times(paths)
+        at = Places(paths)  # (looked up once for the advisors and the silence tracker)
+        said = said_table(advisors, at, now_s)
+        since = self._silence.silent_times(at)
         # NaN (not silent) compares False: seen back only from a silence
         back = shows_usable_since(said, since).any(axis=1)
         silent = ~np.isnan(since) & ~back

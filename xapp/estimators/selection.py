@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from core.slots import Slots
+from core.slots import Places, Slots, places_of
 from xapp.estimators.columns import StepSamples, as_step
 from xapp.estimators.fusion import FusedEstimator
 from xapp.estimators.kpi import KpiEstimator
@@ -189,15 +189,15 @@ class EstimatorSelection:
         """``estimate`` of every path: fusion's paths fused together, the others one by one."""
         return self.estimate_rows(paths, now_s).estimates()
 
-    def estimate_rows(
-        self, paths: Sequence[tuple[str, str, Direction]], now_s: float
-    ) -> EstimateRows:
+    def estimate_rows(self, asked: Sequence[Path] | Places[Path], now_s: float) -> EstimateRows:
         """``estimate_many`` as columns: fusion's as it gives them, the others' made one by
-        one (a fleet on fusion, the default, makes no estimate object here)."""
+        one (a fleet on fusion, the default, makes no estimate object here). ``Places``: the
+        paths with their places in ``path_slots``, which the caller has."""
+        paths = places_of(asked).keys
         # each CPE and direction's mode, asked once (a step asks for its accesses together)
         modes = self._modes(paths)
         if modes == "fused" or (not isinstance(modes, str) and not paths):  # (a fleet's usual)
-            return self.fused.estimate_rows(paths, now_s)
+            return self.fused.estimate_rows(asked, now_s)
         fused: list[int] = []
         others: dict[int, CapacityEstimate | None] = {}
         for index, (cpe_id, access, direction) in enumerate(paths):
