@@ -244,6 +244,27 @@ class Bounded:
         return self.table.get((cpe_id, access))
 
 
+def table_loop(
+    cpes: list[Cpe], rows: bool, hysteresis: Hysteresis | None = None
+) -> tuple[ControlLoop, Bounded, _Queue, MemoryStateStore]:
+    """A loop deciding the downlink of ``cpes`` from the estimates a test sets (``Bounded``),
+    without warm-up; ``rows``: usual questions put as rows."""
+    estimator, source, store = Bounded(), _Queue(), MemoryStateStore()
+    loop = ControlLoop(
+        cpes=cpes,
+        directions=[Direction.DOWNLINK],
+        source=source,
+        estimator=estimator,
+        policy=make_policy("optimal"),
+        sink=_CountingSink(),
+        store=store,
+        warmup_s=0.0,
+        balancing_rows=rows,
+        hysteresis=hysteresis,
+    )
+    return loop, estimator, source, store
+
+
 def explored(rows: bool) -> tuple[Outcomes, int]:
     """Eight CPEs, the odd ones' Wi-Fi known only from what it carried (which follows what
     exploration asked of it, up to 600 Mbit/s), over twelve periods; cpe-2's Wi-Fi loses its
@@ -315,18 +336,7 @@ def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
     Returns the outcomes and, per step, the arrival times left unread."""
     accesses = ("nr", "wifi", "lifi")
     cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(6)]
-    estimator, source, store = Bounded(), _Queue(), MemoryStateStore()
-    loop = ControlLoop(
-        cpes=cpes,
-        directions=[Direction.DOWNLINK],
-        source=source,
-        estimator=estimator,
-        policy=make_policy("optimal"),
-        sink=_CountingSink(),
-        store=store,
-        warmup_s=0.0,
-        balancing_rows=rows,
-    )
+    loop, estimator, source, store = table_loop(cpes, rows)
     dl = Direction.DOWNLINK
     balancing = SteeringMode.LOAD_BALANCING
     store.save_weights(WeightSet("cpe-2", dl, {"nr": 52, "wifi": 90, "lifi": 0}, balancing, 4))
@@ -475,19 +485,7 @@ def test_a_spent_budget_never_holds_back_what_cannot_wait(rows: bool) -> None:
     dl = Direction.DOWNLINK
     accesses = ("nr", "wifi", "lifi")
     cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(5)]
-    estimator, store = Bounded(), MemoryStateStore()
-    loop = ControlLoop(
-        cpes=cpes,
-        directions=[dl],
-        source=_Queue(),
-        estimator=estimator,
-        policy=make_policy("optimal"),
-        sink=_CountingSink(),
-        store=store,
-        warmup_s=0.0,
-        balancing_rows=rows,
-        hysteresis=Hysteresis(max_pushes_per_s=0.5),
-    )
+    loop, estimator, _, store = table_loop(cpes, rows, Hysteresis(max_pushes_per_s=0.5))
 
     def estimates(now_s: float, wifi_down: str) -> None:
         for n, cpe in enumerate(cpes):
