@@ -414,11 +414,14 @@ class ControlLoop:
         """Keep the time from which ``key``'s budget surely holds a push for a gain (a refill
         only moves it along the same line: a push, a refund and a new budget change it)."""
         place = self._decision_times.slots.of(key)
-        if place >= len(self._budget_ready_s):
-            self._budget_ready_s = grown(
-                self._budget_ready_s, len(self._decision_times.slots), -math.inf
-            )
-        self._budget_ready_s[place] = budget.ready_at_s()
+        self._ready_column()[place] = budget.ready_at_s()
+
+    def _ready_column(self) -> npt.NDArray[np.float64]:
+        """The budgets' ready times, one for each CPE and direction given a place so far."""
+        size = len(self._decision_times.slots)
+        if len(self._budget_ready_s) < size:
+            self._budget_ready_s = grown(self._budget_ready_s, size, -math.inf)
+        return self._budget_ready_s
 
     def _withdraw(self, key: tuple[str, Direction]) -> bool:
         """What is decided at once (an override, a carrier lost) replaces a push of an earlier
@@ -731,13 +734,8 @@ class ControlLoop:
         questions = rows.questions
         assert questions is not None  # (put together by _ask_all)
         # Only the budgets that may be spent are asked (a one-second period never spends one).
-        ready_s = self._budget_ready_s
-        if len(ready_s) < len(self._decision_times.slots):
-            ready_s = self._budget_ready_s = grown(
-                ready_s, len(self._decision_times.slots), -math.inf
-            )
         places = np.array(rows.key_places, dtype=np.intp)
-        spare = (ready_s[places] > questions.now_s) & questions.has_current
+        spare = (self._ready_column()[places] > questions.now_s) & questions.has_current
         budgets = self._budgets
         for row in np.flatnonzero(spare).tolist():
             d = rows.items[row]
