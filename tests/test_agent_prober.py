@@ -42,12 +42,15 @@ def test_failed_probes_are_failures_not_outages(tmp_path: Path) -> None:
                 "cpe-1": AgentEndpoint(url, TOKEN),
                 "cpe-2": AgentEndpoint(url, "wrong-token"),
                 "cpe-3": AgentEndpoint("http://127.0.0.1:1", TOKEN),
+                # the same agent as another CPE's: cpe-1's 409 (kept as that CPE's answer for
+                # a while) must not answer for it when its own probe starts late
+                "cpe-4": AgentEndpoint(url, TOKEN),
             }
         )
         try:
             started = time.monotonic()
             prober.start(request("wifi"), 5.0)  # the agent has no probe_server: 409
-            prober.start(request("satellite"), 5.0)  # not an access of that CPE: 404
+            prober.start(request("satellite", "cpe-4"), 5.0)  # not an access of its: 404
             prober.start(request("wifi", "cpe-2"), 5.0)  # 401
             prober.start(request("wifi", "cpe-3"), 5.0)  # nobody listening
             prober.start(request("wifi", "cpe-9"), 5.0)  # no agent configured
@@ -62,7 +65,7 @@ def test_failed_probes_are_failures_not_outages(tmp_path: Path) -> None:
         assert not outcome.path_down
         assert outcome.finished_at_s >= outcome.started_at_s == 5.0
     assert "no probe_server" in by_key[("cpe-1", "wifi")].error
-    assert "404" in by_key[("cpe-1", "satellite")].error
+    assert "404" in by_key[("cpe-4", "satellite")].error
     assert "401" in by_key[("cpe-2", "wifi")].error
     assert "cpe-3" in by_key[("cpe-3", "wifi")].error
     assert "no agent configured" in by_key[("cpe-9", "wifi")].error
