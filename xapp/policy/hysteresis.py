@@ -33,6 +33,10 @@ DEFAULT_MAX_PUSHES_PER_S = 2.0
 BUDGET_SPAN_S = 20.0
 
 
+# A push for a gain needs a whole token (less a rounding's worth: refills add tenths).
+LAST_TOKEN = 1.0 - 1e-9
+
+
 @dataclass
 class PushBudget:
     """The pushes one CPE and direction may still make: a bucket of tokens filled at the limit's
@@ -86,7 +90,7 @@ class PushBudget:
     def spent_at(self, now_s: float) -> bool:
         """Whether no push for a gain could go at ``now_s`` (``gain_needed`` would be None
         after a refill), nothing changed: a loop need not work out such a push at all."""
-        return self.tokens_at(now_s) < 1.0 - 1e-9
+        return self.tokens_at(now_s) < LAST_TOKEN
 
     @property
     def earned(self) -> float:
@@ -96,7 +100,7 @@ class PushBudget:
 
     def gain_needed(self, min_gain: float) -> float | None:
         """The predicted gain a push for a gain needs now (None: the budget is spent)."""
-        if self.tokens < 1.0 - 1e-9:
+        if self.tokens < LAST_TOKEN:
             return None
         return min_gain * self.earned / self.tokens
 
