@@ -17,6 +17,7 @@ import logging
 import math
 import multiprocessing
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ import yaml
 
 from core.collector import PassesBetweenSteps, settle_for_service
 from core.domain import Cpe, Direction, KpiSample, ProbeOutcome, ProbeRequest, WeightSet
+from core.sample_batch import SampleBacklog
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from core.scenario.load import load_scenario, parse_scenario
 from core.scenario.model import Scenario
@@ -105,12 +107,17 @@ class _Stopwatch:
 
 
 class _Queue:
+    """The period's samples as the E2 source keeps them for the loop: in the pieces (batches)
+    they were decoded in, unbounded."""
+
     def __init__(self) -> None:
-        self.samples: list[KpiSample] = []
+        self._backlog = SampleBacklog(max_samples=sys.maxsize)
+
+    def keep(self, samples: Sequence[KpiSample]) -> None:
+        self._backlog.keep(samples)
 
     def poll(self, now_s: float) -> Sequence[KpiSample]:
-        out, self.samples = self.samples, []
-        return out
+        return self._backlog.take()
 
 
 class _CountingSink:
@@ -351,7 +358,7 @@ def run_xapp_bench(
                 started = time.perf_counter()
                 samples = processor.handle_payload(node, payload)
                 decode_s.append(time.perf_counter() - started)
-                source.samples.extend(samples)
+                source.keep(samples)
             reports += sum(1 for _ in batch)
             # a step as the service takes it: the reports in, then the CPEs decided in parts
             now_s = tick * period_s + period_s

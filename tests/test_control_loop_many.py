@@ -153,7 +153,7 @@ def run(
         for node, payload in batch:
             if tick == 0 and node == node_name("lifi"):
                 continue  # LiFi's node has not reported yet: its CPEs are warming up
-            source.samples.extend(processor.handle_payload(node, payload))
+            source.keep(processor.handle_payload(node, payload))
         now_s = (tick + 1) * period_s
         if tick == 2:
             store.save_override(Override(ids[2], Direction.UPLINK, frozen=True, revision=1))
@@ -307,7 +307,7 @@ def explored(rows: bool) -> tuple[Outcomes, int]:
                 c, "wifi", dl, wifi, 0.2 * wifi, "b", now_s, lower_bound=bound
             )
             for access, mbps in (("nr", nr * 0.9), ("wifi", wifi), ("lifi", 11.0)):
-                source.samples.append(KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=mbps))
+                source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=mbps)])
             carried[c] *= 1.5
         if tick == 5:
             loop.access_event("cpe-2", "wifi", False, now_s - 0.5)
@@ -365,8 +365,8 @@ def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
             elif tick >= 3:
                 estimator.table[(c, "lifi")] = CapacityEstimate(c, "lifi", dl, 6.0, 0.1, "b", now_s)
             for access in accesses:
-                source.samples.append(
-                    KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0, received_s=now_s)
+                source.keep(
+                    [KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0, received_s=now_s)]
                 )
         if tick == 1:
             fixed = {"nr": 51, "wifi": 88, "lifi": 0}

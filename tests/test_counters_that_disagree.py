@@ -179,9 +179,9 @@ def _outcomes(steps: list[list[KpiSample]], values: dict[str, float] | None) -> 
     found: list[Outcome] = []
     try:
         for n, samples in enumerate(steps):
-            source.samples = [
-                _with(s, values) if values is not None and s.cpe_id == BAD else s for s in samples
-            ]
+            source.keep(
+                [_with(s, values) if values is not None and s.cpe_id == BAD else s for s in samples]
+            )
             for outcome in loop.step(n + 1.0):
                 pushed = None if outcome.pushed is None else sorted(outcome.pushed.weights.items())
                 found.append((n, outcome.cpe_id, outcome.direction, pushed, outcome.reason))

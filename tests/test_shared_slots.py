@@ -119,7 +119,7 @@ def test_estimators_on_shared_slots_estimate_what_they_do_on_their_own() -> None
         paths = sorted({(s.cpe_id, s.access, s.direction) for s in samples})
         found = []
         for fused, _ in (shared, own):
-            queue.samples = list(samples)
+            queue.keep(list(samples))
             fused.update(StepSamples(queue.poll(now_s)), now_s)
             rows = fused.estimate_rows(paths[::-1], now_s)  # another order than reported
             found.append(

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from core.domain import KpiSample
+from core.sample_batch import SampleBacklog
 
 if TYPE_CHECKING:
     from kpm.e2ap import Indication
@@ -54,9 +54,9 @@ class E2KpiSource:
     """
 
     def __init__(self, max_samples: int = 100_000) -> None:
-        self._buffer: deque[KpiSample] = deque(maxlen=max_samples)
+        # (in the pieces they were decoded in: a step reads its columns from them)
+        self._backlog = SampleBacklog(max_samples)
         self._lock = threading.Lock()
-        self.dropped = 0
         # Told (from the transport's thread) when reports came in: the loop decides on them.
         self.on_added: Callable[[], None] = lambda: None
         # Told (from the loop's thread) of each batch of samples decoded here.
@@ -139,21 +139,21 @@ class E2KpiSource:
                         self._keep(samples)
             return decoded
 
+    @property
+    def dropped(self) -> int:
+        """Samples the bound dropped, oldest first, before the loop read them."""
+        return self._backlog.dropped
+
     def _keep(self, samples: Sequence[KpiSample]) -> None:
         with self._lock:
-            overflow = len(self._buffer) + len(samples) - (self._buffer.maxlen or 0)
-            if overflow > 0:
-                self.dropped += overflow
-            self._buffer.extend(samples)
+            self._backlog.keep(samples)
 
     def resize(self, max_samples: int) -> None:
         """A new bound (the fleet grew or shrank); the newest samples are kept."""
         with self._lock:
-            self._buffer = deque(self._buffer, maxlen=max_samples)
+            self._backlog.resize(max_samples)
 
     def poll(self, now_s: float) -> Sequence[KpiSample]:
         self.decode_waiting()
         with self._lock:
-            drained = list(self._buffer)
-            self._buffer.clear()
-        return drained
+            return self._backlog.take()

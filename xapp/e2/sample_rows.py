@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
+from core.sample_batch import BatchGroup, SampleBatch, fixed_columns
 
 _core = compiled_core("xapp._samples")
 
@@ -46,9 +47,11 @@ def samples_of_rows(
 ) -> list[KpiSample]:
     """Per UE (``cpe_ids[ue]`` its CPE), then per direction in the order given, the sample
     ``KpiSample.made`` makes: its measurements the row's values that are not NaN, keyed as
-    ``keys_by_ue`` says, in column order; no sample where a row has no value at all."""
+    ``keys_by_ue`` says, in column order; no sample where a row has no value at all. They
+    come as a ``SampleBatch``, with the columns they were made from (core/sample_batch.py)."""
     if _core is None:
-        return samples_of_rows_in_python(cpe_ids, access, time_s, period_s, received_s, directions)
+        twin = samples_of_rows_in_python(cpe_ids, access, time_s, period_s, received_s, directions)
+        return batch_of(twin, len(cpe_ids), access, time_s, period_s, received_s, directions)
     # (the core reads each array's memory as it lies: C order, these types)
     rows = [
         DirectionRows(
@@ -63,7 +66,48 @@ def samples_of_rows(
     made: list[KpiSample] = _core.samples_of_rows(
         KpiSample, cpe_ids, access, time_s, period_s, received_s, rows
     )
-    return made
+    return batch_of(made, len(cpe_ids), access, time_s, period_s, received_s, directions)
+
+
+def batch_of(
+    made: list[KpiSample],
+    ues: int,
+    access: str,
+    time_s: float,
+    period_s: float,
+    received_s: float | None,
+    directions: Sequence[DirectionRows],
+) -> list[KpiSample]:
+    """The samples ``samples_of_rows`` made from these rows as a ``SampleBatch``: where each
+    sample came from (a UE with a value in a direction made one, UE by UE, then direction by
+    direction) and the columns it was made of. A plain list where a direction repeats."""
+    if not made or len({d.direction for d in directions}) < len(directions):
+        return made
+    # (UEs × directions): which made a sample, and its place among the samples
+    has = np.column_stack(
+        [~np.isnan(d.values.reshape(ues, -1)).all(axis=1) for d in directions]
+    ).reshape(ues, len(directions))
+    place = (np.cumsum(has.ravel()) - 1).reshape(has.shape)
+    if int(has.sum()) != len(made):
+        raise AssertionError("the samples are not those of the rows")  # (a caller's mistake)
+    throughput = np.full(len(made), np.nan)
+    available = np.full(len(made), np.nan)
+    groups = []
+    for column, d in enumerate(directions):
+        ues_in = np.flatnonzero(has[:, column])
+        if not len(ues_in):
+            continue  # (no sample of this direction: no group, as read from the samples)
+        rows = place[ues_in, column]
+        throughput[rows] = d.throughput[ues_in]
+        link = d.link[ues_in]
+        available[rows] = np.where(link < 0, np.nan, link.astype(np.float64))
+        fixed, keys = fixed_columns(d.values, d.keys_by_ue)
+        values = d.values.reshape(ues, -1)
+        measurements = {key: values[ues_in, at] for key, at in fixed.items()}
+        groups.append(BatchGroup(d.direction, rows, measurements, keys))
+    return SampleBatch.made(
+        made, access, time_s, period_s, received_s, throughput, available, groups
+    )
 
 
 def samples_of_rows_in_python(

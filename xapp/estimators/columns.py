@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
+from core.sample_batch import BatchGroup, Pieces, SampleBatch
 from core.slots import Slots, grown
 
 _core = compiled_core("xapp._samples")
@@ -39,10 +41,36 @@ Path = tuple[str, str, Direction]
 
 
 class StepSamples(list[KpiSample]):
-    """A step's samples, with their columns and paths made once, when first asked for."""
+    """A step's samples, with their columns and paths made once, when first asked for: from
+    the batches they came in where every one is a ``SampleBatch`` (``joined``), else read
+    from the samples."""
+
+    # (start in the step, batch) of each batch the samples came in; empty: read the samples
+    _batches: tuple[tuple[int, SampleBatch], ...] = ()
+
+    @classmethod
+    def joined(cls, pieces: Iterable[Sequence[KpiSample]]) -> StepSamples:
+        """The samples of every piece, in order; their columns from the batches they carry
+        where every non-empty piece is one."""
+        step = cls()
+        batches: list[tuple[int, SampleBatch]] = []
+        whole = True
+        for piece in pieces:
+            if not piece:
+                continue
+            if isinstance(piece, SampleBatch):
+                batches.append((len(step), piece))
+            else:
+                whole = False
+            step.extend(piece)
+        if whole:
+            step._batches = tuple(batches)
+        return step
 
     @cached_property
     def columns(self) -> SampleColumns:
+        if self._batches:
+            return SampleColumns.of_batches(len(self), self._batches, self)
         return SampleColumns(self)
 
     @cached_property
@@ -67,8 +95,21 @@ class StepSamples(list[KpiSample]):
         order, NaN where it is None; read once a step for every reader."""
         found = self._fields.get(name)
         if found is None:
-            found = self._fields[name] = _float_field(self, name)
+            found = self._batch_field(name)
+            if found is None:
+                found = _float_field(self, name)
+            self._fields[name] = found
         return found
+
+    def _batch_field(self, name: str) -> FloatArray | None:
+        """``field`` from the batches, where they know it."""
+        if not self._batches:
+            return None
+        parts = [batch.field(name) for _, batch in self._batches]
+        known = [part for part in parts if part is not None]
+        if len(known) < len(parts):
+            return None
+        return np.concatenate(known) if len(known) > 1 else known[0]
 
     @cached_property
     def _fields(self) -> dict[str, FloatArray]:
@@ -76,8 +117,13 @@ class StepSamples(list[KpiSample]):
 
 
 def as_step(samples: Sequence[KpiSample]) -> StepSamples:
-    """The samples as a step's (their columns and paths made once, for every reader)."""
-    return samples if isinstance(samples, StepSamples) else StepSamples(samples)
+    """The samples as a step's (their columns and paths made once, for every reader; from
+    the batches they came in, where they came in pieces)."""
+    if isinstance(samples, StepSamples):
+        return samples
+    if isinstance(samples, Pieces):
+        return StepSamples.joined(samples.pieces)
+    return StepSamples(samples)
 
 
 def columns_of(samples: Sequence[KpiSample]) -> SampleColumns:
@@ -127,23 +173,55 @@ def _paths(samples: Sequence[KpiSample]) -> list[Path]:
     return [(s.cpe_id, s.access, s.direction) for s in samples]
 
 
+def _measurement(measurements: Sequence[Mapping[str, float]], name: str) -> FloatArray:
+    """The value of ``name`` in each of these measurements, NaN where absent: in C where
+    built."""
+    if _core is not None:
+        found: FloatArray = np.empty(len(measurements))
+        _core.measurement(
+            measurements if isinstance(measurements, list) else list(measurements), name, found
+        )
+        return found
+    return np.fromiter((m.get(name, math.nan) for m in measurements), np.float64, len(measurements))
+
+
+def _joined(parts: Sequence[npt.NDArray[np.generic]]) -> npt.NDArray[Any]:
+    """One array of the parts, in order (the part itself where there is one)."""
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
 class Group:
     """The samples of one access and direction: their places in the step, their fields and
     their measurements as columns (each made when first read)."""
 
-    def __init__(self, access: str, direction: Direction, samples: list[KpiSample]) -> None:
+    def __init__(
+        self,
+        access: str,
+        direction: Direction,
+        samples: list[KpiSample],
+        parts: Sequence[tuple[SampleBatch, BatchGroup]] = (),
+    ) -> None:
+        """``parts``: the batches the samples are, in order, and each one's group of this
+        direction (their fields and fixed measurements read from there); none: read from
+        the samples."""
         self.access, self.direction, self.samples = access, direction, samples
+        self._parts = tuple(parts)
+        self._columns: dict[str, FloatArray] = {}
+        self._derived: dict[str, FloatArray] = {}
+        self.down: BoolArray
+        if parts:
+            self.throughput = _joined([batch.throughput[g.rows] for batch, g in parts])
+            self.down = _joined([batch.available[g.rows] == 0.0 for batch, g in parts])
+            self.time_s = _joined([np.full(len(g.rows), batch.time_s) for batch, g in parts])
+            return
         count = len(samples)
-        self._measurements = [s.measurements for s in samples]
         self.throughput = _float_field(samples, "throughput_mbps")
         if _core is not None:
-            self.down: BoolArray = np.empty(count, dtype=bool)
+            self.down = np.empty(count, dtype=bool)
             _core.false_field(samples, "available", self.down)
         else:
             # the link state the sample's field says: down (False), or not said to be (None, True)
             self.down = np.fromiter((s.available is False for s in samples), bool, count)
-        self._columns: dict[str, FloatArray] = {}
-        self._derived: dict[str, FloatArray] = {}
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -153,21 +231,36 @@ class Group:
         """Each sample's time (the end of its period)."""
         return _float_field(self.samples, "time_s")
 
+    @cached_property
+    def _measurements(self) -> list[Mapping[str, float]]:
+        return [s.measurements for s in self.samples]
+
     def column(self, name: str) -> FloatArray:
         """The measurement of each sample, NaN where absent."""
         found = self._columns.get(name)
         if found is None:
-            if _core is not None:
-                found = np.empty(len(self._measurements))
-                _core.measurement(self._measurements, name, found)
-            else:
-                found = np.fromiter(
-                    (m.get(name, math.nan) for m in self._measurements),
-                    np.float64,
-                    len(self._measurements),
-                )
-            self._columns[name] = found
+            if self._parts:
+                found = self._columns[name] = self._column_of_parts(name)
+                return found
+            found = self._columns[name] = _measurement(self._measurements, name)
         return found
+
+    def _column_of_parts(self, name: str) -> FloatArray:
+        """``column`` from the batches: each part's fixed column, NaN where no sample of it
+        could carry the name, else read from its samples."""
+        out = []
+        start = 0
+        for _, group in self._parts:
+            count = len(group.rows)
+            fixed = group.measurements.get(name)
+            if fixed is not None:
+                out.append(fixed)
+            elif name not in group.keys:
+                out.append(np.full(count, math.nan))
+            else:
+                out.append(_measurement(self._measurements[start : start + count], name))
+            start += count
+        return _joined(out)
 
     def names(self) -> set[str]:
         """Every measurement name any sample of the group carries."""
@@ -206,6 +299,34 @@ class SampleColumns:
             places[key].append(i)
         self.groups = {key: Group(*key, group) for key, group in members.items()}
         self.places = {key: np.array(rows, dtype=np.intp) for key, rows in places.items()}
+
+    @classmethod
+    def of_batches(
+        cls,
+        count: int,
+        batches: Sequence[tuple[int, SampleBatch]],
+        samples: Sequence[KpiSample],
+    ) -> SampleColumns:
+        """The columns of ``samples`` (``count`` of them), which are these batches in order
+        (each with its start): the same groups, in the same order, as read from the
+        samples."""
+        parts: dict[tuple[str, Direction], list[tuple[SampleBatch, BatchGroup]]] = {}
+        rows: dict[tuple[str, Direction], list[npt.NDArray[np.intp]]] = {}
+        for start, batch in batches:
+            for group in batch.groups:  # (in the order first met in the batch)
+                key = (batch.access, group.direction)
+                if key not in parts:
+                    parts[key], rows[key] = [], []
+                parts[key].append((batch, group))
+                rows[key].append(start + group.rows)
+        columns = cls.__new__(cls)
+        columns.count = count
+        columns.places = {key: _joined(at) for key, at in rows.items()}
+        columns.groups = {
+            key: Group(*key, [samples[i] for i in columns.places[key].tolist()], parts[key])
+            for key in parts
+        }
+        return columns
 
     @cached_property
     def time_s(self) -> FloatArray:
