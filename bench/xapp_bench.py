@@ -41,7 +41,7 @@ from kpm.codec import KpmPdu, codec_for
 from kpm.fast_encode import encode_format3
 from kpm.versions import KpmVersion
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.control_loop import ControlLoop
+from xapp.control_loop import ControlLoop, StepOutcome
 from xapp.e2 import indications
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
@@ -262,72 +262,62 @@ def run_xapp_bench(
     sink = _CountingSink()
     store = MemoryStateStore()
     loop = service_loop(domain_cpes, source, sink, store, estimator)
-    # A step decides for all its CPEs together (their proposals in one batch): each decision's
-    # cost is its own part (reading its state, concluding) plus an equal share of the batch.
+    # A step decides for all its CPEs together, in batches (their state read, their questions
+    # put and answered, the rows concluded): each decision's cost is an equal share of its
+    # part of the step's batches, plus its own conclusion where it is concluded alone (a
+    # push, an override, a question put as an input).
     decision_s: list[float] = []
-    own_s: dict[int, float] = {}
-    plain_begin, plain_propose, plain_conclude = loop._begin, loop._propose_all, loop._conclude
-
     watch = _Stopwatch()
     seconds = watch.seconds
+    # the step part under way: its batches' seconds, its decisions
+    part_s, part_decisions = [0.0], [0]
+    own_s: list[float] = []  # its decisions concluded alone, each one's time
 
-    # (the two stopwatches of a decision's own parts in one wrapper: a wrapper in a wrapper
-    # at every decision was CPU the service does not spend, a few ms a period at 1,000 CPEs)
-    def timed_begin(*args: Any) -> Any:
-        started = time.perf_counter()
-        begun = plain_begin(*args)
-        took = own_s[id(begun)] = time.perf_counter() - started
-        seconds["state + estimate"] += took
+    def batched(stage: str, plain: Callable[..., Any]) -> Callable[..., Any]:
+        """``plain`` as one of a step part's batches, in ``stage``."""
+
+        def run(*args: Any) -> Any:
+            started = time.perf_counter()
+            answer = plain(*args)
+            took = time.perf_counter() - started
+            seconds[stage] += took
+            part_s[0] += took
+            return answer
+
+        return run
+
+    plain_begin_all, plain_conclude = loop._begin_all, loop._conclude
+    plain_decide = loop._decide_and_push
+
+    def begin_all(*args: Any) -> Any:
+        begun = plain_begin_all(*args)
+        part_decisions[0] = sum(not isinstance(d, StepOutcome) for d in begun.outcomes)
         return begun
-
-    def shared(plain: Callable[..., Any], last: bool) -> Callable[..., Any]:
-        """``plain`` over the step's decisions (its first argument), its time shared out
-        equally among them; ``last``: the last such part of a step (the begun that decide
-        nothing are dropped)."""
-
-        def run(deciding: Any, *more: Any) -> Any:
-            started = time.perf_counter()
-            answer = plain(deciding, *more)
-            share = (time.perf_counter() - started) / max(1, len(deciding))
-            kept = {id(d): own_s.get(id(d), 0.0) + share for d in deciding}
-            if last:
-                own_s.clear()
-            own_s.update(kept)
-            return answer
-
-        return run
-
-    def rows_shared(plain: Callable[..., Any]) -> Callable[..., Any]:
-        """``plain`` over a step's questions put as rows (its first argument, by accesses),
-        its time shared out equally among the decisions in them."""
-
-        def run(rows: Any) -> Any:
-            started = time.perf_counter()
-            answer = plain(rows)
-            items = [d for group in rows for d in group.items]
-            share = (time.perf_counter() - started) / max(1, len(items))
-            for d in items:
-                own_s[id(d)] = own_s.get(id(d), 0.0) + share
-            return answer
-
-        return run
 
     def timed_conclude(begun: Any) -> Any:
         started = time.perf_counter()
         concluded = plain_conclude(begun)
         took = time.perf_counter() - started
         seconds["conclude + push"] += took
-        decision_s.append(own_s.pop(id(begun), 0.0) + took)
+        own_s.append(took)
         return concluded
 
-    loop._begin = timed_begin  # type: ignore[method-assign,assignment]
-    asking = shared(loop._ask_all, last=False)
-    loop._ask_all = watch.timed("state + estimate", asking)  # type: ignore[method-assign]
-    proposing = shared(plain_propose, last=True)
-    loop._propose_all = watch.timed("policy", proposing)  # type: ignore[method-assign]
+    def decide(*args: Any, **kwargs: Any) -> Any:
+        part_s[0], part_decisions[0] = 0.0, 0
+        own_s.clear()
+        outcomes = plain_decide(*args, **kwargs)
+        count = part_decisions[0]
+        share = part_s[0] / max(1, count)
+        decision_s.extend(share + own for own in own_s)
+        decision_s.extend([share] * (count - len(own_s)))
+        return outcomes
+
+    loop._begin_all = batched("state + estimate", begin_all)  # type: ignore[method-assign]
+    loop._ask_all = batched("state + estimate", loop._ask_all)  # type: ignore[method-assign]
+    loop._propose_all = batched("policy", loop._propose_all)  # type: ignore[method-assign]
+    loop._conclude_rows = batched("conclude + push", loop._conclude_rows)  # type: ignore[method-assign]
     loop._conclude = timed_conclude  # type: ignore[method-assign]
-    concluding_rows = rows_shared(loop._conclude_rows)
-    loop._conclude_rows = watch.timed("conclude + push", concluding_rows)  # type: ignore[method-assign]
+    loop._decide_and_push = decide  # type: ignore[method-assign]
     loop._push_all = watch.timed("conclude + push", loop._push_all)  # type: ignore[method-assign]
     loop._save = watch.timed("conclude + push", loop._save)  # type: ignore[method-assign]
     loop.take_reports = watch.timed("estimator update", loop.take_reports)  # type: ignore[method-assign]

@@ -159,8 +159,6 @@ class _Deciding:
     mode_changed: bool = False
     request: PolicyInput | None = None  # None: the override's weights, no question
     proposal: Proposal | None = None
-    # The outcome already, for a question put as a row whose weights stay (_conclude_rows).
-    held: StepOutcome | None = None
     now_s: float = 0.0  # the decision's time
 
     @property
@@ -192,17 +190,92 @@ class _Pending:
     landed: list[float] = field(default_factory=list)
 
 
-class _Rows:
-    """A step's questions over the same accesses put as rows (``BalancingRows``): the CPEs and
-    directions, and where each one's paths start in the step's estimates."""
+class _Candidates:
+    """A step's CPEs and directions whose questions may go as rows (load balancing, nothing
+    overridden, no word of the agent's on a carrier standing, the weights in force over
+    exactly the CPE's accesses), gathered as columns while the step reads their state: no
+    ``_Deciding`` each (a fleet's step has thousands). One is made only for a question that
+    goes otherwise after all (a path to explore) or a proposal ``_conclude`` acts on."""
 
-    def __init__(self, accesses: tuple[str, ...]) -> None:
+    __slots__ = (
+        "asked",
+        "cpes",
+        "currents",
+        "directions",
+        "keys",
+        "mode_changed",
+        "override_lifted",
+        "rules",
+        "slots",
+        "starts",
+    )
+
+    def __init__(self) -> None:
+        self.slots: list[int] = []  # each one's place in the step's outcomes
+        self.cpes: list[Cpe] = []
+        self.directions: list[Direction] = []
+        self.keys: list[tuple[str, Direction]] = []
+        self.currents: list[WeightSet | None] = []
+        self.rules: list[SteeringRule] = []
+        # an override was lifted since the last decision (an override changed), the mode
+        # changed: what cannot wait
+        self.override_lifted: list[bool] = []
+        self.mode_changed: list[bool] = []
+        self.asked: list[_Asked] = []  # its paths and places
+        self.starts: list[int] = []  # where its paths start among the step's
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def deciding(self, i: int, now_s: float, proposal: Proposal | None = None) -> _Deciding:
+        """Candidate ``i`` as any other decision (no override)."""
+        return _Deciding(
+            self.cpes[i],
+            self.directions[i],
+            self.currents[i],
+            None,
+            None,
+            self.override_lifted[i],
+            self.rules[i],
+            self.mode_changed[i],
+            proposal=proposal,
+            now_s=now_s,
+        )
+
+
+class _Begun:
+    """What a step starts from: per CPE and direction its outcome already, its decision
+    (``_Deciding``), or None for a candidate for the rows (decided in ``_conclude_rows``);
+    the questions to put as inputs, with where each one's paths start and how many; the
+    candidates; every path to estimate, in order, with its place in the loop's path slots."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[StepOutcome | _Deciding | None] = []
+        self.asking: list[tuple[_Deciding, int, int]] = []
+        self.candidates = _Candidates()
+        self.paths: list[tuple[str, str, Direction]] = []
+        self.places: list[int] = []
+
+
+class _Rows:
+    """A step's questions over the same accesses put as rows (``BalancingRows``): which of the
+    candidates they are, and where each one's paths start in the step's estimates."""
+
+    def __init__(
+        self,
+        accesses: tuple[str, ...],
+        candidates: _Candidates,
+        members: list[int],
+        now_s: float,
+    ) -> None:
         self.accesses = accesses
-        self.items: list[_Deciding] = []
-        self.starts: list[int] = []
-        # each item's paths' places (the loop's path slots) and its own (the decision times')
-        self.path_places: list[int] = []
-        self.key_places: list[int] = []
+        self.candidates = candidates
+        self.members = members  # (indexes in candidates, in the step's order)
+        self.now_s = now_s
+        self.starts = [candidates.starts[i] for i in members]
+        # each one's paths' places (the loop's path slots) and its own (the decision times')
+        self.path_places = [p for i in members for p in candidates.asked[i].path_places]
+        self.key_places = [candidates.asked[i].key_place for i in members]
         self.questions: BalancingRows | None = None  # put together once every row is in
         self.answers: RowAnswers | None = None  # the policy's
 
@@ -374,22 +447,14 @@ class ControlLoop:
         outcomes = self._finish_landed(landed)
         self._save(landed)
         saves = _Saves()
-        begun: list[StepOutcome | _Deciding] = []
-        for cpe in cpes:
-            for direction in self._directions:
-                key = (cpe.cpe_id, direction)
-                if key in self._in_flight and not (urgent and self._withdraw(key)):
-                    continue  # its last push is still under way: nothing new until it lands
-                blocked = self._may_push(*key) if self._may_push is not None else None
-                if blocked is not None:
-                    begun.append(StepOutcome(cpe.cpe_id, direction, None, blocked))
-                    continue
-                begun.append(self._begin(cpe, direction, now_s))
-        deciding = [d for d in begun if isinstance(d, _Deciding)]
-        rows = self._ask_all(deciding)
+        begun = self._begin_all(cpes, now_s, urgent)
+        deciding, rows = self._ask_all(begun, now_s)
         self._propose_all(deciding, rows)
-        self._conclude_rows(rows)
-        planned = [d if isinstance(d, StepOutcome) else self._conclude(d) for d in begun]
+        self._conclude_rows(rows, begun.outcomes)
+        planned = [
+            d if isinstance(d, StepOutcome) else self._conclude(self._decided(d))
+            for d in begun.outcomes
+        ]
         pending = [p for p in planned if isinstance(p, _Pending)]
         failures, late = self._push_all(pending, push_until, urgent)
         for item in pending:
@@ -403,6 +468,13 @@ class ControlLoop:
         ]
         self._save(saves)
         return outcomes
+
+    @staticmethod
+    def _decided(begun: _Deciding | None) -> _Deciding:
+        """A step's decision to conclude; None is a candidate its rows left unconcluded."""
+        if begun is None:
+            raise AssertionError("a candidate for the rows was never concluded")
+        return begun
 
     def _refund(self, key: tuple[str, Direction]) -> None:
         budget = self._budgets.get(key)
@@ -547,81 +619,160 @@ class ControlLoop:
     def set_rule(self, cpe_id: str, rule: SteeringRule) -> None:
         self._rules[cpe_id] = rule
 
-    def _ask_all(self, deciding: Sequence[_Deciding]) -> list[_Rows]:
+    def _begin_all(self, cpes: Sequence[Cpe], now_s: float, urgent: bool) -> _Begun:
+        """What the step starts from, for every CPE and direction of ``cpes`` (``_Begun``):
+        each one's state read; a fleet's usual question (``_candidate``) gathered as a
+        candidate for the rows, any other begun as a decision of its own (``_begin``); and
+        the paths of every question to put, in order."""
+        begun = _Begun()
+        outcomes, candidates = begun.outcomes, begun.candidates
+        paths, places = begun.paths, begun.places
+        in_flight, may_push = self._in_flight, self._may_push
+        load_weights, load_override = self._store.load_weights, self._store.load_override
+        last_override, last_rule, rules = self._last_override, self._last_rule, self._rules
+        carrier = self._carrier
+        heard, warmup_s = self._heard, self._warmup_s
+        # (_not_heard_from's own test, read here: a fleet's CPEs warmed up long ago, and none
+        # is looked up while the newest first report is older than the warm-up)
+        some_warming = not now_s - heard.newest_first_s >= warmup_s
+        in_rows: dict[int, bool] = {}  # the policy's answer for each rule met (by identity)
+        for cpe in cpes:
+            cpe_id = cpe.cpe_id
+            # A word of the agent's on a carrier stands for the CPE (a fleet's usual: none).
+            worded = bool(carrier) and any((cpe_id, a) in carrier for a in cpe.access_names)
+            for direction in self._directions:
+                key = (cpe_id, direction)
+                if in_flight and key in in_flight and not (urgent and self._withdraw(key)):
+                    continue  # its last push is still under way: nothing new until it lands
+                blocked = may_push(cpe_id, direction) if may_push is not None else None
+                if blocked is not None:
+                    outcomes.append(StepOutcome(cpe_id, direction, None, blocked))
+                    continue
+                current = load_weights(cpe_id, direction)
+                override = load_override(cpe_id, direction)
+                if override is None and self._balancing_rows and not worded:
+                    rule = rules.get(cpe_id, _DEFAULT_RULE)
+                    answers = in_rows.get(id(rule))
+                    if answers is None:
+                        answers = in_rows[id(rule)] = self._policy.answers_rule_in_rows(rule)
+                    # (answers_in_rows for the rule answered: the weights in force over
+                    # exactly the CPE's accesses), and not warming up
+                    if (
+                        answers
+                        and (current is None or current.weights.keys() == cpe.access_set)
+                        and not (some_warming and self._warming_up(key, now_s))
+                    ):
+                        asked = self._asked_of(cpe, direction)
+                        last = last_rule.get(key, rule)
+                        candidates.slots.append(len(outcomes))
+                        candidates.cpes.append(cpe)
+                        candidates.directions.append(direction)
+                        candidates.keys.append(key)
+                        candidates.currents.append(current)
+                        candidates.rules.append(rule)
+                        # (the override revision is None: changed if one was there before)
+                        candidates.override_lifted.append(last_override.get(key) is not None)
+                        candidates.mode_changed.append(last is not rule and last != rule)
+                        candidates.asked.append(asked)
+                        candidates.starts.append(len(paths))
+                        paths += asked.paths
+                        places += asked.path_places
+                        outcomes.append(None)
+                        continue
+                d = self._begin(cpe, direction, now_s, current, override)
+                outcomes.append(d)
+                if isinstance(d, _Deciding) and d.asks:
+                    excluded = d.excluded
+                    if excluded:  # (an operator's few)
+                        some = [
+                            (cpe_id, a, direction) for a in cpe.access_names if a not in excluded
+                        ]
+                        begun.asking.append((d, len(paths), len(some)))
+                        paths += some
+                        places += self._path_slots.many(some).tolist()
+                    else:
+                        own = self._asked_of(cpe, direction)
+                        begun.asking.append((d, len(paths), len(own.paths)))
+                        paths += own.paths
+                        places += own.path_places
+        return begun
+
+    def _warming_up(self, key: tuple[str, Direction], now_s: float) -> bool:
+        """The CPE and direction was first heard from less than the warm-up ago."""
+        first_report_s = self._heard.first_report_s(key)
+        return first_report_s is not None and not now_s - first_report_s >= self._warmup_s
+
+    def _ask_all(self, begun: _Begun, now_s: float) -> tuple[list[_Deciding], list[_Rows]]:
         """The policy's questions for every CPE and direction the step decides: their paths'
         estimates asked of the estimator at once (a fleet's step fuses thousands of paths
         together, as columns where it answers so), then each question put together: the
-        usual ones as rows (returned, by accesses), the others as inputs (``request``)."""
-        asking = [d for d in deciding if d.asks]
-        paths: list[tuple[str, str, Direction]] = []
-        places: list[int] = []  # (the paths' in the loop's path slots)
-        asked_of: list[_Asked | None] = []  # each one's paths and places (None: some excluded)
-        for d in asking:
-            excluded = d.excluded
-            if excluded:  # (an operator's few)
-                cpe_id, direction = d.cpe.cpe_id, d.direction
-                some = [(cpe_id, a, direction) for a in d.cpe.access_names if a not in excluded]
-                paths += some
-                places += self._path_slots.many(some).tolist()
-                asked_of.append(None)
-            else:
-                own = self._asked_of(d)
-                paths += own.paths
-                places += own.path_places
-                asked_of.append(own)
-        if not paths:
-            for d in asking:
+        candidates as rows (returned, by accesses), the others as inputs (``request``;
+        returned, a candidate with a path to explore among them)."""
+        deciding = [d for d, _, _ in begun.asking]
+        candidates, outcomes = begun.candidates, begun.outcomes
+        paths = begun.paths
+        if not paths:  # (no CPE with any access)
+            for i, slot in enumerate(candidates.slots):
+                d = outcomes[slot] = candidates.deciding(i, now_s)
+                deciding.append(d)
+            for d in deciding:
                 d.request = self._policy_input(
                     d.cpe, d.direction, d.now_s, d.rule, d.current, d.excluded
                 )
-            return []
+            return deciding, []
         found = self._estimate_rows(
-            Places.known(paths, self._path_slots, np.array(places, dtype=np.intp)),
-            asking[0].now_s,
+            Places.known(paths, self._path_slots, np.array(begun.places, dtype=np.intp)), now_s
         )
+        for d, start, count in begun.asking:
+            d.request = self._request(d, found, start, count)
         # A path known only from below is for exploration to show the policy: its CPE's
         # question goes as an input. (How many such paths each CPE has, from running sums.)
-        explore = np.zeros(len(paths) + 1, dtype=np.int64)
-        if self._exploration is not None:
+        rowed = list(range(len(candidates)))
+        if self._exploration is not None and len(candidates):
+            explore = np.zeros(len(paths) + 1, dtype=np.int64)
             np.cumsum(found.available & found.lower_bound, out=explore[1:])
-        explored = explore.tolist()
-        rows: dict[tuple[str, ...], _Rows] = {}
-        start = 0
-        rules: dict[int, bool] = {}  # per rule (by identity: alive for the step), in rows
-        for d, asked in zip(asking, asked_of, strict=True):
-            accesses = d.cpe.access_names
-            excluded = d.excluded
-            count = sum(1 for a in accesses if a not in excluded) if excluded else len(accesses)
-            if self._in_rows(d, rules) and explored[start + count] == explored[start]:
-                group = rows.get(accesses)
-                if group is None:
-                    group = rows[accesses] = _Rows(accesses)
-                group.items.append(d)
-                group.starts.append(start)
-                assert asked is not None  # (nothing is excluded from a row)
-                group.path_places += asked.path_places
-                group.key_places.append(asked.key_place)
-            else:
-                d.request = self._policy_input(
-                    d.cpe,
-                    d.direction,
-                    d.now_s,
-                    d.rule,
-                    d.current,
-                    d.excluded,
-                    iter([found.estimate(i) for i in range(start, start + count)]),
-                )
-            start += count
-        for group in rows.values():
+            starts = np.array(candidates.starts, dtype=np.intp)
+            ends = starts + np.array([len(a.paths) for a in candidates.asked], dtype=np.intp)
+            exploring = np.flatnonzero(explore[ends] != explore[starts]).tolist()
+            if exploring:
+                for i in exploring:
+                    d = outcomes[candidates.slots[i]] = candidates.deciding(i, now_s)
+                    d.request = self._request(d, found, int(starts[i]), int(ends[i] - starts[i]))
+                    deciding.append(d)
+                taken = set(exploring)
+                rowed = [i for i in rowed if i not in taken]
+        # by accesses, in the step's order (a fleet's usual: one group, every CPE alike)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        cpes = candidates.cpes
+        first = cpes[rowed[0]].access_names if rowed else ()
+        if all(cpes[i].access_names is first for i in rowed):
+            groups = {first: rowed} if rowed else {}
+        else:
+            for i in rowed:
+                groups.setdefault(cpes[i].access_names, []).append(i)
+        rows = [_Rows(accesses, candidates, members, now_s) for accesses, members in groups.items()]
+        for group in rows:
             group.questions = self._put_rows(group, found)
-        return list(rows.values())
+        return deciding, rows
 
-    def _asked_of(self, d: _Deciding) -> _Asked:
-        """The paths of ``d``'s CPE and direction with their places, made the first time (and
+    def _request(self, d: _Deciding, found: EstimateRows, start: int, count: int) -> PolicyInput:
+        """``d``'s question as an input, from its paths' estimates among the step's."""
+        return self._policy_input(
+            d.cpe,
+            d.direction,
+            d.now_s,
+            d.rule,
+            d.current,
+            d.excluded,
+            iter([found.estimate(i) for i in range(start, start + count)]),
+        )
+
+    def _asked_of(self, cpe: Cpe, direction: Direction) -> _Asked:
+        """The paths of the CPE and direction with their places, made the first time (and
         again for a CPE whose accesses changed)."""
-        key = (d.cpe.cpe_id, d.direction)
+        key = (cpe.cpe_id, direction)
         asked = self._asked.get(key)
-        accesses = d.cpe.access_names
+        accesses = cpe.access_names
         if asked is None or asked.accesses is not accesses:
             paths = [(key[0], a, key[1]) for a in accesses]
             asked = self._asked[key] = _Asked(
@@ -645,30 +796,13 @@ class ControlLoop:
             return EstimateRows.of(paths, estimator.estimate_many(paths, now_s))
         return EstimateRows.of(paths, [estimator.estimate(*path, now_s) for path in paths])
 
-    def _in_rows(self, d: _Deciding, rules: dict[int, bool]) -> bool:
-        """A question the policy answers as a row (``WeightPolicy.answers_in_rows``) with
-        nothing overridden and no word of the agent's on a carrier standing for its CPE;
-        ``rules``: the policy's answer for each rule met so far in the step."""
-        if not self._balancing_rows or d.override is not None:
-            return False
-        cpe = d.cpe
-        carrier = self._carrier
-        if carrier and any((cpe.cpe_id, a) in carrier for a in cpe.access_names):
-            return False
-        rule = d.rule
-        answers = rules.get(id(rule))
-        if answers is None:
-            answers = rules[id(rule)] = self._policy.answers_rule_in_rows(rule)
-        # (answers_in_rows for the rule answered: the weights in force over exactly its paths)
-        return answers and (d.current is None or d.current.weights.keys() == cpe.access_set)
-
     def _put_rows(self, rows: _Rows, found: EstimateRows) -> BalancingRows:
         """``_policy_input`` for questions in the rows (nothing excluded, no word of the
         agent's, nothing to explore), all at once: the same state kept of each path and CPE
         (the last usable estimate, the outage risk, the decision interval, the end of
         exploration's raises)."""
-        accesses, items = rows.accesses, rows.items
-        shape = (len(items), len(accesses))
+        accesses, members, candidates = rows.accesses, rows.members, rows.candidates
+        shape = (len(members), len(accesses))
         at = (np.array(rows.starts, dtype=np.intp)[:, None] + np.arange(len(accesses))).ravel()
         measured = found.available[at] & (found.capacity[at] > 0)
         capacity = np.where(measured, found.capacity[at], 0.0)
@@ -685,19 +819,20 @@ class ControlLoop:
             found.lower_bound[at[kept]],
             found.source if not found.made else [found.made[i].source for i in at[kept].tolist()],  # type: ignore[union-attr]
         )
-        now_s = np.array([d.now_s for d in items], dtype=np.float64)
+        now_s = np.full(len(members), rows.now_s)
         exploration = self._exploration
         if exploration is not None:
-            balancing = SteeringMode.LOAD_BALANCING
+            balancing, keys, rules = SteeringMode.LOAD_BALANCING, candidates.keys, candidates.rules
             exploration.end_raises_many(
-                ((d.cpe.cpe_id, d.direction) for d in items if d.rule.mode == balancing), accesses
+                (keys[i] for i in members if rules[i].mode == balancing), accesses
             )
         # the weights in force as rows of numbers (none: zeros), put into one array at once
         zeros = (0,) * len(accesses)
         pick = itemgetter(*accesses) if len(accesses) > 1 else lambda w: (w[accesses[0]],)
-        in_force = [zeros if (held := d.current) is None else pick(held.weights) for d in items]
+        currents = [candidates.currents[i] for i in members]
+        in_force = [zeros if held is None else pick(held.weights) for held in currents]
         current = np.array(in_force, dtype=np.int64).reshape(shape)
-        has_current = np.array([d.current is not None for d in items], dtype=bool)
+        has_current = np.array([held is not None for held in currents], dtype=bool)
         times = self._decision_times
         intervals = times.intervals(np.array(rows.key_places, dtype=np.intp), now_s)
         return BalancingRows(
@@ -711,7 +846,7 @@ class ControlLoop:
             intervals,
             current,
             has_current,
-            [frozenset()] * len(items),
+            [frozenset()] * len(members),
         )
 
     def _propose_all(self, deciding: Sequence[_Deciding], rows: Sequence[_Rows] = ()) -> None:
@@ -736,14 +871,19 @@ class ControlLoop:
         # Only the budgets that may be spent are asked (a one-second period never spends one).
         places = np.array(rows.key_places, dtype=np.intp)
         spare = (self._ready_column()[places] > questions.now_s) & questions.has_current
-        budgets = self._budgets
+        budgets, members, candidates = self._budgets, rows.members, rows.candidates
+        keys, lifted, mode_changed = (
+            candidates.keys,
+            candidates.override_lifted,
+            candidates.mode_changed,
+        )
         for row in np.flatnonzero(spare).tolist():
-            d = rows.items[row]
-            budget = budgets.get((d.cpe.cpe_id, d.direction))
+            i = members[row]
+            budget = budgets.get(keys[i])
             spare[row] = (
                 budget is not None
-                and not (d.override_changed or d.mode_changed)
-                and budget.spent_at(d.now_s)
+                and not (lifted[i] or mode_changed[i])
+                and budget.spent_at(rows.now_s)
             )
         if not spare.any():
             return None
@@ -753,8 +893,7 @@ class ControlLoop:
         accesses, last_usable = rows.accesses, self._last_usable
         sets: dict[tuple[bool, ...], frozenset[str]] = {}
         for row, mask in zip(np.flatnonzero(spare).tolist(), usable[spare].tolist(), strict=True):
-            d = rows.items[row]
-            before = last_usable.get((d.cpe.cpe_id, d.direction))
+            before = last_usable.get(keys[members[row]])
             if before is None:
                 continue
             key = tuple(mask)
@@ -765,13 +904,15 @@ class ControlLoop:
                 spare[row] = False
         return spare
 
-    def _conclude_rows(self, rows: Sequence[_Rows]) -> None:
+    def _conclude_rows(
+        self, rows: Sequence[_Rows], outcomes: list[StepOutcome | _Deciding | None]
+    ) -> None:
         """``_conclude`` for the questions put as rows whose weights the hysteresis or the
         push limit holds (a fleet's usual: its weights stay), worked out as arrays: their
-        outcome kept with each (``_Deciding.held``), and what a decision remembers
-        remembered. The others get their proposal, for ``_conclude`` to decide as any other (a
-        push, or a reason only it words). tests/test_control_loop_many.py holds the rows to
-        the inputs decided one by one."""
+        outcome put in the step's ``outcomes`` at their place, and what a decision remembers
+        remembered. The others are put there as a decision with its proposal, for
+        ``_conclude`` to decide as any other (a push, or a reason only it words).
+        tests/test_control_loop_many.py holds the rows to the inputs decided one by one."""
         hysteresis = self._hysteresis
         last_usable, last_rule, last_override = (
             self._last_usable,
@@ -802,11 +943,14 @@ class ControlLoop:
             spared = (
                 answers.spared.tolist()
                 if answers.spared is not None
-                else itertools.repeat(False, len(group.items))
+                else itertools.repeat(False, len(group.members))
             )
-            for row, (d, stays, same, rise, gaining, unweighed) in enumerate(
+            candidates, now_s = group.candidates, group.now_s
+            keys, slots, rules = candidates.keys, candidates.slots, candidates.rules
+            lifted, mode_changed = candidates.override_lifted, candidates.mode_changed
+            for row, (i, stays, same, rise, gaining, unweighed) in enumerate(
                 zip(
-                    group.items,
+                    group.members,
                     held.tolist(),
                     judged.unchanged.tolist(),
                     judged.gain.tolist(),
@@ -815,7 +959,7 @@ class ControlLoop:
                     strict=True,
                 )
             ):
-                key = (d.cpe.cpe_id, d.direction)
+                key = keys[i]
                 usable = made.usable_set(row)
                 refusal = None
                 spent = self._budgets[key].spent_reason if unweighed else None  # (_spare)
@@ -825,7 +969,7 @@ class ControlLoop:
                     # An override or a mode changed, or a path back that the proposal weights:
                     # the push cannot wait.
                     before = last_usable.get(key)
-                    waits = not (d.override_changed or d.mode_changed) and (
+                    waits = not (lifted[i] or mode_changed[i]) and (
                         before is None
                         or usable <= before  # (a fleet's usual: no path back)
                         or not any(
@@ -834,24 +978,24 @@ class ControlLoop:
                         )
                     )
                     if gaining and waits:
-                        refusal = self._budget_refusal(key, rise, d.now_s)
+                        refusal = self._budget_refusal(key, rise, now_s)
                         stays = refusal is not None
                     else:
                         stays = stays and waits
                 if not stays:
-                    d.proposal = made.proposal(row)
+                    outcomes[slots[i]] = candidates.deciding(i, now_s, made.proposal(row))
                     continue
                 last_usable[key] = usable
                 read.append(group.key_places[row])
-                last_rule[key] = d.rule
-                last_override[key] = d.override_revision
+                last_rule[key] = rules[i]
+                last_override[key] = None  # (no override in the rows)
                 if spent is not None:
                     reason = spent
                 elif refusal is not None:
                     reason = f"{hysteresis.gain_reason(rise)}, {refusal}"
                 else:
                     reason = "unchanged" if same else hysteresis.too_small(rise)
-                d.held = StepOutcome.unpushed(key[0], key[1], reason)
+                outcomes[slots[i]] = StepOutcome.unpushed(key[0], key[1], reason)
         self._heard.drop_received(np.array(read, dtype=np.intp))
 
     def _held_by_budget(
@@ -901,14 +1045,19 @@ class ControlLoop:
             self._note_budget(key, budget)
         return budget
 
-    def _begin(self, cpe: Cpe, direction: Direction, now_s: float) -> StepOutcome | _Deciding:
-        """What the decision starts from: the weights in force, the override, the rule, and
-        the policy's question (answered for the whole step at once), or the outcome already
-        when there is nothing to ask (frozen, warming up)."""
+    def _begin(
+        self,
+        cpe: Cpe,
+        direction: Direction,
+        now_s: float,
+        current: WeightSet | None,
+        override: Override | None,
+    ) -> StepOutcome | _Deciding:
+        """What the decision starts from: the weights in force and the override (read), the
+        rule, and the policy's question (answered for the whole step at once), or the outcome
+        already when there is nothing to ask (frozen, warming up)."""
         cpe_id = cpe.cpe_id
         key = (cpe_id, direction)
-        current = self._store.load_weights(cpe_id, direction)
-        override = self._store.load_override(cpe_id, direction)
         override_revision = override.revision if override is not None else None
         # (a key never decided reads as unchanged)
         override_changed = self._last_override.get(key, override_revision) != override_revision
@@ -934,11 +1083,9 @@ class ControlLoop:
         )
         # (_not_heard_from's own test, read here: a fleet's CPEs warmed up long ago, and none
         # is looked up while the newest first report is older than the warm-up)
-        heard, warmup_s = self._heard, self._warmup_s
-        warming_up = False
-        if not now_s - heard.newest_first_s >= warmup_s:
-            first_report_s = heard.first_report_s(key)
-            warming_up = first_report_s is not None and not now_s - first_report_s >= warmup_s
+        warming_up = not now_s - self._heard.newest_first_s >= self._warmup_s and (
+            self._warming_up(key, now_s)
+        )
         if warming_up and begun.asks:
             silent = self._not_heard_from(cpe, direction, now_s)
             if silent:
@@ -953,8 +1100,6 @@ class ControlLoop:
     def _conclude(self, begun: _Deciding) -> StepOutcome | _Pending:
         """The decision from the policy's proposal (or the override's weights): hysteresis,
         then the set to push, if any."""
-        if begun.held is not None:  # (a fleet's usual: worked out with the rows)
-            return begun.held
         cpe, direction, current, override = (
             begun.cpe,
             begun.direction,
