@@ -53,6 +53,7 @@ class SampleBatch(list[KpiSample]):
     available: FloatArray  # per sample: 1.0 True, 0.0 False, NaN None
     # by direction (those with samples), in the order first met among the samples
     groups: tuple[BatchGroup, ...]
+    paths: list[tuple[str, str, Direction]]  # each sample's (CPE, access, direction)
 
     @classmethod
     def made(
@@ -65,12 +66,14 @@ class SampleBatch(list[KpiSample]):
         throughput: FloatArray,
         available: FloatArray,
         groups: Sequence[BatchGroup],
+        paths: list[tuple[str, str, Direction]],
     ) -> SampleBatch:
         batch = cls(samples)
         batch.access, batch.time_s, batch.period_s = access, time_s, period_s
         batch.received_s = received_s
         batch.throughput, batch.available = throughput, available
         batch.groups = tuple(sorted(groups, key=lambda g: int(g.rows[0])))
+        batch.paths = paths
         return batch
 
     def field(self, name: str) -> FloatArray | None:

@@ -101,7 +101,7 @@ def test_the_python_twins_batch_reads_alike(
     """Without the C core: the same batch, read the same."""
     ids, directions = rows
     made = samples_of_rows_in_python(ids, access, 1.5, 1.0, None, directions)
-    batch = batch_of(made, len(ids), access, 1.5, 1.0, None, directions)
+    batch = batch_of(made, ids, access, 1.5, 1.0, None, directions)
     _assert_read_alike(StepSamples.joined([batch]), StepSamples(made))
 
 

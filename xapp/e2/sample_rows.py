@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import repeat
 from typing import NamedTuple
 
 import numpy as np
@@ -51,7 +52,7 @@ def samples_of_rows(
     come as a ``SampleBatch``, with the columns they were made from (core/sample_batch.py)."""
     if _core is None:
         twin = samples_of_rows_in_python(cpe_ids, access, time_s, period_s, received_s, directions)
-        return batch_of(twin, len(cpe_ids), access, time_s, period_s, received_s, directions)
+        return batch_of(twin, cpe_ids, access, time_s, period_s, received_s, directions)
     # (the core reads each array's memory as it lies: C order, these types)
     rows = [
         DirectionRows(
@@ -66,12 +67,12 @@ def samples_of_rows(
     made: list[KpiSample] = _core.samples_of_rows(
         KpiSample, cpe_ids, access, time_s, period_s, received_s, rows
     )
-    return batch_of(made, len(cpe_ids), access, time_s, period_s, received_s, directions)
+    return batch_of(made, cpe_ids, access, time_s, period_s, received_s, directions)
 
 
 def batch_of(
     made: list[KpiSample],
-    ues: int,
+    cpe_ids: list[str],
     access: str,
     time_s: float,
     period_s: float,
@@ -83,6 +84,7 @@ def batch_of(
     direction) and the columns it was made of. A plain list where a direction repeats."""
     if not made or len({d.direction for d in directions}) < len(directions):
         return made
+    ues = len(cpe_ids)
     # (UEs × directions): which made a sample, and its place among the samples
     has = np.column_stack(
         [~np.isnan(d.values.reshape(ues, -1)).all(axis=1) for d in directions]
@@ -90,6 +92,11 @@ def batch_of(
     place = (np.cumsum(has.ravel()) - 1).reshape(has.shape)
     if int(has.sum()) != len(made):
         raise AssertionError("the samples are not those of the rows")  # (a caller's mistake)
+    # each sample's path, (CPE, access, direction): its UE's and its direction's, in order
+    ue_of, column_of = np.nonzero(has)
+    ids = np.array(cpe_ids, dtype=object)[ue_of].tolist()
+    ways = np.array([d.direction for d in directions], dtype=object)[column_of].tolist()
+    paths = list(zip(ids, repeat(access), ways))
     throughput = np.full(len(made), np.nan)
     available = np.full(len(made), np.nan)
     groups = []
@@ -106,7 +113,7 @@ def batch_of(
         measurements = {key: values[ues_in, at] for key, at in fixed.items()}
         groups.append(BatchGroup(d.direction, rows, measurements, keys))
     return SampleBatch.made(
-        made, access, time_s, period_s, received_s, throughput, available, groups
+        made, access, time_s, period_s, received_s, throughput, available, groups, paths
     )
 
 

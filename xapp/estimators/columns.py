@@ -75,6 +75,8 @@ class StepSamples(list[KpiSample]):
 
     @cached_property
     def paths(self) -> list[Path]:
+        if self._batches:
+            return [path for _, batch in self._batches for path in batch.paths]
         return _paths(self)
 
     def places(self, slots: Slots[Path]) -> npt.NDArray[np.intp]:
