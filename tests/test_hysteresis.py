@@ -1,10 +1,12 @@
 """Hysteresis: push only what is worth pushing."""
 
+import math
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xapp.policy.hysteresis import Hysteresis, PushBudget
+from xapp.policy.hysteresis import LAST_TOKEN, Hysteresis, PushBudget
 
 H = Hysteresis(min_gain=0.02)
 CURRENT = {"nr": 29, "wifi": 100, "lifi": 1}
@@ -123,30 +125,44 @@ def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
-        st.tuples(st.floats(0.0, 3.0), st.sampled_from(["spend", "refund", "refill", "none"])),
-        max_size=30,
+        st.lists(
+            st.tuples(st.floats(0.0, 3.0), st.sampled_from(["spend", "refund", "refill", "none"])),
+            max_size=30,
+        ),
+        min_size=1,
+        max_size=6,
     ),
     st.sampled_from([0.1, 0.5, 2.0, 7.0]),
+    st.lists(st.floats(-1.0, 30.0), max_size=5),
 )
-def test_a_budget_is_never_spent_from_its_ready_time_on(
-    events: list[tuple[float, str]], rate: float
+def test_budgets_as_rows_are_spent_when_each_one_is(
+    histories: list[list[tuple[float, str]]], rate: float, probes_s: list[float]
 ) -> None:
-    """Whatever the pushes, refunds and refills before, a budget is not spent at its ready
-    time nor after it (a loop asks only the budgets before theirs); before it, it is."""
-    budget = PushBudget.empty(rate, now_s=100.0)
-    now_s = 100.0
-    for gap_s, event in events:
-        now_s += gap_s
-        if event == "spend":
-            budget.refill(now_s)
-            budget.spend()
-        elif event == "refund":
-            budget.refund()
-        elif event == "refill":
-            budget.refill(now_s)
-        ready_s = budget.ready_at_s()
-        for later_s in (0.0, 1e-9, 0.05, 1.0, 100.0):
-            assert not budget.spent_at(max(ready_s, now_s) + later_s)
-        if ready_s > now_s + 1e-5:  # well before it: spent
-            assert budget.spent_at(now_s)
-            assert budget.spent_at(ready_s - 1e-5)
+    """``spent_many`` over budgets as rows (a fleet's step reads them so) answers what each
+    budget's ``spent_at`` answers, whatever the pushes, refunds and refills before, at any
+    time: at the instant its last token comes back too, and for no budget at all (NaN)."""
+    budgets, ends = [], []
+    for events in histories:
+        budget = PushBudget.empty(rate, now_s=100.0)
+        now_s = 100.0
+        for gap_s, event in events:
+            now_s += gap_s
+            if event == "spend":
+                budget.refill(now_s)
+                budget.spend()
+            elif event == "refund":
+                budget.refund()
+            elif event == "refill":
+                budget.refill(now_s)
+        budgets.append(budget)
+        ends.append(now_s)
+    budgets.append(PushBudget(rate, LAST_TOKEN, 100.0, 100.0))  # its last token, exactly
+    rows = np.array([b.as_row() for b in budgets] + [(math.nan,) * 4])
+    times = [end + probe for end in ends for probe in probes_s]
+    # the instant each budget gets its last token back, and a hair either side
+    for budget in budgets:
+        back_s = budget.at_s + (LAST_TOKEN - budget.tokens) / budget.rate_per_s
+        times += [back_s, math.nextafter(back_s, math.inf), math.nextafter(back_s, -math.inf)]
+    for now_s in times:
+        expected = [b.spent_at(now_s) for b in budgets] + [False]
+        assert PushBudget.spent_many(rows, now_s).tolist() == expected

@@ -368,9 +368,9 @@ class ControlLoop:
         self._heard = HeardReports(self._path_slots, self._decision_times.slots)
         # What each (CPE, direction) may still push for a gain (the push limit).
         self._budgets: dict[tuple[str, Direction], PushBudget] = {}
-        # per CPE and direction (the decision times' places): from when its budget surely
-        # holds a push for a gain (PushBudget.ready_at_s; -inf: it does)
-        self._budget_ready_s = np.zeros(0)
+        # per CPE and direction (the decision times' places): its budget as numbers
+        # (PushBudget.as_row; NaN: none), kept with every change, for a step to read at once
+        self._budget_rows = np.zeros((0, 4))
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
         self._batched_pool: ThreadPoolExecutor | None = None
@@ -482,18 +482,18 @@ class ControlLoop:
             budget.refund()
             self._note_budget(key, budget)
 
-    def _note_budget(self, key: tuple[str, Direction], budget: PushBudget) -> None:
-        """Keep the time from which ``key``'s budget surely holds a push for a gain (a refill
-        only moves it along the same line: a push, a refund and a new budget change it)."""
+    def _note_budget(self, key: tuple[str, Direction], budget: PushBudget | None) -> None:
+        """Keep ``key``'s budget as numbers (None: it has none), after every change of it (a
+        new one, a refill, a push, a refund)."""
         place = self._decision_times.slots.of(key)
-        self._ready_column()[place] = budget.ready_at_s()
+        self._budget_table()[place] = budget.as_row() if budget is not None else math.nan
 
-    def _ready_column(self) -> npt.NDArray[np.float64]:
-        """The budgets' ready times, one for each CPE and direction given a place so far."""
+    def _budget_table(self) -> npt.NDArray[np.float64]:
+        """The budgets as rows, one for each CPE and direction given a place so far."""
         size = len(self._decision_times.slots)
-        if len(self._budget_ready_s) < size:
-            self._budget_ready_s = grown(self._budget_ready_s, size, -math.inf)
-        return self._budget_ready_s
+        if len(self._budget_rows) < size:
+            self._budget_rows = grown(self._budget_rows, size, math.nan)
+        return self._budget_rows
 
     def _withdraw(self, key: tuple[str, Direction]) -> bool:
         """What is decided at once (an override, a carrier lost) replaces a push of an earlier
@@ -606,6 +606,8 @@ class ControlLoop:
             self._budgets,
             self._asked,
         ]
+        for key in [k for k in self._budgets if k[0] not in kept]:
+            self._note_budget(key, None)
         for history in histories:
             for key in [k for k in history if k[0] not in kept]:
                 del history[key]
@@ -868,23 +870,21 @@ class ControlLoop:
             return None
         questions = rows.questions
         assert questions is not None  # (put together by _ask_all)
-        # Only the budgets that may be spent are asked (a one-second period never spends one).
         places = np.array(rows.key_places, dtype=np.intp)
-        spare = (self._ready_column()[places] > questions.now_s) & questions.has_current
-        budgets, members, candidates = self._budgets, rows.members, rows.candidates
+        spare = PushBudget.spent_many(self._budget_table()[places], rows.now_s)
+        spare &= questions.has_current
+        if not spare.any():
+            return None
+        members, candidates = rows.members, rows.candidates
         keys, lifted, mode_changed = (
             candidates.keys,
             candidates.override_lifted,
             candidates.mode_changed,
         )
-        for row in np.flatnonzero(spare).tolist():
+        for row in np.flatnonzero(spare).tolist():  # (an override lifted, a mode changed)
             i = members[row]
-            budget = budgets.get(keys[i])
-            spare[row] = (
-                budget is not None
-                and not (lifted[i] or mode_changed[i])
-                and budget.spent_at(rows.now_s)
-            )
+            if lifted[i] or mode_changed[i]:
+                spare[row] = False
         if not spare.any():
             return None
         usable = self._policy.usable_rows(questions)
@@ -1035,6 +1035,7 @@ class ControlLoop:
         assert rate is not None  # (asked only under a limit)
         budget = self._budget(key, rate, now_s)
         budget.refill(now_s)
+        self._note_budget(key, budget)
         return budget.refusal(gain, self._hysteresis.min_gain)
 
     def _budget(self, key: tuple[str, Direction], rate: float, now_s: float) -> PushBudget:

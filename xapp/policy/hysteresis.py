@@ -3,7 +3,6 @@ reconfiguration of the kernel scheduler, so small predicted gains are not pushed
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from functools import cached_property
@@ -80,17 +79,23 @@ class PushBudget:
         elapsed = max(0.0, now_s - self.at_s)
         return min(self.size, self.tokens + elapsed * self.rate_per_s)
 
-    def ready_at_s(self) -> float:
-        """A time from which a push for a gain surely could go (``spent_at`` is False then and
-        after, until the next push), a little late for rounding; -inf when it could now."""
-        if self.tokens >= 1.0:
-            return -math.inf
-        return self.at_s + (1.0 - self.tokens) / self.rate_per_s * (1 + 1e-9) + 1e-6
-
     def spent_at(self, now_s: float) -> bool:
         """Whether no push for a gain could go at ``now_s`` (``gain_needed`` would be None
         after a refill), nothing changed: a loop need not work out such a push at all."""
         return self.tokens_at(now_s) < LAST_TOKEN
+
+    def as_row(self) -> tuple[float, float, float, float]:
+        """The budget as the numbers ``spent_many`` reads (``BUDGET_ROW``)."""
+        return (self.tokens, self.at_s, self.rate_per_s, self.size)
+
+    @staticmethod
+    def spent_many(rows: npt.NDArray[np.float64], now_s: float) -> npt.NDArray[np.bool_]:
+        """``spent_at(now_s)`` of the budgets given as rows (``as_row``; NaN: no budget, not
+        spent): the same IEEE operations in the same order, for a fleet's step at once."""
+        elapsed = np.maximum(0.0, now_s - rows[:, 1])
+        tokens = np.minimum(rows[:, 3], rows[:, 0] + elapsed * rows[:, 2])
+        spent: npt.NDArray[np.bool_] = tokens < LAST_TOKEN
+        return spent
 
     @property
     def earned(self) -> float:
