@@ -368,6 +368,9 @@ class ControlLoop:
         self._heard = HeardReports(self._path_slots, self._decision_times.slots)
         # What each (CPE, direction) may still push for a gain (the push limit).
         self._budgets: dict[tuple[str, Direction], PushBudget] = {}
+        # Each (CPE, direction)'s last outcome concluded with the rows whose weights stay
+        # (the next one that says the same is that object: outcomes are frozen).
+        self._held_outcomes: dict[tuple[str, Direction], StepOutcome] = {}
         # per CPE and direction (the decision times' places): its budget as numbers
         # (PushBudget.as_row; NaN: none), kept with every change, for a step to read at once
         self._budget_rows = np.zeros((0, 4))
@@ -605,6 +608,7 @@ class ControlLoop:
             self._carrier,
             self._budgets,
             self._asked,
+            self._held_outcomes,
         ]
         for key in [k for k in self._budgets if k[0] not in kept]:
             self._note_budget(key, None)
@@ -913,7 +917,7 @@ class ControlLoop:
         remembered. The others are put there as a decision with its proposal, for
         ``_conclude`` to decide as any other (a push, or a reason only it words).
         tests/test_control_loop_many.py holds the rows to the inputs decided one by one."""
-        hysteresis = self._hysteresis
+        hysteresis, held_before = self._hysteresis, self._held_outcomes
         last_usable, last_rule, last_override = (
             self._last_usable,
             self._last_rule,
@@ -995,7 +999,11 @@ class ControlLoop:
                     reason = f"{hysteresis.gain_reason(rise)}, {refusal}"
                 else:
                     reason = "unchanged" if same else hysteresis.too_small(rise)
-                outcomes[slots[i]] = StepOutcome.unpushed(key[0], key[1], reason)
+                # (the outcome of the step before where it says the same: a fleet's usual)
+                said = held_before.get(key)
+                if said is None or said.reason != reason:
+                    said = held_before[key] = StepOutcome.unpushed(key[0], key[1], reason)
+                outcomes[slots[i]] = said
         self._heard.drop_received(np.array(read, dtype=np.intp))
 
     def _held_by_budget(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import NamedTuple
 
 import numpy as np
@@ -137,7 +137,7 @@ class PushBudget:
     @property
     def spent_reason(self) -> str:
         """Why a push for a gain is held back while the budget is spent."""
-        return f"held back: the push budget is spent (at most {self.rate_per_s:g} pushes a second)"
+        return _spent_reason(self.rate_per_s)
 
     def spend(self) -> None:
         self.tokens -= 1.0  # below zero after a push that could not wait: repaid by refills
@@ -145,6 +145,13 @@ class PushBudget:
     def refund(self) -> None:
         """A push that never reached its agent (withdrawn, failed) costs nothing."""
         self.tokens = min(self.size, self.tokens + 1.0)
+
+
+@cache
+def _spent_reason(rate_per_s: float) -> str:
+    """(one string for every budget of a rate: a fleet's step words it for most of its CPEs
+    at 100 ms reports)"""
+    return f"held back: the push budget is spent (at most {rate_per_s:g} pushes a second)"
 
 
 @dataclass(frozen=True)
