@@ -627,9 +627,9 @@ class ControlLoop:
 
     def _begin_all(self, cpes: Sequence[Cpe], now_s: float, urgent: bool) -> _Begun:
         """What the step starts from, for every CPE and direction of ``cpes`` (``_Begun``):
-        each one's state read; a fleet's usual question (``_candidate``) gathered as a
-        candidate for the rows, any other begun as a decision of its own (``_begin``); and
-        the paths of every question to put, in order."""
+        each one's state read; a fleet's usual question gathered as a candidate for the rows
+        (``_Candidates``), any other begun as a decision of its own (``_begin``); and the
+        paths of every question to put, in order."""
         begun = _Begun()
         outcomes, candidates = begun.outcomes, begun.candidates
         paths, places = begun.paths, begun.places
