@@ -70,7 +70,7 @@ class StepSamples(list[KpiSample]):
     @cached_property
     def columns(self) -> SampleColumns:
         if self._batches:
-            return SampleColumns.of_batches(len(self), self._batches, self)
+            return SampleColumns.of_batches(self._batches, self)
         return SampleColumns(self)
 
     @cached_property
@@ -241,10 +241,11 @@ class Group:
         """The measurement of each sample, NaN where absent."""
         found = self._columns.get(name)
         if found is None:
-            if self._parts:
-                found = self._columns[name] = self._column_of_parts(name)
-                return found
-            found = self._columns[name] = _measurement(self._measurements, name)
+            found = self._columns[name] = (
+                self._column_of_parts(name)
+                if self._parts
+                else _measurement(self._measurements, name)
+            )
         return found
 
     def _column_of_parts(self, name: str) -> FloatArray:
@@ -304,14 +305,10 @@ class SampleColumns:
 
     @classmethod
     def of_batches(
-        cls,
-        count: int,
-        batches: Sequence[tuple[int, SampleBatch]],
-        samples: Sequence[KpiSample],
+        cls, batches: Sequence[tuple[int, SampleBatch]], samples: Sequence[KpiSample]
     ) -> SampleColumns:
-        """The columns of ``samples`` (``count`` of them), which are these batches in order
-        (each with its start): the same groups, in the same order, as read from the
-        samples."""
+        """The columns of ``samples``, which are these batches in order (each with its
+        start): the same groups, in the same order, as read from the samples."""
         parts: dict[tuple[str, Direction], list[tuple[SampleBatch, BatchGroup]]] = {}
         rows: dict[tuple[str, Direction], list[npt.NDArray[np.intp]]] = {}
         for start, batch in batches:
@@ -322,7 +319,7 @@ class SampleColumns:
                 parts[key].append((batch, group))
                 rows[key].append(start + group.rows)
         columns = cls.__new__(cls)
-        columns.count = count
+        columns.count = len(samples)
         columns.places = {key: _joined(at) for key, at in rows.items()}
         columns.groups = {
             key: Group(*key, [samples[i] for i in columns.places[key].tolist()], parts[key])
