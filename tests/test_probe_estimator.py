@@ -494,3 +494,33 @@ def test_a_fleets_paths_read_as_a_table_are_their_estimates_down_silent_or_neith
     asked = [*paths, ("cpe-never", "nr", DL)]
     expected = [said_of(estimator.estimate(*path, 11.0)) for path in asked]
     assert [tuple(row) for row in estimator.said_rows(asked).tolist()] == expected
+
+
+@pytest.mark.parametrize("mode", ["fused", "kpi-only", "model-only", "probe-only"])
+@pytest.mark.parametrize("directions", [(DL,), tuple(Direction)])
+@pytest.mark.parametrize(
+    "chosen", [{}, {("cpe-2", DL): "probe-only"}, {("cpe-2", DL): "no such estimator"}]
+)
+def test_the_advisors_of_every_cpe_at_once_are_each_ones(
+    mode: str, directions: tuple[Direction, ...], chosen: dict[tuple[str, Direction], str]
+) -> None:
+    """A sweep asks whom to consult once for the fleet where no CPE has a choice of its own
+    (an unknown one does not count): the same answer, by direction, as each CPE's."""
+    selection = EstimatorSelection(
+        ScriptedProber({}),
+        EstimatorSettings(mode=mode),
+        choice=lambda cpe_id, direction: chosen.get((cpe_id, direction)),
+        choices=lambda: dict(chosen),
+        probe_directions=directions,
+    )
+    everywhere = selection.probe.advisors_everywhere
+    assert everywhere is not None
+    told = everywhere()
+    if "probe-only" in chosen.values():
+        assert told is None  # a choice stands: each CPE is asked
+        return
+    assert told is not None
+    for cpe_id in ("cpe-1", "cpe-2"):
+        for direction in Direction:
+            each = selection.probe.advisors_for(cpe_id, direction)
+            assert told[direction] == each

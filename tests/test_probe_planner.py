@@ -200,6 +200,7 @@ def _estimate(path: Path, word: tuple[str, float, float, float], now_s: float) -
     max_age_s=st.sampled_from([None, 2.0]),
     max_per_cpe=st.sampled_from([1, 2]),
     probe_only=st.booleans(),
+    advising=st.sampled_from(["per CPE", "downlink only", "everywhere"]),
 )
 def test_the_sweep_starts_the_probes_the_path_by_path_planner_started(
     cpes: int,
@@ -209,7 +210,10 @@ def test_the_sweep_starts_the_probes_the_path_by_path_planner_started(
     max_age_s: float | None,
     max_per_cpe: int,
     probe_only: bool,
+    advising: str,
 ) -> None:
+    """The reference planner asks each CPE's advisors; the sweep too, and again told them for
+    every CPE at once by direction (``advisors_everywhere``: where no CPE has its own)."""
     probe_settings = ProbeSettings(
         max_age_s=max_age_s, max_per_cpe=max_per_cpe, min_gap_s=2.0, routine_gap_s=2.0
     )
@@ -220,7 +224,11 @@ def test_the_sweep_starts_the_probes_the_path_by_path_planner_started(
         for direction in Direction
     ]
     runs = []
-    for planner in (ReferencePlanner, ProbeEstimator):
+    for planner, at_once in (
+        (ReferencePlanner, False),
+        (ProbeEstimator, False),
+        (ProbeEstimator, True),
+    ):
         kpi, model = Advisor("kpi"), Advisor("model")
 
         def advisors_for(
@@ -228,10 +236,23 @@ def test_the_sweep_starts_the_probes_the_path_by_path_planner_started(
         ) -> Sequence[Advisor] | None:
             if probe_only:
                 return ()
-            return None if cpe_id == "cpe-3" and direction == Direction.UPLINK else both
+            uplink = direction == Direction.UPLINK
+            if advising == "per CPE":
+                return None if cpe_id == "cpe-3" and uplink else both
+            return None if uplink and advising == "downlink only" else both
+
+        def advisors_everywhere() -> dict[Direction, Sequence[Advisor] | None] | None:
+            if advising == "per CPE":
+                return None
+            return {d: advisors_for("any", d) for d in Direction}
 
         prober = Recording()
-        estimator = planner(prober, probe_settings, advisors_for=advisors_for)
+        estimator = planner(
+            prober,
+            probe_settings,
+            advisors_for=advisors_for,
+            advisors_everywhere=advisors_everywhere if at_once else None,
+        )
         for t, (said, reported, carriers) in enumerate(periods, start=1):
             now_s = float(t)
             for path, (kpi_word, model_word) in zip(paths, said, strict=False):
@@ -261,7 +282,7 @@ def test_the_sweep_starts_the_probes_the_path_by_path_planner_started(
                 dict(estimator.stats.by_reason),
             )
         )
-    assert runs[0] == runs[1]
+    assert runs[0] == runs[1] == runs[2]
 
 
 def test_the_sweep_gives_every_reason() -> None:

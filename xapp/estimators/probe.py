@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
@@ -72,6 +72,8 @@ log = logging.getLogger(__name__)
 
 Path = tuple[str, str, Direction]
 Advisors = Callable[[str, Direction], Sequence[CapacityEstimator] | None]
+# ``Advisors`` of every CPE, by direction, where no CPE has its own (None: some have)
+AdvisorsEverywhere = Callable[[], Mapping[Direction, Sequence[CapacityEstimator] | None] | None]
 REASONS = ("recovered", "down-check", "no-estimate", "disagree", "uncertain", "periodic")
 
 
@@ -123,14 +125,20 @@ class ProbeEstimator:
         advisors_for: Advisors | None = None,
         weights: WeightLookup | None = None,
         slots: Slots[Path] | None = None,
+        advisors_everywhere: AdvisorsEverywhere | None = None,
     ) -> None:
         """``advisors_for(cpe_id, direction)``: whom to consult for that CPE (default: always
-        ``advisors``); None means do not probe that CPE at all. ``slots``: the fleet's paths'
-        places, shared with the other estimators."""
+        ``advisors``); None means do not probe that CPE at all. ``advisors_everywhere()``: the
+        same for every CPE at once, by direction, where no CPE has advisors of its own (None:
+        some have), so that a fleet's sweep asks once rather than for each of its CPEs.
+        ``slots``: the fleet's paths' places, shared with the other estimators."""
         self.prober = prober
         self.settings = settings or ProbeSettings()
         fixed = tuple(advisors)
         self.advisors_for: Advisors = advisors_for or (lambda cpe_id, direction: fixed)
+        if advisors_everywhere is None and advisors_for is None:
+            advisors_everywhere = lambda: dict.fromkeys(Direction, fixed)  # noqa: E731
+        self.advisors_everywhere = advisors_everywhere
         self.records = records
         self.stats = ProbeStats()
         self._results = KeptEstimates(self.name, slots)  # each path's newest probe result
@@ -369,19 +377,45 @@ class ProbeEstimator:
                 log.warning("probe of %s %s %s timed out after %.0f s", *path, now_s - started)
 
     def _plan(self, now_s: float, paths: Iterable[Path]) -> None:
-        # The paths a probe may be for, with whom to ask of each (the same for a CPE's every
-        # access in this sweep, asked once per CPE and direction).
-        asked: dict[tuple[str, Direction], tuple[int, ...] | None] = {}
-        # Paths grouped by who their advisors are (advisors_for may give a new sequence of the
-        # same estimators each time).
-        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]] = {}
         # (each tested only where it holds any path: a fleet's usual is none)
         in_flight, down, carrier_word = self._in_flight, self._down, self._carrier_word
-        for path in paths:
-            if (in_flight and path in in_flight) or (down and path in down):
+        if in_flight or down or carrier_word:
+            paths = [
+                path
+                for path in paths
+                if not (
+                    (in_flight and path in in_flight)
+                    or (down and path in down)
+                    # (the agent's word stands for now)
+                    or (carrier_word and (path[0], path[1]) in carrier_word)
+                )
+            ]
+        # The paths a probe may be for, grouped by who their advisors are (advisors_for may
+        # give a new sequence of the same estimators each time), in the order given.
+        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]] = {}
+        everywhere = self.advisors_everywhere() if self.advisors_everywhere is not None else None
+        if everywhere is not None:  # (a fleet's usual: the same for every CPE)
+            self._group_by_direction(paths, everywhere, by_advisors)
+        else:
+            self._group_by_cpe(paths, by_advisors)
+        candidates: list[tuple[int, Path, str]] = []
+        for advisors, considered in by_advisors.values():
+            candidates += self._candidates(considered, advisors, now_s)
+        per_cpe = Counter(path[0] for path in self._in_flight)
+        for _, path, reason in sorted(candidates):
+            if per_cpe[path[0]] >= self.settings.max_per_cpe:
                 continue
-            if carrier_word and (path[0], path[1]) in carrier_word:
-                continue  # the agent's word stands for now
+            per_cpe[path[0]] += 1
+            self._start(path, reason, now_s)
+
+    def _group_by_cpe(
+        self,
+        paths: Iterable[Path],
+        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]],
+    ) -> None:
+        """``paths`` put in ``by_advisors``, each CPE and direction's advisors asked once."""
+        asked: dict[tuple[str, Direction], tuple[int, ...] | None] = {}
+        for path in paths:
             key = (path[0], path[2])
             group = asked.get(key, _UNASKED)
             if group is _UNASKED:
@@ -393,15 +427,31 @@ class ProbeEstimator:
                 asked[key] = group
             if group is not None:
                 by_advisors[group][1].append(path)
-        candidates: list[tuple[int, Path, str]] = []
-        for advisors, considered in by_advisors.values():
-            candidates += self._candidates(considered, advisors, now_s)
-        per_cpe = Counter(path[0] for path in self._in_flight)
-        for _, path, reason in sorted(candidates):
-            if per_cpe[path[0]] >= self.settings.max_per_cpe:
-                continue
-            per_cpe[path[0]] += 1
-            self._start(path, reason, now_s)
+
+    @staticmethod
+    def _group_by_direction(
+        paths: Iterable[Path],
+        everywhere: Mapping[Direction, Sequence[CapacityEstimator] | None],
+        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]],
+    ) -> None:
+        """``_group_by_cpe`` where the advisors are the same for every CPE in a direction."""
+        groups = {
+            direction: tuple(map(id, advisors))
+            for direction, advisors in everywhere.items()
+            if advisors is not None
+        }
+        paths = list(paths)
+        if paths and len(groups) == len(Direction) and len(set(groups.values())) == 1:
+            # one group whatever the direction (fusion's, both ways): every path, as given
+            (only,) = set(groups.values())
+            by_advisors[only] = (next(a for a in everywhere.values() if a is not None), paths)
+            return
+        for path in paths:
+            group = groups.get(path[2])
+            if group is not None:
+                if group not in by_advisors:
+                    by_advisors[group] = (everywhere[path[2]] or (), [])
+                by_advisors[group][1].append(path)
 
     def _candidates(
         self, paths: list[Path], advisors: Sequence[CapacityEstimator], now_s: float

@@ -96,6 +96,7 @@ class EstimatorSelection:
             advisors_for=self._advisors_for,
             weights=weights,
             slots=paths,
+            advisors_everywhere=self._advisors_everywhere,
         )
         self.fused = FusedEstimator(
             [self.kpi, self.model, self.probe],
@@ -214,9 +215,20 @@ class EstimatorSelection:
     def _advisors_for(
         self, cpe_id: str, direction: Direction
     ) -> Sequence[CapacityEstimator] | None:
+        return self._advisors_in_mode(self.mode_for(cpe_id, direction), direction)
+
+    def _advisors_everywhere(self) -> dict[Direction, Sequence[CapacityEstimator] | None] | None:
+        """``_advisors_for`` every CPE, by direction, where no choice stands (``_modes``);
+        None where one may."""
+        if self.choices is None or any(m in self._by_mode for m in self.choices().values()):
+            return None
+        return {d: self._advisors_in_mode(self.settings.mode, d) for d in Direction}
+
+    def _advisors_in_mode(
+        self, mode: str, direction: Direction
+    ) -> Sequence[CapacityEstimator] | None:
         if direction not in self.probe_directions:
             return None
-        mode = self.mode_for(cpe_id, direction)
         if mode == "fused":
             return (self.kpi, self.model)
         if mode == "probe-only":
