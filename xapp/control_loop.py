@@ -13,8 +13,9 @@ import itertools
 import logging
 import math
 import time
+import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import Any
@@ -59,6 +60,7 @@ from xapp.ports import (
     WeightPushError,
     WeightSink,
 )
+from xapp.push_lanes import PushLane
 
 log = logging.getLogger(__name__)
 
@@ -377,6 +379,8 @@ class ControlLoop:
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
         self._batched_pool: ThreadPoolExecutor | None = None
+        # the steps' lanes of pushes, while any is under way (``close`` stops them)
+        self._lanes: weakref.WeakSet[PushLane[_Pending, WeightPushError | None]] = weakref.WeakSet()
         self._in_flight: dict[
             tuple[str, Direction], tuple[Future[WeightPushError | None], _Pending]
         ] = {}
@@ -567,32 +571,47 @@ class ControlLoop:
                 MAX_PARALLEL_BATCHED_PUSHES, thread_name_prefix="batched-push"
             )
         single = self._urgent_pool if urgent and self._urgent_pool is not None else self._pool
-        batched = getattr(self._sink, "batched", None)
-
-        def lane(item: _Pending) -> ThreadPoolExecutor:
-            # Urgent pushes keep their own threads (to a proxy too, where they join its next
-            # batch): behind a step's thousands in the batched lane they would wait their turn.
-            if urgent or self._batched_pool is None or batched is None:
-                return single
-            return self._batched_pool if batched(item.cpe_id, item.direction) else single
-
-        futures = {id(item): lane(item).submit(push, item) for item in pending}
+        widths = {
+            id(self._pool): MAX_PARALLEL_PUSHES,
+            id(self._urgent_pool): MAX_PARALLEL_URGENT_PUSHES,
+            id(self._batched_pool): MAX_PARALLEL_BATCHED_PUSHES,
+        }
+        assert single is not None  # (made above)
+        batched: Callable[[str, Direction], bool] | None = getattr(self._sink, "batched", None)
+        # Urgent pushes keep their own threads (to a proxy too, where they join its next
+        # batch): behind a step's thousands in the batched lane they would wait their turn.
+        in_batches = None if urgent or batched is None else self._batched_pool
+        by_pool: dict[int, tuple[ThreadPoolExecutor, list[_Pending]]] = {}
+        for item in pending:
+            pool = single
+            if in_batches is not None and batched is not None:
+                pool = in_batches if batched(item.cpe_id, item.direction) else single
+            by_pool.setdefault(id(pool), (pool, []))[1].append(item)
+        lanes = [
+            (PushLane(items, push, pool, widths[id(pool)]), items)
+            for pool, items in by_pool.values()
+        ]
+        self._lanes.update(lane for lane, _ in lanes)
         timeout = self._push_wait_s
         if push_until is not None and timeout is not None:
             timeout = max(0.0, min(timeout, push_until - time.monotonic()))
-        wait(futures.values(), timeout=timeout)
-        late = {}
-        for key, future in futures.items():
-            if not future.done():
-                late[key] = future
-                continue
-            error = future.result()
-            if error is not None:
-                failures[key] = error
+        waited_until = None if timeout is None else time.monotonic() + timeout
+        late: dict[int, Future[WeightPushError | None]] = {}
+        for lane, items in lanes:
+            left = None if waited_until is None else max(0.0, waited_until - time.monotonic())
+            lane.wait(left)
+            late.update(lane.late(items))  # (a future for each push not done by now)
+            for item in items:
+                if id(item) not in late:
+                    error = lane.result(item)
+                    if error is not None:
+                        failures[id(item)] = error
         return failures, late
 
     def close(self) -> None:
         """Let the pushes under way end; no new ones start."""
+        for lane in list(self._lanes):
+            lane.stop()
         for pool in (self._pool, self._urgent_pool, self._batched_pool):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
