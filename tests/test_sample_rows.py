@@ -204,6 +204,27 @@ def test_the_core_keeps_no_memory_once_its_samples_are_gone() -> None:
 
 
 @needs_core
+def test_the_cores_samples_are_out_of_the_collectors_sight() -> None:
+    """A sample can never be part of a reference cycle, so the cyclic collector is not made to
+    walk a fleet's thousands each step (xapp/_samples.c): neither it nor its fields' dictionary
+    is tracked, while reference counting still frees them (the test above)."""
+    rows = [
+        DirectionRows(
+            Direction.DOWNLINK,
+            np.ones((3, 2)),
+            [["x", "y"]] * 3,
+            np.ones(3),
+            np.ones(3, dtype=np.int8),
+        )
+    ]
+    made = _in_c(["a", "b", "c"], "nr", 1.0, 1.0, 2.0, rows)
+    assert len(made) == 3
+    assert not any(gc.is_tracked(sample) or gc.is_tracked(vars(sample)) for sample in made)
+    python = samples_of_rows_in_python(["a"], "nr", 1.0, 1.0, 2.0, rows)
+    assert gc.is_tracked(python[0])  # (the twin's are as any object: no harm, only walked)
+
+
+@needs_core
 def test_the_core_takes_only_str_as_measurement_keys() -> None:
     """A measurement's key is a catalogue name: anything else is a TypeError naming it (a
     str's hash runs no Python code, so nothing can change the lists while they are read)."""
