@@ -28,7 +28,7 @@
 #define MAX_PATHS 8
 #define MAX_DRAWS 4096
 #define MAX_WEIGHT_LIMIT 65535
-#define OPTIMAL_SCRATCH(paths, max_weight) (((size_t)(paths) * 3 + 2) * (size_t)(max_weight))
+#define OPTIMAL_SCRATCH(paths, max_weight) (((size_t)(paths) * 3 + 3) * (size_t)(max_weight))
 
 /* The loops below are plain array operations the compiler vectorises. Where it can, each
  * function carrying WIDE_VECTORS is compiled for AVX-512, AVX2 and the x86-64 baseline, and the
@@ -80,15 +80,21 @@ static inline double capped_floor(double x, int max_weight) {
  * best that the others' are held against. */
 static const double BOUND_MARGIN = 1 + 1e-10;
 
+/* Path j's rate at weight k + 1: c_j / (k + 1), a rate of 0 taken as infinite. */
+static inline double rate_at(double cj, int k) {
+    const double rate = cj / (double)(k + 1);
+    return rate > 0 ? rate : INFINITY;
+}
+
 /* The first k (0-based: weight k + 1 for path j) whose candidates need not be worked out:
- * sum_i min(max_weight * by[k], c_i) * BOUND_MARGIN < threshold, found by bisection (the sum
- * never rises with k, as by[k] never does). */
-static int candidates_worth_it(const double *c, int paths, int max_weight, const double *by,
+ * sum_i min(max_weight * rate_at(c_j, k), c_i) * BOUND_MARGIN < threshold, found by bisection
+ * (the sum never rises with k, as the rate never does). */
+static int candidates_worth_it(const double *c, int paths, int max_weight, double cj,
                                double threshold) {
     int low = 0, high = max_weight; /* the answer lies in [low, high] */
     while (low < high) {
         const int k = low + (high - low) / 2;
-        const double share_cap = (double)max_weight * by[k];
+        const double share_cap = (double)max_weight * rate_at(cj, k);
         double reach = 0;
         for (int i = 0; i < paths; i++) reach += c[i] < share_cap ? c[i] : share_cap;
         if (reach * BOUND_MARGIN < threshold)
@@ -99,10 +105,39 @@ static int candidates_worth_it(const double *c, int paths, int max_weight, const
     return low;
 }
 
+/* ``optimal_row``'s scratch made ready, once for all the rows it serves: the weights 1 to
+ * max_weight, a path's own at each of its candidate rates (read, never written again). */
+static void optimal_scratch_ready(double *scratch, int paths, int max_weight) {
+    double *counting = scratch + ((size_t)paths * 3 + 2) * (size_t)max_weight;
+    for (int k = 0; k < max_weight; k++) counting[k] = (double)(k + 1);
+}
+
+/* Four doubles at once (GCC's and Clang's vector extension): a comparison gives a lane mask. */
+typedef double four_doubles __attribute__((vector_size(32)));
+typedef long long four_masks __attribute__((vector_size(32)));
+
+/* The largest of ``start`` and ``values`` (none NaN), four lanes at a time: a running maximum
+ * is one chain of dependent comparisons, which the compiler does not reorder into vector
+ * lanes (that could change which of two equal zeros is kept; no aggregate here is -0). */
+static inline double largest_of(const double *values, int count, double start) {
+    four_doubles lanes = {start, start, start, start};
+    int k = 0;
+    for (; k + 4 <= count; k += 4) {
+        four_doubles v;
+        memcpy(&v, values + k, sizeof v);
+        const four_masks more = v > lanes;
+        lanes = (four_doubles)(((four_masks)v & more) | ((four_masks)lanes & ~more));
+    }
+    double largest = start;
+    for (int lane = 0; lane < 4; lane++) largest = lanes[lane] > largest ? lanes[lane] : largest;
+    for (; k < count; k++) largest = values[k] > largest ? values[k] : largest;
+    return largest;
+}
+
 /* The exact optimum of one row of capacities into weights[paths]; scratch holds
- * (paths + 4) * max_weight doubles. Written as loops over the candidate rates of one path
- * (k = 1..max_weight), each a plain array operation the compiler vectorises: a candidate's
- * weights, then its weight sum, round rate and aggregate. */
+ * OPTIMAL_SCRATCH doubles, made ready by ``optimal_scratch_ready``. Written as loops over the
+ * candidate rates of one path (k = 1..max_weight), each a plain array operation the compiler
+ * vectorises: a candidate's weights, then its weight sum, round rate and aggregate. */
 WIDE_VECTORS
 static void optimal_row(const double *c, int paths, int max_weight, double *scratch,
                         int64_t *weights) {
@@ -111,10 +146,12 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
     double *divisor = totals + (size_t)paths * max_weight; /* max_weight */
     double *ratio = divisor + max_weight;                  /* max_weight */
     double *w = ratio + max_weight;                        /* paths * max_weight */
+    const double *counting = w + (size_t)paths * max_weight; /* 1..max_weight */
     const double cap = (double)max_weight;
     double best = -INFINITY;
     int largest = 0;
     int worked_out[MAX_PATHS]; /* per path j: its candidates k < worked_out[j] were */
+    double best_of[MAX_PATHS]; /* per path j: its candidates' largest aggregate */
     for (int i = 1; i < paths; i++)
         if (c[i] > c[largest]) largest = i;
     for (int turn = 0; turn < paths; turn++) {
@@ -129,31 +166,26 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
             }
             if (best < 0.0) best = 0.0;
             worked_out[j] = max_weight;
+            best_of[j] = 0.0;
             continue;
         }
         const double cj = c[j]; /* (read once: the stores below might alias c, as far as the
                                  * compiler knows, and kept it from vectorising the loop) */
-        for (int k = 0; k < max_weight; k++) {
-            const double rate = cj / (double)(k + 1);
-            divisor[k] = rate > 0 ? rate : INFINITY;
-        }
         /* Path j's own weight at rate c[j] / m is m, and its capacity per segment that rate:
          * c[j] / (c[j] / m) rounds to within 2^-52 of m, and the guard lifts it above m and
          * below m + 1 (m up to 65535), so the division numpy does gives m exactly; c[j] / m
          * is the rate's own division. A capacity too small for c[j] / m to be a normal
          * number (or 0) is divided out as numpy does. A third of a candidate's divisions. */
         const int own_known = c[j] >= OWN_WEIGHT_KNOWN_FROM;
-        const double *restrict by = divisor;
         const int limit = best > 0 && own_known
-                              ? candidates_worth_it(c, paths, max_weight, by, best * TIE)
+                              ? candidates_worth_it(c, paths, max_weight, cj, best * TIE)
                               : max_weight;
         worked_out[j] = limit;
+        for (int k = 0; k < limit; k++) divisor[k] = rate_at(cj, k);
+        const double *restrict by = divisor;
         for (int i = 0; i < paths; i++) {
             double *restrict wi = w + (size_t)i * max_weight;
-            if (i == j && own_known) {
-                for (int k = 0; k < limit; k++) wi[k] = (double)(k + 1);
-                continue;
-            }
+            if (i == j && own_known) continue; /* its weights are ``counting`` */
             const double ci = c[i];
             for (int k = 0; k < limit; k++) {
                 /* min(max_weight, floor(x)) for x >= 0: truncation is floor there; x past
@@ -166,7 +198,7 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
         }
         if (j == 0 && own_known) {
             for (int k = 0; k < limit; k++) {
-                total[k] = w[k];
+                total[k] = counting[k];
                 ratio[k] = by[k];
             }
         } else {
@@ -180,7 +212,7 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
             const double ci = c[i];
             if (i == j && own_known) {
                 for (int k = 0; k < limit; k++) {
-                    total[k] = total[k] + wi[k];
+                    total[k] = total[k] + counting[k];
                     ratio[k] = least_of(ratio[k], by[k]);
                 }
                 continue;
@@ -190,24 +222,28 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
                 ratio[k] = least_of(ratio[k], ci / wi[k]);
             }
         }
-        for (int k = 0; k < limit; k++) {
+        for (int k = 0; k < limit; k++)
             aggregate[k] = total[k] * (ratio[k] < INFINITY ? ratio[k] : 0.0);
-            if (aggregate[k] > best) best = aggregate[k];
-        }
+        best_of[j] = largest_of(aggregate, limit, -INFINITY); /* (no aggregate is NaN) */
+        if (best_of[j] > best) best = best_of[j];
     }
-    /* In index order (path j, then k), as numpy's argmin over the ties sees them; the
-     * candidates left out cannot be tied. */
+    /* In index order (path j, then k), as numpy's argmin over the ties sees them: the first
+     * of the least weight sum among the tied. The candidates left out cannot be tied, nor can
+     * any of a path whose largest aggregate is below the tie (a fleet's usual: all but one
+     * path's), and a tie is rare among the rest: a branch, seldom taken, rather than a select
+     * per candidate. */
     int chosen = 0;
     double least = INFINITY;
     const double tied_from = best * TIE;
     for (int j = 0; j < paths; j++) {
+        if (!(best_of[j] >= tied_from)) continue;
         const double *aggregate = aggregates + (size_t)j * max_weight;
         const double *total = totals + (size_t)j * max_weight;
         for (int k = 0; k < worked_out[j]; k++) {
-            /* without branches: which candidates are tied is data the predictor cannot learn */
-            const int better = (aggregate[k] >= tied_from) & (total[k] < least);
-            least = better ? total[k] : least;
-            chosen = better ? j * max_weight + k : chosen;
+            if (aggregate[k] >= tied_from && total[k] < least) {
+                least = total[k];
+                chosen = j * max_weight + k;
+            }
         }
     }
     if (!(best > 0)) {
@@ -437,6 +473,7 @@ static PyObject *optimal(PyObject *Py_UNUSED(self), PyObject *args) {
         release(buffers, 2);
         return PyErr_NoMemory();
     }
+    optimal_scratch_ready(scratch, paths, max_weight);
     const double *capacities = buffers[0].view.buf;
     int64_t *out = buffers[1].view.buf;
     Py_BEGIN_ALLOW_THREADS;
@@ -496,6 +533,7 @@ static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
 
     Py_BEGIN_ALLOW_THREADS;
     double *optimal_scratch = scratch;
+    optimal_scratch_ready(optimal_scratch, paths, max_weight);
     double *draws = optimal_scratch + OPTIMAL_SCRATCH(paths, max_weight);
     double *ratios = draws + (size_t)paths * count;
     double *full = ratios + (size_t)paths * count;
