@@ -661,6 +661,24 @@ class ControlLoop:
         # is looked up while the newest first report is older than the warm-up)
         some_warming = not now_s - heard.newest_first_s >= warmup_s
         in_rows: dict[int, bool] = {}  # the policy's answer for each rule met (by identity)
+        asked_before = self._asked
+        # (the candidates' columns, each one's append bound once: a fleet's step adds thousands)
+        add_slot, add_cpe, add_direction = (
+            candidates.slots.append,
+            candidates.cpes.append,
+            candidates.directions.append,
+        )
+        add_key, add_current, add_rule = (
+            candidates.keys.append,
+            candidates.currents.append,
+            candidates.rules.append,
+        )
+        add_lifted, add_changed, add_asked, add_start = (
+            candidates.override_lifted.append,
+            candidates.mode_changed.append,
+            candidates.asked.append,
+            candidates.starts.append,
+        )
         for cpe in cpes:
             cpe_id = cpe.cpe_id
             # A word of the agent's on a carrier stands for the CPE (a fleet's usual: none).
@@ -687,19 +705,21 @@ class ControlLoop:
                         and (current is None or current.weights.keys() == cpe.access_set)
                         and not (some_warming and self._warming_up(key, now_s))
                     ):
-                        asked = self._asked_of(cpe, direction)
+                        asked = asked_before.get(key)  # (``_asked_of``, looked up here)
+                        if asked is None or asked.accesses is not cpe.access_names:
+                            asked = self._asked_of(cpe, direction)
                         last = last_rule.get(key, rule)
-                        candidates.slots.append(len(outcomes))
-                        candidates.cpes.append(cpe)
-                        candidates.directions.append(direction)
-                        candidates.keys.append(key)
-                        candidates.currents.append(current)
-                        candidates.rules.append(rule)
+                        add_slot(len(outcomes))
+                        add_cpe(cpe)
+                        add_direction(direction)
+                        add_key(key)
+                        add_current(current)
+                        add_rule(rule)
                         # (the override revision is None: changed if one was there before)
-                        candidates.override_lifted.append(last_override.get(key) is not None)
-                        candidates.mode_changed.append(last is not rule and last != rule)
-                        candidates.asked.append(asked)
-                        candidates.starts.append(len(paths))
+                        add_lifted(last_override.get(key) is not None)
+                        add_changed(last is not rule and last != rule)
+                        add_asked(asked)
+                        add_start(len(paths))
                         paths += asked.paths
                         places += asked.path_places
                         outcomes.append(None)
@@ -971,6 +991,7 @@ class ControlLoop:
             candidates, now_s = group.candidates, group.now_s
             keys, slots, rules = candidates.keys, candidates.slots, candidates.rules
             lifted, mode_changed = candidates.override_lifted, candidates.mode_changed
+            usable_sets, key_places = made.usable_sets(), group.key_places
             for row, (i, stays, same, rise, gaining, unweighed) in enumerate(
                 zip(
                     group.members,
@@ -983,7 +1004,7 @@ class ControlLoop:
                 )
             ):
                 key = keys[i]
-                usable = made.usable_set(row)
+                usable = usable_sets[row]
                 refusal = None
                 spent = self._budgets[key].spent_reason if unweighed else None  # (_spare)
                 if spent is not None:
@@ -1009,7 +1030,7 @@ class ControlLoop:
                     outcomes[slots[i]] = candidates.deciding(i, now_s, made.proposal(row))
                     continue
                 last_usable[key] = usable
-                read.append(group.key_places[row])
+                read.append(key_places[row])
                 last_rule[key] = rules[i]
                 last_override[key] = None  # (no override in the rows)
                 if spent is not None:

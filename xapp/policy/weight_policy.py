@@ -162,6 +162,19 @@ class RowProposals:
         self._usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
         self._reasons: dict[tuple[bool, ...], str] = {}
 
+    def usable_sets(self) -> list[frozenset[str]]:
+        """``usable_set`` of every row, in order."""
+        found, accesses = self._usable_sets, self.questions.accesses
+        sets = []
+        for mask in self._usable:
+            usable = found.get(mask)
+            if usable is None:
+                usable = found[mask] = frozenset(
+                    a for a, u in zip(accesses, mask, strict=True) if u
+                )
+            sets.append(usable)
+        return sets
+
     def usable_set(self, row: int) -> frozenset[str]:
         """The row's usable paths, as a set."""
         mask = self._usable[row]
