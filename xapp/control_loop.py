@@ -115,6 +115,9 @@ class ControlDelay:
     applied_s: float
 
 
+# The row of a CPE and direction without a push budget (PushBudget.as_row).
+_NO_BUDGET = (math.nan,) * 4
+
 # The rule of a CPE the operator set none for: one for all (a rule is immutable, compared by
 # value), not two objects made and kept per CPE and direction at every step.
 _DEFAULT_RULE = SteeringRule()
@@ -376,6 +379,7 @@ class ControlLoop:
         # per CPE and direction (the decision times' places): its budget as numbers
         # (PushBudget.as_row; NaN: none), kept with every change, for a step to read at once
         self._budget_rows = np.zeros((0, 4))
+        self._budget_notes: dict[int, PushBudget | None] = {}  # (by place: to be written)
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
         self._batched_pool: ThreadPoolExecutor | None = None
@@ -491,15 +495,23 @@ class ControlLoop:
 
     def _note_budget(self, key: tuple[str, Direction], budget: PushBudget | None) -> None:
         """Keep ``key``'s budget as numbers (None: it has none), after every change of it (a
-        new one, a refill, a push, a refund)."""
-        place = self._decision_times.slots.of(key)
-        self._budget_table()[place] = budget.as_row() if budget is not None else math.nan
+        new one, a refill, a push, a refund): written into the rows when they are next read,
+        all at once (a fleet's step at 1 s periods changes thousands, one row each cost more
+        than the rest of the change)."""
+        self._budget_notes[self._decision_times.slots.of(key)] = budget
 
     def _budget_table(self) -> npt.NDArray[np.float64]:
         """The budgets as rows, one for each CPE and direction given a place so far."""
         size = len(self._decision_times.slots)
         if len(self._budget_rows) < size:
             self._budget_rows = grown(self._budget_rows, size, math.nan)
+        notes = self._budget_notes
+        if notes:
+            places = np.fromiter(notes, dtype=np.intp, count=len(notes))
+            self._budget_rows[places] = [
+                _NO_BUDGET if budget is None else budget.as_row() for budget in notes.values()
+            ]
+            notes.clear()
         return self._budget_rows
 
     def _withdraw(self, key: tuple[str, Direction]) -> bool:
