@@ -164,20 +164,13 @@ class RowProposals:
 
     def usable_sets(self) -> list[frozenset[str]]:
         """``usable_set`` of every row, in order."""
-        found, accesses = self._usable_sets, self.questions.accesses
-        sets = []
-        for mask in self._usable:
-            usable = found.get(mask)
-            if usable is None:
-                usable = found[mask] = frozenset(
-                    a for a, u in zip(accesses, mask, strict=True) if u
-                )
-            sets.append(usable)
-        return sets
+        return [self._set_of(mask) for mask in self._usable]
 
     def usable_set(self, row: int) -> frozenset[str]:
         """The row's usable paths, as a set."""
-        mask = self._usable[row]
+        return self._set_of(self._usable[row])
+
+    def _set_of(self, mask: tuple[bool, ...]) -> frozenset[str]:
         found = self._usable_sets.get(mask)
         if found is None:
             accesses = self.questions.accesses
