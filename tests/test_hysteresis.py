@@ -1,5 +1,6 @@
 """Hysteresis: push only what is worth pushing."""
 
+import dataclasses
 import math
 
 import numpy as np
@@ -10,6 +11,7 @@ from xapp.policy.hysteresis import LAST_TOKEN, Hysteresis, PushBudget
 
 H = Hysteresis(min_gain=0.02)
 CURRENT = {"nr": 29, "wifi": 100, "lifi": 1}
+MIN_GAIN = 0.01  # (the hysteresis's default)
 
 
 def test_first_weights_are_always_pushed() -> None:
@@ -157,7 +159,7 @@ def test_budgets_as_rows_are_spent_when_each_one_is(
         budgets.append(budget)
         ends.append(now_s)
     budgets.append(PushBudget(rate, LAST_TOKEN, 100.0, 100.0))  # its last token, exactly
-    rows = np.array([b.as_row() for b in budgets] + [(math.nan,) * 4])
+    rows = np.array([b.as_row() for b in budgets] + [(math.nan,) * 5])
     times = [end + probe for end in ends for probe in probes_s]
     # the instant each budget gets its last token back, and a hair either side
     for budget in budgets:
@@ -166,3 +168,14 @@ def test_budgets_as_rows_are_spent_when_each_one_is(
     for now_s in times:
         expected = [b.spent_at(now_s) for b in budgets] + [False]
         assert PushBudget.spent_many(rows, now_s).tolist() == expected
+        # the gain a push would need: as each budget's, and as admit holds one to after a
+        # refill (infinite where it is spent); none for no budget
+        needed = [b.needed_at(now_s, MIN_GAIN) for b in budgets]
+        assert PushBudget.needed_many(rows, now_s, MIN_GAIN)[:-1].tolist() == needed
+        assert math.isnan(PushBudget.needed_many(rows, now_s, MIN_GAIN)[-1])
+        for budget, gain in zip(budgets, needed, strict=True):
+            refilled = dataclasses.replace(budget)
+            refilled.refill(now_s)
+            threshold = refilled.gain_needed(MIN_GAIN)
+            assert gain == (math.inf if threshold is None else max(MIN_GAIN, threshold))
+            assert (gain == math.inf) == budget.spent_at(now_s)

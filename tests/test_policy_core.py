@@ -102,6 +102,50 @@ def test_the_twins_score_alike(
 
 
 @needs_core
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(belief=beliefs(), quantile=st.sampled_from([0.05, 0.2, 0.5, 0.8]))
+def test_the_twins_reach_alike(
+    belief: tuple[FloatArray, FloatArray, FloatArray, FloatArray], quantile: float
+) -> None:
+    means, stddevs, _, _ = belief
+    numpy = robust.reach_many(means, stddevs, quantile, compiled=False)
+    core = robust.reach_many(means, stddevs, quantile, compiled=True)
+    np.testing.assert_array_equal(core, numpy)
+
+
+@pytest.mark.parametrize("with_core", [False, True])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(belief=beliefs(), quantile=st.sampled_from([0.05, 0.2, 0.5, 0.8]), data=st.data())
+def test_no_weights_score_above_the_reach_bound(
+    with_core: bool,
+    belief: tuple[FloatArray, FloatArray, FloatArray, FloatArray],
+    quantile: float,
+    data: st.DataObject,
+) -> None:
+    """Whatever the weights, their score over the beliefs (outages charged) stays at or under
+    ``reach_bound``: the policy spares working out weights on that promise."""
+    if with_core and not compiled.COMPILED:
+        pytest.skip("the core is not built (test_the_core_was_built says why)")
+    means, stddevs, risks, stalls = belief
+    means = np.minimum(means, 1e12)  # (aggregates of 1e300 overflow to infinity: no bound)
+    stddevs = np.minimum(stddevs, means)
+    rows, paths = means.shape
+    weights = data.draw(
+        hnp.arrays(
+            np.float64,
+            (rows, 4, paths),
+            elements=st.one_of(st.integers(0, 3), st.integers(0, 255)).map(float),
+        )
+    )
+    scores = robust.scores_many(
+        weights, means, stddevs, quantile, risks, stalls, compiled=with_core
+    )
+    reach = robust.reach_many(means, stddevs, quantile, compiled=with_core)
+    bound = robust.reach_bound(reach, risks)
+    assert (scores <= bound[:, None]).all(), (scores, bound)
+
+
+@needs_core
 @settings(max_examples=300, deadline=None)
 @given(
     capacities=st.integers(1, 6).flatmap(

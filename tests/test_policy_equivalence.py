@@ -7,6 +7,7 @@ same integer weights bit for bit and the same scores to within 1e-9.
 """
 
 import itertools
+import math
 from collections.abc import Mapping
 from functools import cache
 from statistics import NormalDist
@@ -558,27 +559,45 @@ def test_a_cpe_naming_an_access_twice_is_planned_not_laned() -> None:
 def test_rows_spared_keep_the_weights_in_force_unless_those_carry_nothing(
     requests: list[PolicyInput], data: st.DataObject
 ) -> None:
-    """Rows the loop asks to spare (a push budget spent) keep the weights in force, predicted
-    as they are, and are not weighed, unless those weights are predicted to carry nothing;
-    every other row is answered exactly as when nothing is spared."""
+    """Rows the loop asks to spare keep the weights in force, predicted as they are, and are
+    not weighed, unless those weights are predicted to carry nothing: every row whose budget
+    is spent (needing an infinite gain), and every row no weights could gain what it needs
+    over them (the bound, which never falls below the gain the proposal would have had, and
+    is the number the loop's inputs get, ``within_reach``). Every other row is answered
+    exactly as when nothing is spared."""
     policy = make_policy("optimal")
     by_accesses: dict[tuple[str, ...], list[PolicyInput]] = {}
     for request in requests:
         by_accesses.setdefault(tuple(p.access for p in request.paths), []).append(request)
+    gains = st.sampled_from([math.nan, math.inf, 0.0, 0.005, 0.01, 0.05, 0.2, 1.0, 5.0])
     for accesses, group in by_accesses.items():
         questions = balancing_rows(accesses, group)
-        spare = np.array(
-            data.draw(st.lists(st.booleans(), min_size=len(group), max_size=len(group)))
-        )
+        needed = np.array(data.draw(st.lists(gains, min_size=len(group), max_size=len(group))))
         plain = policy.answer_rows(questions)
-        answers = policy.answer_rows(questions, spare)
+        answers = policy.answer_rows(questions, needed)
         assert answers.spared is not None
+        assert answers.within is not None
         assert plain.spared is None
-        spared = answers.spared
+        spared, within = answers.spared, answers.within
         carrying = plain.predicted[:, 1] > 0
-        # exactly the rows asked to be spared, with weights in force that carry something
-        expected = spare & questions.has_current & plain.answered & carrying
-        assert spared.tolist() == expected.tolist()
+        asked = ~np.isnan(needed) & questions.has_current & plain.answered & carrying
+        with np.errstate(divide="ignore", invalid="ignore"):
+            gain = plain.predicted[:, 0] / plain.predicted[:, 1] - 1
+        for row, request in enumerate(group):
+            at_most = policy.within_reach(request, float(plain.predicted[row, 1]))
+            if asked[row] and np.isfinite(needed[row]):
+                assert at_most is not None
+                assert gain[row] <= at_most  # (the bound holds)
+                # spared exactly when the bound is below what is needed, and says so
+                assert bool(spared[row]) == (at_most < needed[row])
+                if spared[row]:
+                    assert within[row] == at_most
+                    assert gain[row] < needed[row]
+                else:
+                    assert math.isnan(within[row])
+            else:
+                assert bool(spared[row]) == bool(asked[row])  # a budget spent, or none
+                assert math.isnan(within[row])
         assert (answers.weights[spared] == questions.current[spared]).all()
         assert (answers.predicted[spared, 0] == plain.predicted[spared, 1]).all()
         assert (answers.predicted[spared, 1] == plain.predicted[spared, 1]).all()

@@ -116,7 +116,7 @@ class ControlDelay:
 
 
 # The row of a CPE and direction without a push budget (PushBudget.as_row).
-_NO_BUDGET = (math.nan,) * 4
+_NO_BUDGET = (math.nan,) * 5
 
 # The rule of a CPE the operator set none for: one for all (a rule is immutable, compared by
 # value), not two objects made and kept per CPE and direction at every step.
@@ -282,6 +282,8 @@ class _Rows:
         self.path_places = [p for i in members for p in candidates.asked[i].path_places]
         self.key_places = [candidates.asked[i].key_place for i in members]
         self.questions: BalancingRows | None = None  # put together once every row is in
+        # per row, the gain a push would need (``ControlLoop._needed``); None: none spared
+        self.needed: npt.NDArray[np.float64] | None = None
         self.answers: RowAnswers | None = None  # the policy's
 
 
@@ -378,7 +380,7 @@ class ControlLoop:
         self._held_outcomes: dict[tuple[str, Direction], StepOutcome] = {}
         # per CPE and direction (the decision times' places): its budget as numbers
         # (PushBudget.as_row; NaN: none), kept with every change, for a step to read at once
-        self._budget_rows = np.zeros((0, 4))
+        self._budget_rows = np.zeros((0, len(_NO_BUDGET)))
         self._budget_notes: dict[int, PushBudget | None] = {}  # (by place: to be written)
         self._pool: ThreadPoolExecutor | None = None
         self._urgent_pool: ThreadPoolExecutor | None = None
@@ -915,19 +917,25 @@ class ControlLoop:
             item.proposal = proposal
         for group in rows:
             assert group.questions is not None  # (put together by _ask_all)
-            group.answers = self._policy.answer_rows(group.questions, self._spare(group))
+            group.needed = self._needed(group)
+            group.answers = self._policy.answer_rows(group.questions, group.needed)
 
-    def _spare(self, rows: _Rows) -> npt.NDArray[np.bool_] | None:
-        """The rows whose new weights could not be pushed now (``_held_by_budget``; the
-        policy tells the weights in force that carry nothing), for the policy to spare
-        working them out."""
-        if self._hysteresis.max_pushes_per_s is None:
-            return None
+    def _needed(self, rows: _Rows) -> npt.NDArray[np.float64] | None:
+        """Per row, the predicted gain new weights would need to be pushed now (infinite: the
+        push budget is spent), for the policy to spare working out the weights of the rows
+        that could not gain that much (``_held_by_budget``; the policy tells the weights in
+        force that carry nothing); NaN for the rows that are not to be spared: no weights
+        in force, no budget yet, or something that cannot wait."""
         questions = rows.questions
         assert questions is not None  # (put together by _ask_all)
-        places = np.array(rows.key_places, dtype=np.intp)
-        spare = PushBudget.spent_many(self._budget_table()[places], rows.now_s)
-        spare &= questions.has_current
+        min_gain = self._hysteresis.min_gain
+        if self._hysteresis.max_pushes_per_s is None:
+            needed = np.full(len(rows.members), min_gain)
+        else:
+            places = np.array(rows.key_places, dtype=np.intp)
+            needed = PushBudget.needed_many(self._budget_table()[places], rows.now_s, min_gain)
+        needed[~questions.has_current] = math.nan
+        spare = ~np.isnan(needed)
         if not spare.any():
             return None
         members, candidates = rows.members, rows.candidates
@@ -957,7 +965,10 @@ class ControlLoop:
                 now = sets[key] = frozenset(a for a, u in zip(accesses, mask, strict=True) if u)
             if not now <= before:
                 spare[row] = False
-        return spare
+        if not spare.any():
+            return None
+        needed[~spare] = math.nan
+        return needed
 
     def _conclude_rows(
         self, rows: Sequence[_Rows], outcomes: list[StepOutcome | _Deciding | None]
@@ -1000,6 +1011,10 @@ class ControlLoop:
                 if answers.spared is not None
                 else itertools.repeat(False, len(group.members))
             )
+            # (of the rows spared, those no weights could gain enough for: at most what any
+            # could, and the gain needed; the others' budget is spent)
+            within = answers.within.tolist() if answers.within is not None else None
+            needed = group.needed.tolist() if group.needed is not None else None
             candidates, now_s = group.candidates, group.now_s
             keys, slots, rules = candidates.keys, candidates.slots, candidates.rules
             lifted, mode_changed = candidates.override_lifted, candidates.mode_changed
@@ -1018,8 +1033,15 @@ class ControlLoop:
                 key = keys[i]
                 usable = usable_sets[row]
                 refusal = None
-                spent = self._budgets[key].spent_reason if unweighed else None  # (_spare)
-                if spent is not None:
+                spent = None  # (why the row was spared: ``_needed``)
+                if unweighed:
+                    assert within is not None  # (asked, then answered)
+                    assert needed is not None
+                    spent = (
+                        self._budgets[key].spent_reason
+                        if math.isnan(within[row])
+                        else hysteresis.out_of_reach(within[row], needed[row])
+                    )
                     stays = True
                 elif (stays and not same) or gaining:
                     # An override or a mode changed, or a path back that the proposal weights:
@@ -1066,15 +1088,16 @@ class ControlLoop:
         current_predicted_mbps: float | None,
     ) -> str | None:
         """Why no new weights can go now whatever the policy proposes (None: they may): the
-        push budget is spent, and nothing that cannot wait is there (first weights, an
-        override or a mode changed, a weighted path lost, a path back, weights in force
-        predicted to carry nothing). Whether the proposal is unchanged, a small gain or a
-        large one, it is held back: the reason says so, the same for questions put as rows,
-        whose weights are then not even worked out (``_spare``)."""
+        push budget is spent, or no weights could be predicted to gain what a push needs now
+        (the hysteresis's threshold, raised as the budget empties: ``within_reach``), and
+        nothing that cannot wait is there (first weights, an override or a mode changed, a
+        weighted path lost, a path back, weights in force predicted to carry nothing).
+        Whether the proposal is unchanged, a small gain or a large one, it is held back: the
+        reason says so, the same for questions put as rows, whose weights are then not even
+        worked out (``_needed``)."""
         current = begun.current
         if (
-            self._hysteresis.max_pushes_per_s is None
-            or current is None
+            current is None
             or begun.mode_changed
             or begun.override_changed
             or appeared
@@ -1083,10 +1106,25 @@ class ControlLoop:
             or any(current.weights.get(a, 0) > 0 for a in lost)
         ):
             return None
-        budget = self._budgets.get((begun.cpe.cpe_id, begun.direction))
-        if budget is None or not budget.spent_at(begun.now_s):
+        min_gain = self._hysteresis.min_gain
+        if self._hysteresis.max_pushes_per_s is None:
+            needed = min_gain
+        else:
+            budget = self._budgets.get((begun.cpe.cpe_id, begun.direction))
+            if budget is None:
+                return None
+            needed = budget.needed_at(begun.now_s, min_gain)
+            if math.isinf(needed):
+                return budget.spent_reason
+        # No weights could gain what a push needs: held back, as a row's would be (_needed).
+        at_most = (
+            self._policy.within_reach(begun.request, current_predicted_mbps)
+            if begun.request is not None
+            else None
+        )
+        if at_most is None or not at_most < needed:
             return None
-        return budget.spent_reason
+        return self._hysteresis.out_of_reach(at_most, needed)
 
     def _budget_refusal(self, key: tuple[str, Direction], gain: float, now_s: float) -> str | None:
         """Why the push limit holds back a push for this gain now (``PushBudget.refusal``), or

@@ -3,6 +3,7 @@ reconfiguration of the kernel scheduler, so small predicted gains are not pushed
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from functools import cache, cached_property
@@ -84,9 +85,9 @@ class PushBudget:
         after a refill), nothing changed: a loop need not work out such a push at all."""
         return self.tokens_at(now_s) < LAST_TOKEN
 
-    def as_row(self) -> tuple[float, float, float, float]:
-        """The budget as the numbers ``spent_many`` reads (``BUDGET_ROW``)."""
-        return (self.tokens, self.at_s, self.rate_per_s, self.size)
+    def as_row(self) -> tuple[float, float, float, float, float]:
+        """The budget as the numbers ``spent_many`` and ``needed_many`` read."""
+        return (self.tokens, self.at_s, self.rate_per_s, self.size, self.started_s)
 
     @staticmethod
     def spent_many(rows: npt.NDArray[np.float64], now_s: float) -> npt.NDArray[np.bool_]:
@@ -96,6 +97,31 @@ class PushBudget:
         tokens = np.minimum(rows[:, 3], rows[:, 0] + elapsed * rows[:, 2])
         spent: npt.NDArray[np.bool_] = tokens < LAST_TOKEN
         return spent
+
+    def needed_at(self, now_s: float, min_gain: float) -> float:
+        """The predicted gain a push for a gain needs at ``now_s``, the hysteresis's
+        ``min_gain`` included (infinite: none can go): what ``admit`` holds one to after a
+        refill, nothing changed."""
+        tokens = self.tokens_at(now_s)
+        if tokens < LAST_TOKEN:
+            return math.inf
+        at_s = max(self.at_s, now_s)  # (the refill's)
+        earned = min(self.size, max(1.0, (at_s - self.started_s) * self.rate_per_s))
+        return max(min_gain, min_gain * earned / tokens)
+
+    @staticmethod
+    def needed_many(
+        rows: npt.NDArray[np.float64], now_s: float, min_gain: float
+    ) -> npt.NDArray[np.float64]:
+        """``needed_at(now_s, min_gain)`` of the budgets given as rows (``as_row``; NaN: no
+        budget): the same IEEE operations in the same order, for a fleet's step at once."""
+        elapsed = np.maximum(0.0, now_s - rows[:, 1])
+        tokens = np.minimum(rows[:, 3], rows[:, 0] + elapsed * rows[:, 2])
+        at_s = np.maximum(rows[:, 1], now_s)
+        earned = np.minimum(rows[:, 3], np.maximum(1.0, (at_s - rows[:, 4]) * rows[:, 2]))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            needed = np.maximum(min_gain, min_gain * earned / tokens)
+        return np.asarray(np.where(tokens < LAST_TOKEN, math.inf, needed), dtype=np.float64)
 
     @property
     def earned(self) -> float:
@@ -226,6 +252,12 @@ class Hysteresis:
     def too_small(self, gain: float) -> str:
         """The reason a gain below the threshold is not pushed."""
         return f"{self.gain_reason(gain)} {self._below}"
+
+    @staticmethod
+    def out_of_reach(at_most: float, needed: float) -> str:
+        """Why new weights are not worked out when no weights could gain what a push needs
+        (``WeightPolicy.answer_rows``' bound)."""
+        return f"held back: at most {at_most:.1%} to gain, {needed:.1%} needed"
 
     @cached_property
     def _below(self) -> str:

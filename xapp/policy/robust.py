@@ -292,6 +292,62 @@ def scores_many(
     return scores
 
 
+def reach_many(
+    means_mbps: FloatArray,
+    stddevs_mbps: FloatArray,
+    quantile: float,
+    *,
+    compiled: bool | None = None,
+) -> FloatArray:
+    """Per CPE (row of (CPEs × paths) beliefs), the ``quantile`` of its paths' capacities
+    summed, over the draws ``scores_many`` makes: what no weights over these paths can be
+    scored above, up to ``reach_bound``'s factor (``reach_bound``). ``compiled``: as
+    ``robust_weights_many``."""
+    means = np.asarray(means_mbps, dtype=np.float64)
+    rows, paths = means.shape
+    stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(rows, paths)
+    out = np.empty(rows)
+    if rows and use_core(compiled, paths) and _sane(means, stddevs):
+        core.reach(
+            np.ascontiguousarray(means),
+            np.ascontiguousarray(stddevs),
+            _standard_normal_draws(paths),
+            out,
+            rows,
+            paths,
+            DRAWS,
+            _rank(DRAWS, quantile),
+        )
+        return out
+    for start in range(0, rows, BLOCK):
+        block = slice(start, start + BLOCK)
+        draws = _belief_draws_many(means[block], stddevs[block])
+        summed = draws[:, 0, :]
+        for path in range(1, paths):  # (path by path, as the core sums)
+            summed = summed + draws[:, path, :]
+        out[block] = _order_statistic(summed, quantile)
+    return out
+
+
+# Relative slack on ``reach_many``'s value for every rounding between it and a score (a few
+# ulps of sums, products and quotients, and the floor guard's 1e-12 is not in a score).
+REACH_MARGIN = 1 + 1e-9
+
+
+def reach_bound(reach_mbps: FloatArray, outage_probability: FloatArray) -> FloatArray:
+    """What no weights over a CPE's paths can be scored above (``scores_many``), from its
+    ``reach_many`` and its paths' outage probabilities (CPEs × paths).
+
+    Why: in each draw a weight set's aggregate is at most its paths' capacities summed (a
+    round carries Σ w_i · min c_j/w_j ≤ Σ c_i), and so is what it carries with a weighted path
+    dark (the other paths' sum at most). Charging the outages (``_aggregates_at_risk_many``)
+    gives full · (1 - P) + Σ p_i · dark_i with P the weighted paths' probabilities summed and
+    dark_i ≤ full/2 + rest_i/2, at most the sum when P ≤ 2 and at most P/2 times it beyond;
+    the quantile of values each at most the sum's is at most the sum's quantile."""
+    risk = np.asarray(outage_probability, dtype=np.float64).sum(axis=1)
+    return np.asarray(reach_mbps * REACH_MARGIN * np.maximum(1.0, 0.5 * risk), dtype=np.float64)
+
+
 def _sane(*arrays: FloatArray) -> bool:
     """Every value finite and not negative: what the C core is written for."""
     return all(bool(np.isfinite(a).all() and (a >= 0).all()) for a in arrays)

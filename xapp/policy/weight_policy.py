@@ -10,6 +10,7 @@ weights would carry under the same beliefs, so hysteresis can compare like with 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -26,7 +27,13 @@ from core.domain import (
 )
 from core.fluid import aggregate_mbps
 from xapp.policy.baselines import proportional_weights, round_robin_weights
-from xapp.policy.robust import robust_weights, robust_weights_many, scores_many
+from xapp.policy.robust import (
+    reach_bound,
+    reach_many,
+    robust_weights,
+    robust_weights_many,
+    scores_many,
+)
 
 FloatArray = npt.NDArray[np.float64]
 # (point estimates, standard deviations, max weight, quantile, each path's probability of going
@@ -138,6 +145,9 @@ class RowAnswers:
     # The rows asked to be spared whose weights were not worked out (``answer_rows``): their
     # weights and predictions are those in force. None: every row was worked out.
     spared: npt.NDArray[np.bool_] | None = None
+    # Of those, the rows spared because no weights could gain what a push needed: at most
+    # the relative gain any could have been predicted (NaN elsewhere). None: as ``spared``.
+    within: npt.NDArray[np.float64] | None = None
 
     @property
     def answered(self) -> npt.NDArray[np.bool_]:
@@ -336,18 +346,21 @@ class WeightPolicy:
         return np.asarray(questions.measured & (age_s <= self.config.stale_after_s), dtype=bool)
 
     def answer_rows(
-        self, questions: BalancingRows, spare: npt.NDArray[np.bool_] | None = None
+        self, questions: BalancingRows, needed: npt.NDArray[np.float64] | None = None
     ) -> RowAnswers:
         """``propose_rows``'s answers as arrays: a fleet's loop reads most of them as numbers
         (most weights stay as they are) and makes the proposals it acts on
         (``RowProposals``).
 
-        ``spare``: rows whose new weights could not be pushed anyway (the loop's: a push
-        budget spent, and nothing that cannot wait), unless the weights in force are
-        predicted to carry nothing (then any weights that carry something go). Their weights
-        are not worked out, the policy's dearest part: the weights in force stand for them
-        (``RowAnswers.spared``). At 100 ms reports, two pushes a second leave most of a
-        fleet's budgets spent between pushes."""
+        ``needed``: per row, the predicted relative gain new weights would need to be pushed
+        now (the loop's hysteresis and push budget): infinite where none could go (a budget
+        spent), NaN where the row is not to be spared (something that cannot wait). A row is
+        spared when the weights in force carry something and no weights could be predicted
+        to gain that much over them (``reach_bound``): its weights are not worked out, the
+        policy's dearest part, and the weights in force stand for it
+        (``RowAnswers.spared``; ``RowAnswers.within``: at most what it could have gained).
+        At 100 ms reports, two pushes a second leave most budgets spent or nearly so between
+        pushes, and most rows could not gain what a push would need."""
         accesses = questions.accesses
         rows, paths = len(questions.now_s), len(accesses)
         config = self.config
@@ -372,10 +385,11 @@ class WeightPolicy:
         selected[empty, np.argmax(usable[empty], axis=1)] = True
         # Predictions over the accesses in sorted order (the draws follow the path's place).
         order = sorted(range(paths), key=lambda i: accesses[i])
-        spared = None
-        if spare is not None:
+        spared = within = None
+        if needed is not None:
             spared = np.zeros(rows, dtype=bool)
-            asked = np.flatnonzero(spare & has_current & usable.any(axis=1))
+            within = np.full(rows, math.nan)
+            asked = np.flatnonzero(~np.isnan(needed) & has_current & usable.any(axis=1))
             if len(asked):
                 take = asked[:, None]
                 carried = scores_many(
@@ -386,7 +400,21 @@ class WeightPolicy:
                     risk[take, order],
                     stall[asked],
                 )[:, 0]
-                spared[asked[carried > 0]] = True
+                gain_needed = needed[asked]
+                spent = np.isinf(gain_needed) & (carried > 0)
+                # The others whose gain no weights could reach (the bound, for those only).
+                bounded = np.flatnonzero(np.isfinite(gain_needed) & (carried > 0))
+                at_most = np.full(len(asked), math.inf)
+                if len(bounded):
+                    rows_of = asked[bounded][:, None]
+                    means, stddevs = capacity[rows_of, order], stddev[rows_of, order]
+                    reach = reach_bound(
+                        reach_many(means, stddevs, config.quantile), risk[rows_of, order]
+                    )
+                    at_most[bounded] = reach / carried[bounded] - 1
+                out_of_reach = at_most < gain_needed
+                spared[asked[spent | out_of_reach]] = True
+                within[asked[out_of_reach]] = at_most[out_of_reach]
             selected &= ~spared[:, None]
         weights = np.zeros((rows, paths), dtype=np.int64)
         weigh_many = self._weigh_many
@@ -426,7 +454,38 @@ class WeightPolicy:
         if spared is not None and spared.any():
             weights[spared] = current[spared]
             predicted[spared] = carried[spared[asked]][:, None]
-        return RowAnswers(weights, predicted, usable, spared)
+        return RowAnswers(weights, predicted, usable, spared, within)
+
+    def within_reach(self, request: PolicyInput, carried_mbps: float | None) -> float | None:
+        """At most the relative gain any weights over the request's paths could be predicted
+        over weights in force predicted to carry ``carried_mbps``: ``answer_rows``' bound, the
+        same number for the same question put as a row. None where there is none (a policy
+        that scores point estimates, weights in force that carry nothing, an access named
+        twice)."""
+        if not self._uncertainty_aware or carried_mbps is None or not carried_mbps > 0:
+            return None
+        by_access = {p.access: p for p in request.paths}
+        if len(by_access) < len(request.paths):
+            return None
+        now_s, stale_after_s = request.now_s, self.config.stale_after_s
+        capacity, stddev, risk = [], [], []
+        for access in sorted(by_access):  # (the order predictions are made in)
+            view = by_access[access]
+            e = view.estimate
+            usable = (
+                e is not None
+                and e.available
+                and e.capacity_mbps > 0
+                and e.age_s(now_s) <= stale_after_s
+            )
+            capacity.append(e.capacity_mbps if usable and e is not None else 0.0)
+            stddev.append(e.stddev_mbps if usable and e is not None else 0.0)
+            risk.append(view.outage_probability)
+        reach = reach_bound(
+            reach_many(np.array([capacity]), np.array([stddev]), self.config.quantile),
+            np.array([risk]),
+        )
+        return float(reach[0] / carried_mbps - 1)
 
     def _plan(self, request: PolicyInput) -> _Plan | None:
         """Which paths carry traffic and why; the weights of those weighed come later."""
