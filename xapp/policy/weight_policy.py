@@ -386,6 +386,7 @@ class WeightPolicy:
         # Predictions over the accesses in sorted order (the draws follow the path's place).
         order = sorted(range(paths), key=lambda i: accesses[i])
         spared = within = None
+        asked, carried = np.zeros(0, dtype=np.intp), np.zeros(0)  # (rows asked to be spared)
         if needed is not None:
             spared = np.zeros(rows, dtype=bool)
             within = np.full(rows, math.nan)
@@ -434,11 +435,29 @@ class WeightPolicy:
                 stall[members],
             )
             weights[take, columns] = chosen
-        # The proposal and the weights in force in one row, as _predict_all does.
+        # The proposal and the weights in force in one row, as _predict_all does; the weights
+        # in force of a row asked to be spared were predicted already (the same number).
         planned = np.flatnonzero(usable.any(axis=1) & (True if spared is None else ~spared))
         predicted = np.zeros((rows, 2))
+        known = np.zeros(rows, dtype=bool)
+        if len(asked):
+            known[asked] = True
+            predicted[asked, 1] = carried
         for sets in (1, 2):
             members = planned[has_current[planned] == (sets == 2)]
+            if sets == 2:
+                predicted_before = members[known[members]]
+                if len(predicted_before):
+                    take = predicted_before[:, None]
+                    predicted[predicted_before, 0] = scores_many(
+                        weights[take, order][:, None, :],
+                        capacity[take, order],
+                        stddev[take, order],
+                        config.quantile,
+                        risk[take, order],
+                        stall[predicted_before],
+                    )[:, 0]
+                members = members[~known[members]]
             if not len(members):
                 continue
             take = members[:, None]
@@ -453,7 +472,7 @@ class WeightPolicy:
             )
         if spared is not None and spared.any():
             weights[spared] = current[spared]
-            predicted[spared] = carried[spared[asked]][:, None]
+            predicted[spared, 0] = predicted[spared, 1]
         return RowAnswers(weights, predicted, usable, spared, within)
 
     def within_reach(self, request: PolicyInput, carried_mbps: float | None) -> float | None:
