@@ -18,7 +18,10 @@ def test_a_sample_made_fast_is_the_sample_init_makes() -> None:
     values = ("cpe-7", "wifi", Direction.UPLINK, 12.5, 0.1, 80.0, 3.0, 0.5, True, {"x": 1.0}, 9.0)
     fast, plain = KpiSample.made(*values), KpiSample(*values)
     assert fast == plain
-    assert vars(fast) == vars(plain)
+    assert [(f.name, getattr(fast, f.name)) for f in dataclasses.fields(KpiSample)] == [
+        (f.name, getattr(plain, f.name)) for f in dataclasses.fields(KpiSample)
+    ]
+    assert not hasattr(fast, "__dict__")  # (slotted: see KpiSample)
     assert hash(fast.direction) == hash(plain.direction)
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.cpe_id = "cpe-8"  # type: ignore[misc]

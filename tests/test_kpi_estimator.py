@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -86,11 +88,8 @@ def test_nr_path_carrying_nothing_is_estimated_from_its_cqi() -> None:
         RRU_PrbTotDl=40,
         CARR_AverageLayersDl=2,
     )
-    idle = KpiSample(
-        **{
-            **idle.__dict__,
-            "measurements": {**idle.measurements, "CARR.WBCQIDist|distBinX=16": 100.0},
-        }
+    idle = dataclasses.replace(
+        idle, measurements={**idle.measurements, "CARR.WBCQIDist|distBinX=16": 100.0}
     )
     estimate = estimate_from_sample(idle)
     assert estimate is not None
@@ -212,11 +211,8 @@ def test_nr_uplink_sending_nothing_keeps_the_rate_per_prb_it_last_showed() -> No
 
 def test_nr_without_available_prbs_is_not_a_division_by_zero() -> None:
     idle = sample("nr", 0.0, RRU_PrbUsedDl=0, RRU_PrbAvailDl=0, RRU_PrbTotDl=0)
-    idle = KpiSample(
-        **{
-            **idle.__dict__,
-            "measurements": {**idle.measurements, "CARR.WBCQIDist|distBinX=16": 100.0},
-        }
+    idle = dataclasses.replace(
+        idle, measurements={**idle.measurements, "CARR.WBCQIDist|distBinX=16": 100.0}
     )
     estimate = estimate_from_sample(idle)
     assert estimate is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections import deque
 from collections.abc import Sequence
@@ -237,7 +238,7 @@ def test_operator_override_switches_the_estimator_of_one_cpe() -> None:
 
 
 def replace_time(sample: KpiSample, t: float) -> KpiSample:
-    return KpiSample(**{**sample.__dict__, "time_s": t})
+    return dataclasses.replace(sample, time_s=t)
 
 
 def test_only_the_controlled_directions_are_probed() -> None:
