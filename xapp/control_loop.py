@@ -165,6 +165,9 @@ class _Deciding:
     request: PolicyInput | None = None  # None: the override's weights, no question
     proposal: Proposal | None = None
     now_s: float = 0.0  # the decision's time
+    # Put as a row and not spared (``_needed``): neither a spent budget nor a gain out of
+    # reach holds it back (``_held_by_budget`` would say None).
+    judged: bool = False
 
     @property
     def asks(self) -> bool:
@@ -232,8 +235,11 @@ class _Candidates:
     def __len__(self) -> int:
         return len(self.slots)
 
-    def deciding(self, i: int, now_s: float, proposal: Proposal | None = None) -> _Deciding:
-        """Candidate ``i`` as any other decision (no override)."""
+    def deciding(
+        self, i: int, now_s: float, proposal: Proposal | None = None, judged: bool = False
+    ) -> _Deciding:
+        """Candidate ``i`` as any other decision (no override); ``judged``: as a row, not
+        spared (``_Deciding.judged``)."""
         return _Deciding(
             self.cpes[i],
             self.directions[i],
@@ -245,6 +251,7 @@ class _Candidates:
             self.mode_changed[i],
             proposal=proposal,
             now_s=now_s,
+            judged=judged,
         )
 
 
@@ -1061,7 +1068,9 @@ class ControlLoop:
                     else:
                         stays = stays and waits
                 if not stays:
-                    outcomes[slots[i]] = candidates.deciding(i, now_s, made.proposal(row))
+                    outcomes[slots[i]] = candidates.deciding(
+                        i, now_s, made.proposal(row), judged=True
+                    )
                     continue
                 last_usable[key] = usable
                 read.append(key_places[row])
@@ -1227,7 +1236,11 @@ class ControlLoop:
             self._last_usable[key] = proposal.usable
 
         report_received_s = self._heard.take_received(key)
-        spent = self._held_by_budget(begun, appeared, lost, current_predicted_mbps)
+        spent = (
+            None
+            if begun.judged
+            else self._held_by_budget(begun, appeared, lost, current_predicted_mbps)
+        )
         if spent is not None:
             self._last_rule[key] = rule
             self._last_override[key] = override_revision
