@@ -21,6 +21,7 @@ the aggregate) is then left out rather than kept for its 1-2 %.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import cache
 
 import numpy as np
@@ -284,9 +285,7 @@ def scores_many(
             _rank(DRAWS, quantile),
         )
         return scores
-    for start in range(0, rows, BLOCK):
-        block = slice(start, start + BLOCK)
-        draws = _belief_draws_many(means[block], stddevs[block])
+    for block, draws in _draws_by_block(means, stddevs):
         aggregates = _aggregates_at_risk_many(w[block], draws, risks[block], stalls[block])
         scores[block] = _order_statistic(aggregates, quantile)
     return scores
@@ -319,9 +318,7 @@ def reach_many(
             _rank(DRAWS, quantile),
         )
         return out
-    for start in range(0, rows, BLOCK):
-        block = slice(start, start + BLOCK)
-        draws = _belief_draws_many(means[block], stddevs[block])
+    for block, draws in _draws_by_block(means, stddevs):
         summed = draws[:, 0, :]
         for path in range(1, paths):  # (path by path, as the core sums)
             summed = summed + draws[:, path, :]
@@ -346,6 +343,14 @@ def reach_bound(reach_mbps: FloatArray, outage_probability: FloatArray) -> Float
     the quantile of values each at most the sum's is at most the sum's quantile."""
     risk = np.asarray(outage_probability, dtype=np.float64).sum(axis=1)
     return np.asarray(reach_mbps * REACH_MARGIN * np.maximum(1.0, 0.5 * risk), dtype=np.float64)
+
+
+def _draws_by_block(means: FloatArray, stddevs: FloatArray) -> Iterator[tuple[slice, FloatArray]]:
+    """The rows' belief draws (``_belief_draws_many``), BLOCK rows at a time (the numpy twins'
+    temporaries stay small)."""
+    for start in range(0, len(means), BLOCK):
+        block = slice(start, start + BLOCK)
+        yield block, _belief_draws_many(means[block], stddevs[block])
 
 
 def _sane(*arrays: FloatArray) -> bool:
