@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cache
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -291,58 +292,78 @@ def scores_many(
     return scores
 
 
+class Reach(NamedTuple):
+    """Per CPE, two quantiles of its paths' capacities, over the draws ``scores_many`` makes
+    (``reach_many``): of their sum, and each path's summed."""
+
+    of_sum: FloatArray
+    sum_of: FloatArray
+
+
 def reach_many(
     means_mbps: FloatArray,
     stddevs_mbps: FloatArray,
     quantile: float,
     *,
     compiled: bool | None = None,
-) -> FloatArray:
+) -> Reach:
     """Per CPE (row of (CPEs × paths) beliefs), the ``quantile`` of its paths' capacities
-    summed, over the draws ``scores_many`` makes: what no weights over these paths can be
-    scored above, up to ``reach_bound``'s factor (``reach_bound``). ``compiled``: as
+    summed and the sum of each path's ``quantile``, over the draws ``scores_many`` makes:
+    what ``reach_bound`` bounds every weight set's score by. ``compiled``: as
     ``robust_weights_many``."""
     means = np.asarray(means_mbps, dtype=np.float64)
     rows, paths = means.shape
     stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(rows, paths)
-    out = np.empty(rows)
+    of_sum, sum_of = np.empty(rows), np.empty(rows)
     if rows and use_core(compiled, paths) and _sane(means, stddevs):
         core.reach(
             np.ascontiguousarray(means),
             np.ascontiguousarray(stddevs),
             _standard_normal_draws(paths),
-            out,
+            of_sum,
+            sum_of,
             rows,
             paths,
             DRAWS,
             _rank(DRAWS, quantile),
         )
-        return out
+        return Reach(of_sum, sum_of)
     for block, draws in _draws_by_block(means, stddevs):
         summed = draws[:, 0, :]
+        each = _order_statistic(draws[:, 0, :], quantile)
         for path in range(1, paths):  # (path by path, as the core sums)
             summed = summed + draws[:, path, :]
-        out[block] = _order_statistic(summed, quantile)
-    return out
+            each = each + _order_statistic(draws[:, path, :], quantile)
+        of_sum[block] = _order_statistic(summed, quantile)
+        sum_of[block] = each
+    return Reach(of_sum, sum_of)
 
 
-# Relative slack on ``reach_many``'s value for every rounding between it and a score (a few
-# ulps of sums, products and quotients, and the floor guard's 1e-12 is not in a score).
+# Slack on ``reach_many``'s values for every rounding between them and a score: relative, a
+# few ulps of sums, products and quotients (the floor guard's 1e-12 is not in a score); and
+# absolute, a quotient's rounding among subnormal capacities (5e-324 Mbit/s and the like).
 REACH_MARGIN = 1 + 1e-9
+REACH_SLACK_MBPS = 1e-12
 
 
-def reach_bound(reach_mbps: FloatArray, outage_probability: FloatArray) -> FloatArray:
+def reach_bound(reach: Reach, outage_probability: FloatArray) -> FloatArray:
     """What no weights over a CPE's paths can be scored above (``scores_many``), from its
     ``reach_many`` and its paths' outage probabilities (CPEs × paths).
 
-    Why: in each draw a weight set's aggregate is at most its paths' capacities summed (a
-    round carries Σ w_i · min c_j/w_j ≤ Σ c_i), and so is what it carries with a weighted path
-    dark (the other paths' sum at most). Charging the outages (``_aggregates_at_risk_many``)
-    gives full · (1 - P) + Σ p_i · dark_i with P the weighted paths' probabilities summed and
-    dark_i ≤ full/2 + rest_i/2, at most the sum when P ≤ 2 and at most P/2 times it beyond;
-    the quantile of values each at most the sum's is at most the sum's quantile."""
-    risk = np.asarray(outage_probability, dtype=np.float64).sum(axis=1)
-    return np.asarray(reach_mbps * REACH_MARGIN * np.maximum(1.0, 0.5 * risk), dtype=np.float64)
+    Why, in each draw: a round with weights w carries T · min_i c_i/w_i (T the weights' sum,
+    over the weighted paths i), at most Σ c_i, and at most T/w_j · c_j for each weighted j.
+    With no outage to charge the score is the quantile of that: at most the quantile of the
+    sum, and at most min_j T/w_j · q_j (q_j the path's own quantile: a quantile of values each
+    at most another's is at most its quantile), which is at most Σ q_j (the shares w_j/T sum
+    to 1, so some q_j is at least its share of the least ratio). Charging outages
+    (``_aggregates_at_risk_many``) gives full · (1 - P) + Σ p_i · dark_i with P the weighted
+    paths' probabilities summed and dark_i ≤ full/2 + rest_i/2, at most the sum when P ≤ 2
+    and P/2 times it beyond: draw by draw, so only the quantile of the sum bounds it."""
+    risks = np.asarray(outage_probability, dtype=np.float64)
+    no_risk = ~(risks > 0).any(axis=1)
+    charged = reach.of_sum * np.maximum(1.0, 0.5 * risks.sum(axis=1))
+    bound = np.where(no_risk, np.minimum(reach.of_sum, reach.sum_of), charged)
+    return np.asarray(bound * REACH_MARGIN + REACH_SLACK_MBPS, dtype=np.float64)
 
 
 def _draws_by_block(means: FloatArray, stddevs: FloatArray) -> Iterator[tuple[slice, FloatArray]]:
