@@ -525,3 +525,23 @@ def test_the_advisors_of_every_cpe_at_once_are_each_ones(
         for direction in Direction:
             each = selection.probe.advisors_for(cpe_id, direction)
             assert told[direction] == each
+
+
+def test_the_fleet_view_reads_when_each_cpes_access_last_reported() -> None:
+    """``last_report_s``: the newest step in which either direction of a CPE's access had a
+    report; None for one never heard from."""
+    selection = EstimatorSelection(ScriptedProber({}))
+    selection.update(
+        [
+            KpiSample("cpe-1", "nr", DL, 1.0, 1.0, throughput_mbps=300.0),
+            KpiSample("cpe-2", "wifi", DL, 1.0, 1.0, throughput_mbps=500.0),
+        ],
+        1.0,
+    )
+    selection.update([KpiSample("cpe-1", "nr", Direction.UPLINK, 2.0, 1.0)], 2.0)
+    selection.update([KpiSample("cpe-1", "nr", DL, 3.0, 1.0)], 3.5)
+    heard = selection.last_report_s
+    assert heard.get(("cpe-1", "nr")) == 3.5
+    assert heard.get(("cpe-2", "wifi")) == 1.0
+    assert heard.get(("cpe-2", "nr")) is None
+    assert heard.get(("cpe-9", "wifi")) is None
