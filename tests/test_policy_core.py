@@ -113,6 +113,18 @@ def test_the_twins_reach_alike(
     np.testing.assert_array_equal(core, numpy)
 
 
+@settings(max_examples=200, deadline=None)
+@given(belief=beliefs(), quantile=st.sampled_from([0.05, 0.2, 0.5, 0.8]))
+def test_each_paths_quantile_is_its_draws_value_of_that_rank(
+    belief: tuple[FloatArray, FloatArray, FloatArray, FloatArray], quantile: float
+) -> None:
+    """Worked out from the one standard draw of the rank, as the draws sorted would give."""
+    means, stddevs, _, _ = belief
+    draws = robust._belief_draws_many(means, stddevs)  # (CPEs, paths, draws)
+    expected = robust._order_statistic(draws, quantile)
+    np.testing.assert_array_equal(robust.each_paths_quantile(means, stddevs, quantile), expected)
+
+
 @pytest.mark.parametrize("with_core", [False, True])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(belief=beliefs(), quantile=st.sampled_from([0.05, 0.2, 0.5, 0.8]), data=st.data())
@@ -140,8 +152,7 @@ def test_no_weights_score_above_the_reach_bound(
     scores = robust.scores_many(
         weights, means, stddevs, quantile, risks, stalls, compiled=with_core
     )
-    reach = robust.reach_many(means, stddevs, quantile, compiled=with_core)
-    bound = robust.reach_bound(reach, risks)
+    bound = robust.reach_bound(means, stddevs, quantile, risks, compiled=with_core)
     assert (scores <= bound[:, None]).all(), (scores, bound)
 
 

@@ -740,33 +740,31 @@ static PyObject *scores(PyObject *Py_UNUSED(self), PyObject *args) {
 }
 
 /* robust.py's reach_many: per row, the value of rank ``rank`` of the beliefs' draws summed
- * over the paths (path by path, in order, as the twin sums them), and the values of that
- * rank of each path's draws, summed in the same order. */
+ * over the paths (path by path, in order, as the twin sums them). */
 static PyObject *reach(PyObject *Py_UNUSED(self), PyObject *args) {
-    PyObject *objects[5];
+    PyObject *objects[4];
     int rows, paths, count, rank;
-    if (!PyArg_ParseTuple(args, "OOOOOiiii", &objects[0], &objects[1], &objects[2],
-                          &objects[3], &objects[4], &rows, &paths, &count, &rank))
+    if (!PyArg_ParseTuple(args, "OOOOiiii", &objects[0], &objects[1], &objects[2], &objects[3],
+                          &rows, &paths, &count, &rank))
         return NULL;
     if (check_sizes(rows, paths, count, rank)) return NULL;
     const Py_ssize_t cells = (Py_ssize_t)rows * paths;
-    Buffer buffers[5] = {0};
+    Buffer buffers[4] = {0};
     if (take(objects[0], &buffers[0], cells, 8, 0, "means") ||
         take(objects[1], &buffers[1], cells, 8, 0, "stddevs") ||
         take(objects[2], &buffers[2], (Py_ssize_t)paths * count, 8, 0, "normal") ||
-        take(objects[3], &buffers[3], rows, 8, 1, "of_sum") ||
-        take(objects[4], &buffers[4], rows, 8, 1, "sum_of")) {
-        release(buffers, 5);
+        take(objects[3], &buffers[3], rows, 8, 1, "out")) {
+        release(buffers, 4);
         return NULL;
     }
     double *scratch = malloc(sizeof(double) * ((size_t)paths * count + (size_t)count));
     if (scratch == NULL) {
-        release(buffers, 5);
+        release(buffers, 4);
         return PyErr_NoMemory();
     }
     const double *means = buffers[0].view.buf, *stddevs = buffers[1].view.buf;
     const double *normal = buffers[2].view.buf;
-    double *of_sum = buffers[3].view.buf, *sum_of = buffers[4].view.buf;
+    double *out = buffers[3].view.buf;
     Py_BEGIN_ALLOW_THREADS;
     double *draws = scratch, *sum = draws + (size_t)paths * count;
     for (int row = 0; row < rows; row++) {
@@ -777,15 +775,11 @@ static PyObject *reach(PyObject *Py_UNUSED(self), PyObject *args) {
             const double *restrict path = draws + (size_t)p * count;
             for (int d = 0; d < count; d++) sum[d] = sum[d] + path[d];
         }
-        of_sum[row] = order_statistic(sum, count, rank);
-        double each = order_statistic(draws, count, rank);
-        for (int p = 1; p < paths; p++)
-            each = each + order_statistic(draws + (size_t)p * count, count, rank);
-        sum_of[row] = each;
+        out[row] = order_statistic(sum, count, rank);
     }
     Py_END_ALLOW_THREADS;
     free(scratch);
-    release(buffers, 5);
+    release(buffers, 4);
     Py_RETURN_NONE;
 }
 
@@ -799,8 +793,8 @@ static PyMethodDef methods[] = {
      "scores(weights, means, stddevs, risks, stalls, normal, out, rows, sets, paths, draws, "
      "rank): robust.scores_many into out."},
     {"reach", reach, METH_VARARGS,
-     "reach(means, stddevs, normal, of_sum, sum_of, rows, paths, draws, rank): "
-     "robust.reach_many into of_sum and sum_of."},
+     "reach(means, stddevs, normal, out, rows, paths, draws, rank): robust.reach_many into "
+     "out."},
     {NULL, NULL, 0, NULL},
 };
 

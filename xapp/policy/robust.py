@@ -23,7 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import cache
-from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -292,77 +291,92 @@ def scores_many(
     return scores
 
 
-class Reach(NamedTuple):
-    """Per CPE, two quantiles of its paths' capacities, over the draws ``scores_many`` makes
-    (``reach_many``): of their sum, and each path's summed."""
-
-    of_sum: FloatArray
-    sum_of: FloatArray
-
-
 def reach_many(
     means_mbps: FloatArray,
     stddevs_mbps: FloatArray,
     quantile: float,
     *,
     compiled: bool | None = None,
-) -> Reach:
+) -> FloatArray:
     """Per CPE (row of (CPEs × paths) beliefs), the ``quantile`` of its paths' capacities
-    summed and the sum of each path's ``quantile``, over the draws ``scores_many`` makes:
-    what ``reach_bound`` bounds every weight set's score by. ``compiled``: as
+    summed, over the draws ``scores_many`` makes (``reach_bound`` reads it). ``compiled``: as
     ``robust_weights_many``."""
     means = np.asarray(means_mbps, dtype=np.float64)
     rows, paths = means.shape
     stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(rows, paths)
-    of_sum, sum_of = np.empty(rows), np.empty(rows)
+    out = np.empty(rows)
     if rows and use_core(compiled, paths) and _sane(means, stddevs):
         core.reach(
             np.ascontiguousarray(means),
             np.ascontiguousarray(stddevs),
             _standard_normal_draws(paths),
-            of_sum,
-            sum_of,
+            out,
             rows,
             paths,
             DRAWS,
             _rank(DRAWS, quantile),
         )
-        return Reach(of_sum, sum_of)
+        return out
     for block, draws in _draws_by_block(means, stddevs):
         summed = draws[:, 0, :]
-        each = _order_statistic(draws[:, 0, :], quantile)
         for path in range(1, paths):  # (path by path, as the core sums)
             summed = summed + draws[:, path, :]
-            each = each + _order_statistic(draws[:, path, :], quantile)
-        of_sum[block] = _order_statistic(summed, quantile)
-        sum_of[block] = each
-    return Reach(of_sum, sum_of)
+        out[block] = _order_statistic(summed, quantile)
+    return out
 
 
-# Slack on ``reach_many``'s values for every rounding between them and a score: relative, a
-# few ulps of sums, products and quotients (the floor guard's 1e-12 is not in a score); and
-# absolute, a quotient's rounding among subnormal capacities (5e-324 Mbit/s and the like).
+def each_paths_quantile(
+    means_mbps: FloatArray, stddevs_mbps: FloatArray, quantile: float
+) -> FloatArray:
+    """(CPEs × paths): each path's ``quantile`` over the draws ``scores_many`` makes. A draw is
+    max(0, mean + σ · z), rounded step by step and never falling as z rises (σ ≥ 0), so the
+    draws' value of each rank is that of the standard draw of the same rank: one draw worked
+    out a path rather than its 128 sorted."""
+    means = np.asarray(means_mbps, dtype=np.float64)
+    stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(means.shape)
+    at_rank = _order_statistic(_standard_normal_draws(means.shape[1]), quantile)
+    drawn = means + stddevs * at_rank
+    return np.asarray(np.where(drawn > 0.0, drawn, 0.0), dtype=np.float64)
+
+
+# Slack on the bound for every rounding between it and a score: relative, a few ulps of sums,
+# products and quotients (the floor guard's 1e-12 is not in a score); and absolute, a
+# quotient's rounding among subnormal capacities (5e-324 Mbit/s and the like).
 REACH_MARGIN = 1 + 1e-9
 REACH_SLACK_MBPS = 1e-12
 
 
-def reach_bound(reach: Reach, outage_probability: FloatArray) -> FloatArray:
-    """What no weights over a CPE's paths can be scored above (``scores_many``), from its
-    ``reach_many`` and its paths' outage probabilities (CPEs × paths).
+def reach_bound(
+    means_mbps: FloatArray,
+    stddevs_mbps: FloatArray,
+    quantile: float,
+    outage_probability: FloatArray,
+    *,
+    compiled: bool | None = None,
+) -> FloatArray:
+    """What no weights over a CPE's paths can be scored above (``scores_many``), per row of
+    (CPEs × paths) beliefs and outage probabilities.
 
     Why, in each draw: a round with weights w carries T · min_i c_i/w_i (T the weights' sum,
     over the weighted paths i), at most Σ c_i, and at most T/w_j · c_j for each weighted j.
-    With no outage to charge the score is the quantile of that: at most the quantile of the
-    sum, and at most min_j T/w_j · q_j (q_j the path's own quantile: a quantile of values each
-    at most another's is at most its quantile), which is at most Σ q_j (the shares w_j/T sum
-    to 1, so some q_j is at least its share of the least ratio). Charging outages
-    (``_aggregates_at_risk_many``) gives full · (1 - P) + Σ p_i · dark_i with P the weighted
-    paths' probabilities summed and dark_i ≤ full/2 + rest_i/2, at most the sum when P ≤ 2
-    and P/2 times it beyond: draw by draw, so only the quantile of the sum bounds it."""
-    risks = np.asarray(outage_probability, dtype=np.float64)
-    no_risk = ~(risks > 0).any(axis=1)
-    charged = reach.of_sum * np.maximum(1.0, 0.5 * risks.sum(axis=1))
-    bound = np.where(no_risk, np.minimum(reach.of_sum, reach.sum_of), charged)
+    With no outage to charge the score is the quantile of that, at most min_j T/w_j · q_j (q_j
+    the path's own quantile: a quantile of values each at most another's is at most its
+    quantile), which is at most Σ q_j (the shares w_j/T sum to 1, so some q_j is at least its
+    share of the least ratio). Charging outages (``_aggregates_at_risk_many``) gives full ·
+    (1 - P) + Σ p_i · dark_i with P the weighted paths' probabilities summed and dark_i ≤
+    full/2 + rest_i/2: at most the sum when P ≤ 2, P/2 times it beyond, draw by draw, so
+    there the quantile of the sum (``reach_many``) bounds it."""
+    means = np.asarray(means_mbps, dtype=np.float64)
+    risks = np.asarray(outage_probability, dtype=np.float64).reshape(means.shape)
+    each = each_paths_quantile(means, stddevs_mbps, quantile)
+    bound = each[:, 0]
+    for path in range(1, each.shape[1]):  # (path by path: the inputs' one row sums alike)
+        bound = bound + each[:, path]
+    charged = np.flatnonzero((risks > 0).any(axis=1))
+    if len(charged):
+        stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(means.shape)
+        of_sum = reach_many(means[charged], stddevs[charged], quantile, compiled=compiled)
+        bound[charged] = of_sum * np.maximum(1.0, 0.5 * risks[charged].sum(axis=1))
     return np.asarray(bound * REACH_MARGIN + REACH_SLACK_MBPS, dtype=np.float64)
 
 

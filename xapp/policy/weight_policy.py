@@ -29,7 +29,6 @@ from core.fluid import aggregate_mbps
 from xapp.policy.baselines import proportional_weights, round_robin_weights
 from xapp.policy.robust import (
     reach_bound,
-    reach_many,
     robust_weights,
     robust_weights_many,
     scores_many,
@@ -409,9 +408,7 @@ class WeightPolicy:
                 if len(bounded):
                     rows_of = asked[bounded][:, None]
                     means, stddevs = capacity[rows_of, order], stddev[rows_of, order]
-                    reach = reach_bound(
-                        reach_many(means, stddevs, config.quantile), risk[rows_of, order]
-                    )
+                    reach = reach_bound(means, stddevs, config.quantile, risk[rows_of, order])
                     at_most[bounded] = reach / carried[bounded] - 1
                 out_of_reach = at_most < gain_needed
                 spared[asked[spent | out_of_reach]] = True
@@ -501,8 +498,7 @@ class WeightPolicy:
             stddev.append(e.stddev_mbps if usable and e is not None else 0.0)
             risk.append(view.outage_probability)
         reach = reach_bound(
-            reach_many(np.array([capacity]), np.array([stddev]), self.config.quantile),
-            np.array([risk]),
+            np.array([capacity]), np.array([stddev]), self.config.quantile, np.array([risk])
         )
         return float(reach[0] / carried_mbps - 1)
 
