@@ -533,3 +533,56 @@ def test_a_spent_budget_never_holds_back_what_cannot_wait(rows: bool) -> None:
     assert "path appeared (wifi)" in then["cpe-3"].reason
     assert then["cpe-4"].pushed is None
     assert then["cpe-4"].reason.startswith("held back: the push budget is spent"), then["cpe-4"]
+
+
+def gains_then_a_path_back(rows: bool) -> tuple[Outcomes, list[bool], list[int]]:
+    """Four CPEs, their LiFi too weak to be weighted. Four seconds apart (the push budget
+    refilled): first weights; then NR moves far while LiFi has no usable estimate (not
+    weighted: a push for the gain alone); then LiFi comes back strong (a path appeared,
+    against what the push for the gain remembered as usable). Returns the outcomes, whether
+    each push carried its control delay, and per step the arrival times left unread."""
+    accesses = ("nr", "wifi", "lifi")
+    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
+    loop, estimator, source, _ = table_loop(cpes, rows, Hysteresis())
+    dl = Direction.DOWNLINK
+    out: Outcomes = []
+    timed: list[bool] = []
+    unread: list[int] = []
+    for tick in range(3):
+        now_s = 1.0 + 4.0 * tick
+        for n, cpe in enumerate(cpes):
+            c = cpe.cpe_id
+            nr = 300.0 + 10 * n if tick == 0 else 900.0 + 10 * n
+            estimator.table[(c, "nr")] = CapacityEstimate(c, "nr", dl, nr, 15.0, "b", now_s)
+            wifi = 500.0 + n
+            estimator.table[(c, "wifi")] = CapacityEstimate(c, "wifi", dl, wifi, 20.0, "b", now_s)
+            lifi = 300.0 if tick == 2 else 1.0
+            estimator.table[(c, "lifi")] = CapacityEstimate(
+                c, "lifi", dl, lifi, 0.1, "b", now_s, available=tick != 1
+            )
+            for access in accesses:
+                source.keep(
+                    [KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0, received_s=now_s)]
+                )
+        step = loop.step(now_s)
+        out.append([_seen(o) for o in step])
+        timed += [o.delay is not None for o in step if o.pushed is not None]
+        unread.append(loop._heard.unread())
+    return out, timed, unread
+
+
+def test_pushes_for_a_gain_concluded_in_the_rows_remember_what_a_decision_does() -> None:
+    """A row's push for its gain alone is concluded in ``_conclude_rows``, without a decision
+    made for it: the paths it found usable, the report it read (its control delay), the budget
+    spent and the reason are those of a decision, so the next step decides alike."""
+    (as_rows, timed, unread), (as_inputs, timed_inputs, _) = (
+        gains_then_a_path_back(True),
+        gains_then_a_path_back(False),
+    )
+    assert as_rows == as_inputs
+    assert timed == timed_inputs and all(timed) and len(timed) == 12
+    assert unread == [0, 0, 0]
+    first, gain, back = as_rows
+    assert all(reason.startswith("first weights") for _, _, reason, _ in first)
+    assert all(reason.startswith("predicted gain") for _, _, reason, _ in gain), gain
+    assert all(reason.startswith("path appeared (lifi)") for _, _, reason, _ in back), back

@@ -262,7 +262,7 @@ class _Begun:
     candidates; every path to estimate, in order, with its place in the loop's path slots."""
 
     def __init__(self) -> None:
-        self.outcomes: list[StepOutcome | _Deciding | None] = []
+        self.outcomes: list[StepOutcome | _Deciding | _Pending | None] = []
         self.asking: list[tuple[_Deciding, int, int]] = []
         self.candidates = _Candidates()
         self.paths: list[tuple[str, str, Direction]] = []
@@ -472,7 +472,7 @@ class ControlLoop:
         self._propose_all(deciding, rows)
         self._conclude_rows(rows, begun.outcomes)
         planned = [
-            d if isinstance(d, StepOutcome) else self._conclude(self._decided(d))
+            d if isinstance(d, StepOutcome | _Pending) else self._conclude(self._decided(d))
             for d in begun.outcomes
         ]
         pending = [p for p in planned if isinstance(p, _Pending)]
@@ -978,7 +978,7 @@ class ControlLoop:
         return needed
 
     def _conclude_rows(
-        self, rows: Sequence[_Rows], outcomes: list[StepOutcome | _Deciding | None]
+        self, rows: Sequence[_Rows], outcomes: list[StepOutcome | _Deciding | _Pending | None]
     ) -> None:
         """``_conclude`` for the questions put as rows whose weights the hysteresis or the
         push limit holds (a fleet's usual: its weights stay), worked out as arrays: their
@@ -1064,7 +1064,14 @@ class ControlLoop:
                     )
                     if gaining and waits:
                         refusal = self._budget_refusal(key, rise, now_s)
-                        stays = refusal is not None
+                        if refusal is None:
+                            # A push for the gain alone, which the budget lets go: decided
+                            # here (a fleet's usual push at 1 s periods, a third of its rows)
+                            outcomes[slots[i]] = self._push_for_gain(
+                                candidates, i, made, row, usable, rise, now_s
+                            )
+                            continue
+                        stays = True
                     else:
                         stays = stays and waits
                 if not stays:
@@ -1088,6 +1095,39 @@ class ControlLoop:
                     said = held_before[key] = StepOutcome.unpushed(key[0], key[1], reason)
                 outcomes[slots[i]] = said
         self._heard.drop_received(np.array(read, dtype=np.intp))
+
+    def _push_for_gain(
+        self,
+        candidates: _Candidates,
+        i: int,
+        made: RowProposals,
+        row: int,
+        usable: frozenset[str],
+        gain: float,
+        now_s: float,
+    ) -> _Pending:
+        """``_conclude`` of a row's proposal that ``Hysteresis.held_many`` found to push for its
+        gain alone and that the budget (refilled to ``now_s``) lets go: what ``decide`` and
+        ``admit`` would say of it (``predicted gain …``, the budget spent), without a decision
+        and a proposal made first (tests/test_control_loop_many.py holds them alike)."""
+        key, rule, current = candidates.keys[i], candidates.rules[i], candidates.currents[i]
+        assert current is not None  # (a push for a gain has weights in force)
+        self._last_usable[key] = usable
+        report_received_s = self._heard.take_received(key)
+        budget = self._budgets[key]  # (refilled by ``_budget_refusal``)
+        budget.spend()
+        self._note_budget(key, budget)
+        weight_set = WeightSet(
+            cpe_id=key[0],
+            direction=key[1],
+            weights=made.weights(row),
+            mode=rule.mode,
+            sequence=next_after(current.sequence),
+            reason=f"{self._hysteresis.gain_reason(gain)}: {made.reason(row)}",
+        )
+        return _Pending(
+            key[0], key[1], weight_set, rule, None, current, report_received_s, time.monotonic()
+        )
 
     def _held_by_budget(
         self,

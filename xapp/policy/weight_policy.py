@@ -190,13 +190,28 @@ class RowProposals:
 
     def proposal(self, row: int) -> Proposal | None:
         """The row's proposal (None: no usable path)."""
-        mask = self._usable[row]
-        if not any(mask):
+        if not any(self._usable[row]):
             return None
+        predicted = self._predicted[row]
+        return Proposal(
+            weights=self.weights(row),
+            predicted_mbps=predicted[0],
+            current_predicted_mbps=predicted[1] if self._has_current[row] else None,
+            usable=self.usable_set(row),
+            reason=self.reason(row),
+        )
+
+    def weights(self, row: int) -> dict[str, int]:
+        """The row's proposed weights, by access."""
+        return dict(zip(self.questions.accesses, self._weights[row], strict=True))
+
+    def reason(self, row: int) -> str:
+        """The row's proposal's reason (a row with a usable path)."""
+        mask = self._usable[row]
         accesses, excluded = self.questions.accesses, self.questions.excluded[row]
-        usable_set = self.usable_set(row)
         reason = None if excluded else self._reasons.get(mask)
         if reason is None:
+            usable_set = self.usable_set(row)
             mode = SteeringMode.LOAD_BALANCING  # (the lane's)
             standby = sorted(a for a in accesses if a not in usable_set and a not in excluded)
             reason = f"{mode}: weights by {self._name}"
@@ -206,14 +221,7 @@ class RowProposals:
                 reason += f"; excluded by the operator: {', '.join(shown)}" if shown else ""
             else:
                 self._reasons[mask] = reason
-        predicted = self._predicted[row]
-        return Proposal(
-            weights=dict(zip(accesses, self._weights[row], strict=True)),
-            predicted_mbps=predicted[0],
-            current_predicted_mbps=predicted[1] if self._has_current[row] else None,
-            usable=usable_set,
-            reason=reason,
-        )
+        return reason
 
 
 @dataclass(frozen=True)
