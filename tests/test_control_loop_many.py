@@ -36,7 +36,7 @@ from core.domain import (
 )
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.control_loop import ControlLoop, StepOutcome
+from xapp.control_loop import ControlDelay, ControlLoop, StepOutcome
 from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection
@@ -422,6 +422,12 @@ def test_an_outcome_made_fast_is_the_outcome_init_makes() -> None:
     assert list(vars(fast).items()) == list(vars(plain).items())
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.reason = "changed"  # type: ignore[misc]
+    pushed = WeightSet("cpe-1", Direction.UPLINK, {"nr": 3}, SteeringMode.LOAD_BALANCING, 2)
+    delay = ControlDelay(0.01, 0.02)
+    made = StepOutcome.made("cpe-1", Direction.UPLINK, pushed, "a gain", delay)
+    plain = StepOutcome("cpe-1", Direction.UPLINK, pushed, "a gain", delay)
+    assert made == plain
+    assert list(vars(made).items()) == list(vars(plain).items())
 
 
 class Asked(Bounded):
@@ -580,7 +586,9 @@ def test_pushes_for_a_gain_concluded_in_the_rows_remember_what_a_decision_does()
         gains_then_a_path_back(False),
     )
     assert as_rows == as_inputs
-    assert timed == timed_inputs and all(timed) and len(timed) == 12
+    assert timed == timed_inputs
+    assert all(timed)
+    assert len(timed) == 12
     assert unread == [0, 0, 0]
     first, gain, back = as_rows
     assert all(reason.startswith("first weights") for _, _, reason, _ in first)
