@@ -17,8 +17,8 @@ import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from operator import itemgetter
-from typing import Any
+from operator import attrgetter, is_, is_not, itemgetter
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -63,6 +63,8 @@ from xapp.ports import (
 from xapp.push_lanes import PushLane
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -297,10 +299,12 @@ class _Rows:
         self.candidates = candidates
         self.members = members  # (indexes in candidates, in the step's order)
         self.now_s = now_s
-        self.starts = [candidates.starts[i] for i in members]
+        # (picked in C: a fleet's step has thousands of members)
+        asked = _picked(candidates.asked, members)
+        self.starts = _picked(candidates.starts, members)
         # each one's paths' places (the loop's path slots) and its own (the decision times')
-        self.path_places = [p for i in members for p in candidates.asked[i].path_places]
-        self.key_places = [candidates.asked[i].key_place for i in members]
+        self.path_places = list(itertools.chain.from_iterable(map(_PATH_PLACES, asked)))
+        self.key_places = list(map(_KEY_PLACE, asked))
         self.questions: BalancingRows | None = None  # put together once every row is in
         # per row, the gain a push would need (``ControlLoop._needed``); None: none spared
         self.needed: npt.NDArray[np.float64] | None = None
@@ -308,6 +312,13 @@ class _Rows:
         # per row, the paths usable now that its last decision did not find usable, as bits
         # over ``accesses`` (``ControlLoop._paths_back``; None: not worked out yet)
         self.back: npt.NDArray[np.int64] | None = None
+
+
+def _picked(values: Sequence[T], at: Sequence[int]) -> list[T]:
+    """``[values[i] for i in at]`` for rising indexes ``at``, in C."""
+    if len(at) == len(values) and (not at or (at[0] == 0 and at[-1] == len(at) - 1)):
+        return list(values)  # (a fleet's usual: every one, in order; ``at`` rises)
+    return list(map(values.__getitem__, at))
 
 
 class _Asked:
@@ -326,6 +337,13 @@ class _Asked:
     ) -> None:
         self.accesses, self.paths = accesses, paths
         self.path_places, self.key_place = path_places, key_place
+
+
+_PATH_PLACES = attrgetter("path_places")
+_PATHS = attrgetter("paths")
+_ACCESS_NAMES = attrgetter("access_names")
+_KEY_PLACE = attrgetter("key_place")
+_WEIGHTS = attrgetter("weights")
 
 
 class ControlLoop:
@@ -814,7 +832,9 @@ class ControlLoop:
             explore = np.zeros(len(paths) + 1, dtype=np.int64)
             np.cumsum(found.available & found.lower_bound, out=explore[1:])
             starts = np.array(candidates.starts, dtype=np.intp)
-            ends = starts + np.array([len(a.paths) for a in candidates.asked], dtype=np.intp)
+            ends = starts + np.fromiter(
+                map(len, map(_PATHS, candidates.asked)), dtype=np.intp, count=len(candidates)
+            )
             exploring = np.flatnonzero(explore[ends] != explore[starts]).tolist()
             if exploring:
                 for i in exploring:
@@ -827,11 +847,12 @@ class ControlLoop:
         groups: dict[tuple[str, ...], list[int]] = {}
         cpes = candidates.cpes
         first = cpes[rowed[0]].access_names if rowed else ()
-        if all(cpes[i].access_names is first for i in rowed):
+        accesses_of = list(map(_ACCESS_NAMES, _picked(cpes, rowed)))
+        if all(map(is_, accesses_of, itertools.repeat(first))):
             groups = {first: rowed} if rowed else {}
         else:
-            for i in rowed:
-                groups.setdefault(cpes[i].access_names, []).append(i)
+            for i, accesses in zip(rowed, accesses_of, strict=True):
+                groups.setdefault(accesses, []).append(i)
         rows = [_Rows(accesses, candidates, members, now_s) for accesses, members in groups.items()]
         for group in rows:
             group.questions = self._put_rows(group, found)
@@ -911,10 +932,15 @@ class ControlLoop:
         # the weights in force as rows of numbers (none: zeros), put into one array at once
         zeros = (0,) * len(accesses)
         pick = itemgetter(*accesses) if len(accesses) > 1 else lambda w: (w[accesses[0]],)
-        currents = [candidates.currents[i] for i in members]
-        in_force = [zeros if held is None else pick(held.weights) for held in currents]
+        currents = _picked(candidates.currents, members)
+        has_current = np.fromiter(
+            map(is_not, currents, itertools.repeat(None)), dtype=bool, count=len(currents)
+        )
+        if has_current.all():  # (a fleet's usual, once its first weights are pushed; in C)
+            in_force = list(map(pick, map(_WEIGHTS, currents)))
+        else:
+            in_force = [zeros if held is None else pick(held.weights) for held in currents]
         current = np.array(in_force, dtype=np.int64).reshape(shape)
-        has_current = np.array([held is not None for held in currents], dtype=bool)
         times = self._decision_times
         intervals = times.intervals(np.array(rows.key_places, dtype=np.intp), now_s)
         return BalancingRows(

@@ -167,13 +167,16 @@ class RowProposals:
         self._weights: list[list[int]] = answers.weights.tolist()
         self._predicted: list[list[float]] = answers.predicted.tolist()
         self._has_current: list[bool] = questions.has_current.tolist()
-        self._usable: list[tuple[bool, ...]] = [tuple(m) for m in answers.usable.tolist()]
+        self._usable: list[tuple[bool, ...]] = list(map(tuple, answers.usable.tolist()))
         self._usable_sets: dict[tuple[bool, ...], frozenset[str]] = {}
         self._reasons: dict[tuple[bool, ...], str] = {}
 
     def usable_sets(self) -> list[frozenset[str]]:
-        """``usable_set`` of every row, in order."""
-        return [self._set_of(mask) for mask in self._usable]
+        """``usable_set`` of every row, in order (each distinct set made once, the rows'
+        looked up in C)."""
+        for mask in set(self._usable) - self._usable_sets.keys():
+            self._set_of(mask)
+        return list(map(self._usable_sets.__getitem__, self._usable))
 
     def usable_set(self, row: int) -> frozenset[str]:
         """The row's usable paths, as a set."""
