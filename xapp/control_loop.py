@@ -1058,82 +1058,69 @@ class ControlLoop:
             # read here from the CPE's budget rather than through a proposal each.
             limited = hysteresis.max_pushes_per_s is not None
             for_gain = judged.for_gain & asked & answers.usable.any(axis=1) & limited
-            spared = (
-                answers.spared.tolist()
-                if answers.spared is not None
-                else itertools.repeat(False, len(group.members))
+            members, rise, same = group.members, judged.gain.tolist(), judged.unchanged.tolist()
+            spared = answers.spared if answers.spared is not None else np.zeros(len(members), bool)
+            candidates, now_s = group.candidates, group.now_s
+            keys = _picked(candidates.keys, members)
+            slots = _picked(candidates.slots, members)
+            usable_sets = made.usable_sets()
+            # An override lifted or a mode changed, or a path back (usable again since the last
+            # decision) that the proposal weights: a push that cannot wait.
+            weighted = (proposed > 0).astype(np.int64) @ (np.int64(1) << np.arange(len(accesses)))
+            cannot_wait = (
+                np.array(candidates.override_lifted, dtype=bool)[members]
+                | np.array(candidates.mode_changed, dtype=bool)[members]
+                | ((self._paths_back(group, answers.usable) & weighted) != 0)
             )
+            # The rows' kinds (``Hysteresis.decide`` and ``PushBudget.admit`` row by row): a
+            # push for the gain alone that may wait is the budget's to let go; a change that
+            # cannot wait, or a gain the hysteresis does not hold, is decided on its own.
+            gaining = ~spared & for_gain & ~cannot_wait
+            stays = ~spared & held & ~((held & ~judged.unchanged) & cannot_wait)
+            reasons: dict[int, str] = {}  # the staying rows' reasons, by row
+            for row in np.flatnonzero(gaining).tolist():
+                refusal = self._budget_refusal(keys[row], rise[row], now_s)
+                if refusal is None:
+                    # A push for the gain alone, which the budget lets go: decided here (a
+                    # fleet's usual push at 1 s periods, a third of its rows)
+                    outcomes[slots[row]] = self._push_for_gain(
+                        candidates, members[row], made, row, usable_sets[row], rise[row], now_s
+                    )
+                else:
+                    reasons[row] = f"{hysteresis.gain_reason(rise[row])}, {refusal}"
+            for row in np.flatnonzero(~spared & ~gaining & ~stays).tolist():
+                outcomes[slots[row]] = candidates.deciding(
+                    members[row], now_s, made.proposal(row), judged=True
+                )
             # (of the rows spared, those no weights could gain enough for: at most what any
             # could, and the gain needed; the others' budget is spent)
-            within = answers.within.tolist() if answers.within is not None else None
-            needed = group.needed.tolist() if group.needed is not None else None
-            candidates, now_s = group.candidates, group.now_s
-            keys, slots, rules = candidates.keys, candidates.slots, candidates.rules
-            lifted, mode_changed = candidates.override_lifted, candidates.mode_changed
-            usable_sets, key_places = made.usable_sets(), group.key_places
-            # a path back (usable again since the last decision) that the proposal weights
-            weighted = (proposed > 0).astype(np.int64) @ (np.int64(1) << np.arange(len(accesses)))
-            weighted_back = ((self._paths_back(group, answers.usable) & weighted) != 0).tolist()
-            for row, (i, stays, same, rise, gaining, unweighed) in enumerate(
-                zip(
-                    group.members,
-                    held.tolist(),
-                    judged.unchanged.tolist(),
-                    judged.gain.tolist(),
-                    for_gain.tolist(),
-                    spared,
-                    strict=True,
-                )
-            ):
-                key = keys[i]
-                usable = usable_sets[row]
-                refusal = None
-                spent = None  # (why the row was spared: ``_needed``)
-                if unweighed:
-                    assert within is not None  # (asked, then answered)
-                    assert needed is not None
-                    spent = (
-                        self._budgets[key].spent_reason
+            if spared.any():
+                assert answers.within is not None  # (spared: asked, then answered)
+                assert group.needed is not None
+                within, needed = answers.within.tolist(), group.needed.tolist()
+                for row in np.flatnonzero(spared).tolist():
+                    reasons[row] = (
+                        self._budgets[keys[row]].spent_reason
                         if math.isnan(within[row])
                         else hysteresis.out_of_reach(within[row], needed[row])
                     )
-                    stays = True
-                elif (stays and not same) or gaining:
-                    # An override or a mode changed, or a path back that the proposal weights:
-                    # the push cannot wait.
-                    waits = not (lifted[i] or mode_changed[i] or weighted_back[row])
-                    if gaining and waits:
-                        refusal = self._budget_refusal(key, rise, now_s)
-                        if refusal is None:
-                            # A push for the gain alone, which the budget lets go: decided
-                            # here (a fleet's usual push at 1 s periods, a third of its rows)
-                            outcomes[slots[i]] = self._push_for_gain(
-                                candidates, i, made, row, usable, rise, now_s
-                            )
-                            continue
-                        stays = True
-                    else:
-                        stays = stays and waits
-                if not stays:
-                    outcomes[slots[i]] = candidates.deciding(
-                        i, now_s, made.proposal(row), judged=True
-                    )
-                    continue
-                last_usable[key] = usable
-                read.append(key_places[row])
-                last_rule[key] = rules[i]
-                last_override[key] = None  # (no override in the rows)
-                if spent is not None:
-                    reason = spent
-                elif refusal is not None:
-                    reason = f"{hysteresis.gain_reason(rise)}, {refusal}"
-                else:
-                    reason = "unchanged" if same else hysteresis.too_small(rise)
+            for row in np.flatnonzero(stays).tolist():
+                reasons[row] = "unchanged" if same[row] else hysteresis.too_small(rise[row])
+            # What a decision remembers, for every row that stays, at once.
+            staying = sorted(reasons)
+            kept = _picked(keys, staying)
+            last_usable.update(zip(kept, _picked(usable_sets, staying), strict=True))
+            rules = _picked(candidates.rules, members)
+            last_rule.update(zip(kept, _picked(rules, staying), strict=True))
+            last_override.update(dict.fromkeys(kept))  # (no override in the rows)
+            read += _picked(group.key_places, staying)
+            for row, key in zip(staying, kept, strict=True):
+                reason = reasons[row]
                 # (the outcome of the step before where it says the same: a fleet's usual)
                 said = held_before.get(key)
                 if said is None or said.reason != reason:
                     said = held_before[key] = StepOutcome.unpushed(key[0], key[1], reason)
-                outcomes[slots[i]] = said
+                outcomes[slots[row]] = said
         self._heard.drop_received(np.array(read, dtype=np.intp))
 
     def _push_for_gain(
