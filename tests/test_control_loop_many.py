@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -89,13 +90,17 @@ def run(
     all_choices: bool = False,
     spare: bool = True,
     spared: list[int] | None = None,
+    planned: list[bool] | None = None,
 ) -> Outcomes:
     """The fleet's steps; ``rows``: usual questions put as rows; ``spy``: gets the number of
     rows each of the policy's row batches held; ``all_choices``: the estimators also told
     every standing choice at once, as the operator's state tells them; ``spare``: whether
     decisions that could not push (a spent push budget, or no weights could gain what a push
     needs) are told so before the policy works them out (else every proposal is worked out
-    and judged); ``spared``: gets the number of rows the policy spared in each batch."""
+    and judged); ``spared``: gets the number of rows the policy spared in each batch;
+    ``planned``: None to let each step part be begun from its plan where it can, else every
+    part begun one by one (``ControlLoop._begin_all``'s own loop), and whether each step
+    part could have been begun from its plan appended."""
     scenario = scaled_site(CPES)
     cpes = e2_cpes(scenario)
     processor = IndicationProcessor(cpes)
@@ -147,6 +152,8 @@ def run(
         exploration=Exploration(),
         balancing_rows=rows,
     )
+    if planned is not None:
+        begin_one_by_one(loop, planned)
     if not spare:
         loop._needed = lambda rows: None  # type: ignore[method-assign]
         loop._held_by_budget = lambda *args: None  # type: ignore[method-assign]
@@ -171,6 +178,18 @@ def run(
     return [[_seen(o) for o in step] for step in steps]
 
 
+def begin_one_by_one(loop: ControlLoop, planned: list[bool]) -> None:
+    """Every step part of ``loop`` begun one by one (``_begin_all``'s own loop); whether its
+    plan would have served each one appended to ``planned`` (asked of a throwaway begun)."""
+    as_planned = loop._begin_as_planned
+
+    def one_by_one(cpes: Sequence[Cpe], now_s: float, begun: Any) -> bool:
+        planned.append(as_planned(cpes, now_s, type(begun)()))
+        return False
+
+    loop._begin_as_planned = one_by_one  # type: ignore[method-assign]
+
+
 def _seen(o: StepOutcome) -> tuple[str, str, str, Any]:
     return (o.cpe_id, o.direction.value, o.reason, o.pushed and sorted(o.pushed.weights.items()))
 
@@ -183,6 +202,15 @@ def test_a_step_decides_the_same_asking_for_all_paths_at_once_or_one_by_one() ->
     assert any("warm-up" in r for r in reasons), reasons
     assert any(r.startswith("frozen") for r in reasons), reasons
     assert sum(1 for step in at_once for *_, pushed in step if pushed) > CPES
+
+
+def test_step_parts_begun_one_by_one_where_their_plan_cannot_serve() -> None:
+    """Overrides, a freeze, a carrier word and warm-up stand in the fleet's every step: no
+    step part is begun from its plan, and one by one they decide as always."""
+    planned: list[bool] = []
+    assert run(many=True, planned=planned) == run(many=True)
+    assert planned
+    assert not any(planned)
 
 
 def test_the_estimators_told_every_choice_at_once_decide_the_same() -> None:
@@ -541,15 +569,20 @@ def test_a_spent_budget_never_holds_back_what_cannot_wait(rows: bool) -> None:
     assert then["cpe-4"].reason.startswith("held back: the push budget is spent"), then["cpe-4"]
 
 
-def gains_then_a_path_back(rows: bool) -> tuple[Outcomes, list[bool], list[int]]:
+def gains_then_a_path_back(
+    rows: bool, planned: list[bool] | None = None
+) -> tuple[Outcomes, list[bool], list[int]]:
     """Four CPEs, their LiFi too weak to be weighted. Four seconds apart (the push budget
     refilled): first weights; then NR moves far while LiFi has no usable estimate (not
     weighted: a push for the gain alone); then LiFi comes back strong (a path appeared,
     against what the push for the gain remembered as usable). Returns the outcomes, whether
-    each push carried its control delay, and per step the arrival times left unread."""
+    each push carried its control delay, and per step the arrival times left unread.
+    ``planned``: as ``run``'s."""
     accesses = ("nr", "wifi", "lifi")
     cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
     loop, estimator, source, _ = table_loop(cpes, rows, Hysteresis())
+    if planned is not None:
+        begin_one_by_one(loop, planned)
     dl = Direction.DOWNLINK
     out: Outcomes = []
     timed: list[bool] = []
@@ -594,3 +627,112 @@ def test_pushes_for_a_gain_concluded_in_the_rows_remember_what_a_decision_does()
     assert all(reason.startswith("first weights") for _, _, reason, _ in first)
     assert all(reason.startswith("predicted gain") for _, _, reason, _ in gain), gain
     assert all(reason.startswith("path appeared (lifi)") for _, _, reason, _ in back), back
+
+
+def lifted_and_changed(planned: list[bool] | None = None) -> Outcomes:
+    """Four CPEs whose capacities move a little every step (gains too small to push), their
+    LiFi weighted. cpe-0's operator excludes its LiFi for one step, then lifts that; then
+    cpe-1's rule changes (to another load-balancing one). ``planned``: as ``run``'s."""
+    accesses = ("nr", "wifi", "lifi")
+    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
+    loop, estimator, source, store = table_loop(cpes, True, Hysteresis())
+    if planned is not None:
+        begin_one_by_one(loop, planned)
+    dl = Direction.DOWNLINK
+    out: Outcomes = []
+    for tick in range(5):
+        now_s = 1.0 + 4.0 * tick
+        for n, cpe in enumerate(cpes):
+            c = cpe.cpe_id
+            for access, mbps in (("nr", 300.0), ("wifi", 500.0), ("lifi", 150.0)):
+                mbps += 10 * n + 0.7 * tick
+                estimate = CapacityEstimate(c, access, dl, mbps, 5.0, "b", now_s)
+                estimator.table[(c, access)] = estimate
+                source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0)])
+        if tick == 1:
+            store.save_override(Override("cpe-0", dl, excluded=frozenset({"lifi"}), revision=1))
+        if tick == 2:
+            store.delete_override("cpe-0", dl)
+        if tick == 3:
+            loop.set_rule("cpe-1", SteeringRule(SteeringMode.LOAD_BALANCING, ("wifi",)))
+        out.append([_seen(o) for o in loop.step(now_s)])
+    return out
+
+
+def test_step_parts_begun_from_their_plan_decide_as_those_begun_one_by_one() -> None:
+    """A step part whose every CPE and direction is a candidate for the rows is begun from
+    its plan, read column by column: the same outcomes, delays and reports read as beginning
+    it one by one; an override lifted and a rule changed since the last step read too."""
+    planned: list[bool] = []
+    assert gains_then_a_path_back(True) == gains_then_a_path_back(True, planned)
+    assert planned == [False, True, True]  # (no weights in force at first)
+    planned.clear()
+    as_planned = lifted_and_changed()
+    assert as_planned == lifted_and_changed(planned)
+    assert planned == [False, False, True, True, True]  # (the override's step one by one)
+    lifted = {cpe: reason for cpe, _, reason, _ in as_planned[2]}
+    changed = {cpe: reason for cpe, _, reason, _ in as_planned[3]}
+    assert lifted["cpe-0"].startswith("operator override changed"), lifted
+    assert changed["cpe-1"].startswith("steering mode changed"), changed
+
+
+class HeldUp:
+    """A sink whose pushes to ``slow`` after its first wait until ``go`` is set."""
+
+    def __init__(self, slow: str) -> None:
+        self.slow, self.go, self.pushes = slow, threading.Event(), 0
+
+    def push(self, weight_set: WeightSet) -> None:
+        self.pushes += 1
+        if weight_set.cpe_id == self.slow and weight_set.sequence > 1:
+            self.go.wait(30)
+
+
+def a_push_under_way(planned: list[bool] | None = None) -> Outcomes:
+    """Four CPEs: first weights; then NR moves far and cpe-1's push is still under way when
+    the step stops waiting for it; the next step decides the others (cpe-1: nothing until it
+    lands). ``planned``: as ``run``'s."""
+    accesses = ("nr", "wifi", "lifi")
+    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
+    estimator, source, store, sink = Bounded(), _Queue(), MemoryStateStore(), HeldUp("cpe-1")
+    loop = ControlLoop(
+        cpes=cpes,
+        directions=[Direction.DOWNLINK],
+        source=source,
+        estimator=estimator,
+        policy=make_policy("optimal"),
+        sink=sink,
+        store=store,
+        warmup_s=0.0,
+        push_wait_s=0.05,
+    )
+    if planned is not None:
+        begin_one_by_one(loop, planned)
+    dl = Direction.DOWNLINK
+    out: Outcomes = []
+    try:
+        for tick in range(3):
+            now_s = 1.0 + 4.0 * tick
+            for n, cpe in enumerate(cpes):
+                c = cpe.cpe_id
+                nr = 300.0 + 10 * n if tick == 0 else 900.0 + 10 * n + tick
+                for access, mbps in (("nr", nr), ("wifi", 500.0), ("lifi", 150.0)):
+                    estimate = CapacityEstimate(c, access, dl, mbps, 5.0, "b", now_s)
+                    estimator.table[(c, access)] = estimate
+                    source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0)])
+            out.append(sorted(_seen(o) for o in loop.step(now_s)))
+    finally:
+        sink.go.set()
+        loop.close()
+    return out
+
+
+def test_a_push_under_way_keeps_its_cpe_out_of_a_planned_step() -> None:
+    """A CPE whose push is still under way is not decided again until it lands, whether its
+    step part is begun from its plan or one by one."""
+    planned: list[bool] = []
+    as_planned = a_push_under_way()
+    assert as_planned == a_push_under_way(planned)
+    assert planned == [False, True, False]  # (cpe-1's push under way: one by one)
+    assert "cpe-1" not in {cpe for cpe, *_ in as_planned[2]}
+    assert len(as_planned[2]) == 3

@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from operator import attrgetter, is_, is_not, itemgetter
+from operator import attrgetter, eq, is_, is_not, itemgetter, methodcaller
 from typing import Any, TypeVar
 
 import numpy as np
@@ -339,11 +339,75 @@ class _Asked:
         self.path_places, self.key_place = path_places, key_place
 
 
+class _PartPlan:
+    """A step part's CPEs and directions as its questions ask about them (``_Asked``), in the
+    step's order, made once for as long as the part holds the same CPEs (a fleet's parts
+    do, step after step): their keys, the columns to read their state by, and every path
+    to estimate with its place, as ``_begin_all`` gathers them for its candidates."""
+
+    __slots__ = (
+        "access_sets",
+        "asked",
+        "cpe_ids",
+        "cpes",
+        "ids",
+        "keys",
+        "paths",
+        "places",
+        "row_cpes",
+        "starts",
+    )
+
+    def __init__(
+        self, cpes: list[Cpe], directions: Sequence[Direction], asked: list[_Asked]
+    ) -> None:
+        self.cpes = cpes
+        self.row_cpes = [cpe for cpe in cpes for _ in directions]
+        self.cpe_ids = [cpe.cpe_id for cpe in self.row_cpes]
+        self.keys = [(cpe.cpe_id, d) for cpe in cpes for d in directions]
+        # (the CPEs and directions as two columns: a store's reader mapped over both)
+        self.ids = (self.cpe_ids, [d for _ in cpes for d in directions])
+        self.access_sets = [cpe.access_set for cpe in self.row_cpes]
+        self.asked = asked
+        self.paths = [path for one in asked for path in one.paths]
+        self.places = [place for one in asked for place in one.path_places]
+        self.starts = list(itertools.accumulate((len(one.paths) for one in asked), initial=0))
+        self.starts.pop()
+
+    @classmethod
+    def of(
+        cls,
+        cpes: Sequence[Cpe],
+        directions: Sequence[Direction],
+        asked: Mapping[tuple[str, Direction], _Asked],
+    ) -> _PartPlan | None:
+        """The part's plan, from the questions asked of its CPEs before (None: one was not,
+        or was over other accesses than its CPE's now)."""
+        questions = []
+        for cpe in cpes:
+            for direction in directions:
+                one = asked.get((cpe.cpe_id, direction))
+                if one is None or one.accesses is not cpe.access_names:
+                    return None
+                questions.append(one)
+        return cls(list(cpes), directions, questions)
+
+    def made_for(self, cpes: Sequence[Cpe], asked: Mapping[tuple[str, Direction], _Asked]) -> bool:
+        """Whether the plan is the part's still: the same CPEs, asked the same questions."""
+        return (
+            len(cpes) == len(self.cpes)
+            and all(map(is_, cpes, self.cpes))
+            and all(map(is_, map(asked.get, self.keys), self.asked))
+        )
+
+
 _PATH_PLACES = attrgetter("path_places")
 _PATHS = attrgetter("paths")
 _ACCESS_NAMES = attrgetter("access_names")
 _KEY_PLACE = attrgetter("key_place")
 _WEIGHTS = attrgetter("weights")
+_KEYS = methodcaller("keys")
+_NONES = itertools.repeat(None)
 
 
 class ControlLoop:
@@ -404,6 +468,8 @@ class ControlLoop:
         # When each (CPE, direction) was last decided, and the running mean of the intervals.
         self._decision_times = DecisionTimes()
         self._asked: dict[tuple[str, Direction], _Asked] = {}  # (each CPE's, made once)
+        # each step part's plan, by its first CPE (``_begin_as_planned``)
+        self._plans: dict[int, _PartPlan] = {}
         self._warmup_s = warmup_s
         self._carrier: dict[tuple[str, str], _Carrier] = {}
         # Each path's latest usable estimate: what a path back from an outage starts from.
@@ -674,6 +740,7 @@ class ControlLoop:
     def set_cpes(self, cpes: Sequence[Cpe]) -> None:
         """A reloaded configuration: CPEs kept keep their history, removed ones are forgotten."""
         self._cpes = list(cpes)
+        self._plans.clear()
         kept = {c.cpe_id for c in self._cpes}
         histories: list[dict[Any, Any]] = [
             self._last_rule,
@@ -705,6 +772,8 @@ class ControlLoop:
         (``_Candidates``), any other begun as a decision of its own (``_begin``); and the
         paths of every question to put, in order."""
         begun = _Begun()
+        if self._begin_as_planned(cpes, now_s, begun):
+            return begun
         outcomes, candidates = begun.outcomes, begun.candidates
         paths, places = begun.paths, begun.places
         in_flight, may_push = self._in_flight, self._may_push
@@ -796,6 +865,66 @@ class ControlLoop:
                         paths += own.paths
                         places += own.path_places
         return begun
+
+    def _begin_as_planned(self, cpes: Sequence[Cpe], now_s: float, begun: _Begun) -> bool:
+        """``_begin_all`` for a step part whose every CPE and direction is a candidate for the
+        rows (a fleet's usual, step after step: nothing in flight or overridden, no agent's
+        word on a carrier, no CPE warming up, weights in force over each CPE's accesses, a
+        rule the rows answer), read column by column in C from the part's plan (its keys and
+        questions, made once): False, with nothing read, where any is not (``_begin_all``
+        then reads them one by one, as the first steps do). tests/test_control_loop_many.py
+        holds the two alike."""
+        if not self._balancing_rows or self._carrier:
+            return False
+        heard = self._heard
+        if not now_s - heard.newest_first_s >= self._warmup_s:
+            return False  # (some CPE may be warming up)
+        plan = self._plans.get(id(cpes[0])) if cpes else None
+        if plan is None or not plan.made_for(cpes, self._asked):
+            plan = _PartPlan.of(cpes, self._directions, self._asked)
+            if plan is None:
+                return False  # (a question not asked before: made one by one)
+            if cpes:
+                self._plans[id(cpes[0])] = plan
+        keys = plan.keys
+        if self._in_flight and not self._in_flight.keys().isdisjoint(keys):
+            return False
+        may_push = self._may_push
+        if may_push is not None and any(map(is_not, map(may_push, *plan.ids), _NONES)):
+            return False  # (an agent not reached, or left alone: its outcome says why)
+        store = self._store
+        if any(map(store.load_override, *plan.ids)):
+            return False
+        currents = list(map(store.load_weights, *plan.ids))
+        if not all(currents):  # (some CPE without weights in force yet)
+            return False
+        in_force = map(_KEYS, map(_WEIGHTS, currents))
+        if not all(map(eq, in_force, plan.access_sets)):
+            return False  # (weights in force over other accesses than the CPE's)
+        rules = list(map(self._rules.get, plan.cpe_ids, itertools.repeat(_DEFAULT_RULE)))
+        policy = self._policy
+        if not all(policy.answers_rule_in_rows(r) for r in {id(r): r for r in rules}.values()):
+            return False
+        last = list(map(self._last_rule.get, keys, rules))
+        changed = list(map(is_not, last, rules))
+        if any(changed):  # (the same rule object, a fleet's usual, is the same rule)
+            changed = [b is not r and b != r for b, r in zip(last, rules, strict=True)]
+        candidates = begun.candidates
+        count = len(keys)
+        candidates.slots = list(range(count))
+        candidates.cpes = list(plan.row_cpes)
+        candidates.directions = list(plan.ids[1])
+        candidates.keys = list(keys)
+        candidates.currents = currents
+        candidates.rules = rules
+        candidates.override_lifted = list(map(is_not, map(self._last_override.get, keys), _NONES))
+        candidates.mode_changed = changed
+        candidates.asked = list(plan.asked)
+        candidates.starts = list(plan.starts)
+        begun.outcomes.extend(itertools.repeat(None, count))
+        begun.paths.extend(plan.paths)
+        begun.places.extend(plan.places)
+        return True
 
     def _warming_up(self, key: tuple[str, Direction], now_s: float) -> bool:
         """The CPE and direction was first heard from less than the warm-up ago."""
