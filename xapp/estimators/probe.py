@@ -36,7 +36,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, filterfalse
 from typing import Any
 
 import numpy as np
@@ -379,7 +379,7 @@ class ProbeEstimator:
     def _plan(self, now_s: float, paths: Iterable[Path]) -> None:
         # (each tested only where it holds any path: a fleet's usual is none)
         in_flight, down, carrier_word = self._in_flight, self._down, self._carrier_word
-        if in_flight or down or carrier_word:
+        if carrier_word:
             paths = [
                 path
                 for path in paths
@@ -387,9 +387,12 @@ class ProbeEstimator:
                     (in_flight and path in in_flight)
                     or (down and path in down)
                     # (the agent's word stands for now)
-                    or (carrier_word and (path[0], path[1]) in carrier_word)
+                    or (path[0], path[1]) in carrier_word
                 )
             ]
+        elif in_flight or down:  # (a fleet's usual: a few probes under way; read in C)
+            skipped = in_flight.keys() | down
+            paths = list(filterfalse(skipped.__contains__, paths))
         # The paths a probe may be for, grouped by who their advisors are (advisors_for may
         # give a new sequence of the same estimators each time), in the order given.
         by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]] = {}
@@ -472,8 +475,10 @@ class ProbeEstimator:
         # looked at on its own; every other (a fleet's most) goes to be judged by its reasons.
         starts, recovered = self._last_start, self._recovered
         silent_rows = set(np.flatnonzero(silent).tolist())
+        # (each path looked up in C: a fleet's step judges every one of its paths)
         looked = silent_rows.union(
-            row for row, path in enumerate(paths) if path in starts or path in recovered
+            compress(range(len(paths)), map(starts.__contains__, paths)),
+            compress(range(len(paths)), map(recovered.__contains__, paths)),
         )
         judged_at_once = np.ones(len(paths), dtype=bool)
         judged_at_once[list(looked)] = False
