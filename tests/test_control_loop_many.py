@@ -44,7 +44,7 @@ from xapp.estimators.selection import EstimatorSelection
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import BalancingRows, RowAnswers, WeightPolicy, make_policy
-from xapp.ports import ManyEstimates
+from xapp.ports import ManyEstimates, WeightSink
 
 CPES = 12
 PERIODS = 6
@@ -288,7 +288,11 @@ class Bounded:
 
 
 def table_loop(
-    cpes: list[Cpe], rows: bool, hysteresis: Hysteresis | None = None
+    cpes: list[Cpe],
+    rows: bool,
+    hysteresis: Hysteresis | None = None,
+    sink: WeightSink | None = None,
+    push_wait_s: float | None = None,
 ) -> tuple[ControlLoop, Bounded, _Queue, MemoryStateStore]:
     """A loop deciding the downlink of ``cpes`` from the estimates a test sets (``Bounded``),
     without warm-up; ``rows``: usual questions put as rows."""
@@ -299,9 +303,10 @@ def table_loop(
         source=source,
         estimator=estimator,
         policy=make_policy("optimal"),
-        sink=_CountingSink(),
+        sink=sink if sink is not None else _CountingSink(),
         store=store,
         warmup_s=0.0,
+        push_wait_s=push_wait_s,
         balancing_rows=rows,
         hysteresis=hysteresis,
     )
@@ -569,6 +574,20 @@ def test_a_spent_budget_never_holds_back_what_cannot_wait(rows: bool) -> None:
     assert then["cpe-4"].reason.startswith("held back: the push budget is spent"), then["cpe-4"]
 
 
+def four_cpes(
+    rows: bool, planned: list[bool] | None, sink: WeightSink | None = None, wait_s: float = 0
+) -> tuple[list[Cpe], tuple[ControlLoop, Bounded, _Queue, MemoryStateStore]]:
+    """Four CPEs over NR, Wi-Fi and LiFi and ``table_loop``'s loop deciding them, its push
+    limit the default (``wait_s``: its pushes waited for, 0 for as long as they take);
+    ``planned``: as ``run``'s."""
+    accesses = ("nr", "wifi", "lifi")
+    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
+    made = table_loop(cpes, rows, Hysteresis(), sink, wait_s or None)
+    if planned is not None:
+        begin_one_by_one(made[0], planned)
+    return cpes, made
+
+
 def gains_then_a_path_back(
     rows: bool, planned: list[bool] | None = None
 ) -> tuple[Outcomes, list[bool], list[int]]:
@@ -578,12 +597,8 @@ def gains_then_a_path_back(
     against what the push for the gain remembered as usable). Returns the outcomes, whether
     each push carried its control delay, and per step the arrival times left unread.
     ``planned``: as ``run``'s."""
-    accesses = ("nr", "wifi", "lifi")
-    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
-    loop, estimator, source, _ = table_loop(cpes, rows, Hysteresis())
-    if planned is not None:
-        begin_one_by_one(loop, planned)
-    dl = Direction.DOWNLINK
+    cpes, (loop, estimator, source, _) = four_cpes(rows, planned)
+    accesses, dl = cpes[0].access_names, Direction.DOWNLINK
     out: Outcomes = []
     timed: list[bool] = []
     unread: list[int] = []
@@ -633,11 +648,7 @@ def lifted_and_changed(planned: list[bool] | None = None) -> Outcomes:
     """Four CPEs whose capacities move a little every step (gains too small to push), their
     LiFi weighted. cpe-0's operator excludes its LiFi for one step, then lifts that; then
     cpe-1's rule changes (to another load-balancing one). ``planned``: as ``run``'s."""
-    accesses = ("nr", "wifi", "lifi")
-    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
-    loop, estimator, source, store = table_loop(cpes, True, Hysteresis())
-    if planned is not None:
-        begin_one_by_one(loop, planned)
+    cpes, (loop, estimator, source, store) = four_cpes(True, planned)
     dl = Direction.DOWNLINK
     out: Outcomes = []
     for tick in range(5):
@@ -692,22 +703,8 @@ def a_push_under_way(planned: list[bool] | None = None) -> Outcomes:
     """Four CPEs: first weights; then NR moves far and cpe-1's push is still under way when
     the step stops waiting for it; the next step decides the others (cpe-1: nothing until it
     lands). ``planned``: as ``run``'s."""
-    accesses = ("nr", "wifi", "lifi")
-    cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(4)]
-    estimator, source, store, sink = Bounded(), _Queue(), MemoryStateStore(), HeldUp("cpe-1")
-    loop = ControlLoop(
-        cpes=cpes,
-        directions=[Direction.DOWNLINK],
-        source=source,
-        estimator=estimator,
-        policy=make_policy("optimal"),
-        sink=sink,
-        store=store,
-        warmup_s=0.0,
-        push_wait_s=0.05,
-    )
-    if planned is not None:
-        begin_one_by_one(loop, planned)
+    sink = HeldUp("cpe-1")
+    cpes, (loop, estimator, source, _) = four_cpes(True, planned, sink, wait_s=0.05)
     dl = Direction.DOWNLINK
     out: Outcomes = []
     try:
