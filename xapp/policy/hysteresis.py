@@ -86,17 +86,8 @@ class PushBudget:
         return self.tokens_at(now_s) < LAST_TOKEN
 
     def as_row(self) -> tuple[float, float, float, float, float]:
-        """The budget as the numbers ``spent_many`` and ``needed_many`` read."""
+        """The budget as the numbers ``needed_many`` reads."""
         return (self.tokens, self.at_s, self.rate_per_s, self.size, self.started_s)
-
-    @staticmethod
-    def spent_many(rows: npt.NDArray[np.float64], now_s: float) -> npt.NDArray[np.bool_]:
-        """``spent_at(now_s)`` of the budgets given as rows (``as_row``; NaN: no budget, not
-        spent): the same IEEE operations in the same order, for a fleet's step at once."""
-        elapsed = np.maximum(0.0, now_s - rows[:, 1])
-        tokens = np.minimum(rows[:, 3], rows[:, 0] + elapsed * rows[:, 2])
-        spent: npt.NDArray[np.bool_] = tokens < LAST_TOKEN
-        return spent
 
     def needed_at(self, now_s: float, min_gain: float) -> float:
         """The predicted gain a push for a gain needs at ``now_s``, the hysteresis's
