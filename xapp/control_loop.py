@@ -1062,9 +1062,7 @@ class ControlLoop:
         zeros = (0,) * len(accesses)
         pick = itemgetter(*accesses) if len(accesses) > 1 else lambda w: (w[accesses[0]],)
         currents = _picked(candidates.currents, members)
-        has_current = np.fromiter(
-            map(is_not, currents, itertools.repeat(None)), dtype=bool, count=len(currents)
-        )
+        has_current = np.fromiter(map(is_not, currents, _NONES), dtype=bool, count=len(currents))
         if has_current.all():  # (a fleet's usual, once its first weights are pushed; in C)
             in_force = list(map(pick, map(_WEIGHTS, currents)))
         else:
@@ -1138,15 +1136,14 @@ class ControlLoop:
         rather than every row's set compared (a microsecond a row)."""
         if rows.back is not None:
             return rows.back
-        accesses, keys = rows.accesses, rows.candidates.keys
-        members = rows.members
-        before = list(map(self._last_usable.get, [keys[i] for i in members]))
+        accesses = rows.accesses
+        before = list(map(self._last_usable.get, _picked(rows.candidates.keys, rows.members)))
         bits_of: dict[frozenset[str] | None, int] = {None: 0}
         for known in set(before) - bits_of.keys():
             assert known is not None  # (None is in bits_of)
             bits_of[known] = sum(1 << k for k, a in enumerate(accesses) if a in known)
         # never decided: no path can be back (every one reads as usable before)
-        ever = np.array([b is not None for b in before], dtype=bool)
+        ever = np.fromiter(map(is_not, before, _NONES), dtype=bool, count=len(before))
         before_bits = np.array(list(map(bits_of.__getitem__, before)), dtype=np.int64)
         now_bits = usable.astype(np.int64) @ (np.int64(1) << np.arange(len(accesses)))
         rows.back = np.where(ever, now_bits & ~before_bits, 0)
