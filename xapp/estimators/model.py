@@ -315,10 +315,12 @@ class _Recent(NamedTuple):
 
 class _Histories:
     """The last HISTORY_PERIODS rows of every path of one access, in one array of
-    (paths, HISTORY_PERIODS, feature inputs): a path's newest row is the last of its block,
-    and its ``count`` real rows fill the block's end (NaN rows before them). Paths are named
-    by their places in the estimators' shared slots; a block is given to a place the first
-    time it has a row (the slots hold every access's paths, both directions)."""
+    (paths, HISTORY_PERIODS, feature inputs), each path's block a ring: a row is written at
+    the block's ``head``, which then moves on, so a period writes one row a path rather than
+    shifting every block (``recent`` reads a block from its head round: the oldest first,
+    the NaN rows of a path with fewer than HISTORY_PERIODS before its real ones). Paths are
+    named by their places in the estimators' shared slots; a block is given to a place the
+    first time it has a row (the slots hold every access's paths, both directions)."""
 
     def __init__(self, access: str) -> None:
         self.columns = row_columns(access)
@@ -328,6 +330,7 @@ class _Histories:
         self._blocks = 0
         self._rows = np.full((16, HISTORY_PERIODS, len(self.columns)), math.nan)
         self._count = np.zeros(16, dtype=np.int64)
+        self._head = np.zeros(16, dtype=np.int64)  # per block: where its next row goes
         self._newest = np.full((16, 3), math.nan)
 
     def places(self) -> list[int]:
@@ -377,12 +380,11 @@ class _Histories:
         rows: list[list[float]] | FloatRows,
         newest: Sequence[Sequence[float]] | FloatRows,
     ) -> None:
-        """The rows as their (distinct) slots' newest: every block shifted by one period."""
+        """The rows as their (distinct) slots' newest, each written over its block's oldest."""
         at = np.array(slots, dtype=np.intp)
-        blocks = self._rows[at]
-        blocks[:, :-1] = blocks[:, 1:]
-        blocks[:, -1] = rows
-        self._rows[at] = blocks
+        head = self._head[at]
+        self._rows[at, head] = rows
+        self._head[at] = (head + 1) % HISTORY_PERIODS
         self._count[at] = np.minimum(self._count[at] + 1, HISTORY_PERIODS)
         self._newest[at] = newest
 
@@ -394,13 +396,17 @@ class _Histories:
         count[: len(self._count)] = self._count
         newest = np.full((size, 3), math.nan)
         newest[: len(self._count)] = self._newest
-        self._rows, self._count, self._newest = rows, count, newest
+        head = np.zeros(size, dtype=np.int64)
+        head[: len(self._count)] = self._head
+        self._rows, self._count, self._newest, self._head = rows, count, newest, head
 
     def recent(self, places: npt.NDArray[np.intp]) -> _Recent:
         """For the paths at these places (each with a history), in their order: each one's
         block of recent periods."""
         slots = self._block_of[places]
-        blocks = self._rows[slots]
+        # each block from its head round: its oldest row first, its newest last
+        rounds = (self._head[slots][:, None] + np.arange(HISTORY_PERIODS)) % HISTORY_PERIODS
+        blocks = self._rows[slots[:, None], rounds]
         count = self._count[slots]
         # saturation.saturated() of each path's last periods: it carried something in the
         # newest, and each of them whose utilisation is known (one at least) was at the limit.
