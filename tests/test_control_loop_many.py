@@ -44,7 +44,7 @@ from xapp.estimators.selection import EstimatorSelection
 from xapp.policy.exploration import Exploration
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import BalancingRows, RowAnswers, WeightPolicy, make_policy
-from xapp.ports import ManyEstimates, WeightSink
+from xapp.ports import ManyEstimates, WeightPushError, WeightSink
 
 CPES = 12
 PERIODS = 6
@@ -733,3 +733,46 @@ def test_a_push_under_way_keeps_its_cpe_out_of_a_planned_step() -> None:
     assert planned == [False, True, False]  # (cpe-1's push under way: one by one)
     assert "cpe-1" not in {cpe for cpe, *_ in as_planned[2]}
     assert len(as_planned[2]) == 3
+
+
+class Refusing:
+    """A sink whose agent for ``cpe_id`` refuses every push."""
+
+    def __init__(self, cpe_id: str) -> None:
+        self.cpe_id, self.pushes = cpe_id, 0
+
+    def push(self, weight_set: WeightSet) -> None:
+        self.pushes += 1
+        if weight_set.cpe_id == self.cpe_id:
+            raise WeightPushError("refused")
+
+
+def weights_over_an_access_gone(planned: list[bool] | None = None) -> Outcomes:
+    """Four CPEs; cpe-1's weights in force were set over an access it no longer has (``x``)
+    and its agent refuses every push, so they stay. ``planned``: as ``run``'s."""
+    cpes, (loop, estimator, source, store) = four_cpes(True, planned, Refusing("cpe-1"))
+    dl = Direction.DOWNLINK
+    old = {"nr": 30, "wifi": 50, "lifi": 10, "x": 5}
+    store.save_weights(WeightSet("cpe-1", dl, old, SteeringMode.LOAD_BALANCING, 3))
+    out: Outcomes = []
+    for tick in range(4):
+        now_s = 1.0 + 4.0 * tick
+        for n, cpe in enumerate(cpes):
+            c = cpe.cpe_id
+            for access, mbps in (("nr", 300.0), ("wifi", 500.0), ("lifi", 150.0)):
+                estimate = CapacityEstimate(c, access, dl, mbps + n + tick, 5.0, "b", now_s)
+                estimator.table[(c, access)] = estimate
+                source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0)])
+        out.append([_seen(o) for o in loop.step(now_s)])
+    return out
+
+
+def test_weights_in_force_over_other_accesses_keep_a_part_from_its_plan() -> None:
+    """Weights in force over other accesses than the CPE's are not a row's question: a part
+    holding such a CPE is begun one by one, and its push is tried again every step."""
+    planned: list[bool] = []
+    as_planned = weights_over_an_access_gone()
+    assert as_planned == weights_over_an_access_gone(planned)
+    assert planned == [False, False, False, False]
+    tried = [reason for step in as_planned for cpe, _, reason, _ in step if cpe == "cpe-1"]
+    assert tried == ["push failed: refused"] * 4
