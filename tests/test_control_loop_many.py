@@ -9,7 +9,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -588,6 +588,37 @@ def four_cpes(
     return cpes, made
 
 
+def tell(
+    estimator: Bounded,
+    source: _Queue,
+    cpes: Sequence[Cpe],
+    tick: int,
+    mbps_of: Callable[[int, str, int], float],
+) -> float:
+    """Step ``tick``'s time (four seconds apart: the push budget refilled), with each CPE's
+    downlink estimates set then (``mbps_of(n, access, tick)`` for the n-th CPE, σ 5 Mbit/s)
+    and a report of each of its paths kept for the loop."""
+    now_s = 1.0 + 4.0 * tick
+    dl = Direction.DOWNLINK
+    for n, cpe in enumerate(cpes):
+        c = cpe.cpe_id
+        for access in cpe.access_names:
+            estimate = CapacityEstimate(c, access, dl, mbps_of(n, access, tick), 5.0, "b", now_s)
+            estimator.table[(c, access)] = estimate
+            source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0)])
+    return now_s
+
+
+BASE_MBPS = {"nr": 300.0, "wifi": 500.0, "lifi": 150.0}
+
+
+def far_nr_after_the_first(n: int, access: str, tick: int) -> float:
+    """``BASE_MBPS``, but NR three times as far from the first step on."""
+    if access != "nr":
+        return BASE_MBPS[access]
+    return 300.0 + 10 * n if tick == 0 else 900.0 + 10 * n + tick
+
+
 def gains_then_a_path_back(
     rows: bool, planned: list[bool] | None = None
 ) -> tuple[Outcomes, list[bool], list[int]]:
@@ -652,14 +683,7 @@ def lifted_and_changed(planned: list[bool] | None = None) -> Outcomes:
     dl = Direction.DOWNLINK
     out: Outcomes = []
     for tick in range(5):
-        now_s = 1.0 + 4.0 * tick
-        for n, cpe in enumerate(cpes):
-            c = cpe.cpe_id
-            for access, mbps in (("nr", 300.0), ("wifi", 500.0), ("lifi", 150.0)):
-                mbps += 10 * n + 0.7 * tick
-                estimate = CapacityEstimate(c, access, dl, mbps, 5.0, "b", now_s)
-                estimator.table[(c, access)] = estimate
-                source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0)])
+        now_s = tell(estimator, source, cpes, tick, lambda n, a, t: BASE_MBPS[a] + 10 * n + 0.7 * t)
         if tick == 1:
             store.save_override(Override("cpe-0", dl, excluded=frozenset({"lifi"}), revision=1))
         if tick == 2:
@@ -705,18 +729,10 @@ def a_push_under_way(planned: list[bool] | None = None) -> Outcomes:
     lands). ``planned``: as ``run``'s."""
     sink = HeldUp("cpe-1")
     cpes, (loop, estimator, source, _) = four_cpes(True, planned, sink, wait_s=0.05)
-    dl = Direction.DOWNLINK
     out: Outcomes = []
     try:
         for tick in range(3):
-            now_s = 1.0 + 4.0 * tick
-            for n, cpe in enumerate(cpes):
-                c = cpe.cpe_id
-                nr = 300.0 + 10 * n if tick == 0 else 900.0 + 10 * n + tick
-                for access, mbps in (("nr", nr), ("wifi", 500.0), ("lifi", 150.0)):
-                    estimate = CapacityEstimate(c, access, dl, mbps, 5.0, "b", now_s)
-                    estimator.table[(c, access)] = estimate
-                    source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0)])
+            now_s = tell(estimator, source, cpes, tick, far_nr_after_the_first)
             out.append(sorted(_seen(o) for o in loop.step(now_s)))
     finally:
         sink.go.set()
@@ -756,13 +772,7 @@ def weights_over_an_access_gone(planned: list[bool] | None = None) -> Outcomes:
     store.save_weights(WeightSet("cpe-1", dl, old, SteeringMode.LOAD_BALANCING, 3))
     out: Outcomes = []
     for tick in range(4):
-        now_s = 1.0 + 4.0 * tick
-        for n, cpe in enumerate(cpes):
-            c = cpe.cpe_id
-            for access, mbps in (("nr", 300.0), ("wifi", 500.0), ("lifi", 150.0)):
-                estimate = CapacityEstimate(c, access, dl, mbps + n + tick, 5.0, "b", now_s)
-                estimator.table[(c, access)] = estimate
-                source.keep([KpiSample(c, access, dl, now_s, 1.0, throughput_mbps=10.0)])
+        now_s = tell(estimator, source, cpes, tick, lambda n, a, t: BASE_MBPS[a] + n + t)
         out.append([_seen(o) for o in loop.step(now_s)])
     return out
 
