@@ -28,7 +28,7 @@
 #define MAX_PATHS 8
 #define MAX_DRAWS 4096
 #define MAX_WEIGHT_LIMIT 65535
-#define OPTIMAL_SCRATCH(paths, max_weight) (((size_t)(paths) * 3 + 3) * (size_t)(max_weight))
+#define OPTIMAL_SCRATCH(paths, max_weight) (((size_t)(paths) * 4 + 3) * (size_t)(max_weight))
 
 /* The loops below are plain array operations the compiler vectorises. Where it can, each
  * function carrying WIDE_VECTORS is compiled for AVX-512, AVX2 and the x86-64 baseline, and the
@@ -73,16 +73,22 @@ static inline double capped_floor(double x, int max_weight) {
 
 /* ------------------------------------------------------------------- optimal_weights_batch */
 
-/* Candidates that cannot be tied with the best one are not worked out. A candidate at round
- * rate r = c_j / k carries at most sum_i min(max_weight * r, c_i) (each path's weight is at
- * most max_weight and at most c_i / r, and the round rate is at most r, path j's own), and
- * that bound only falls as k grows. Once it is below the best aggregate found so far times
- * TIE, neither this candidate nor any later one of path j can be tied with the best at the
- * end: they are neither worked out nor scanned, and the weights chosen are the same. The margin
- * covers every rounding between the bound and the aggregate as the loops compute it (the
- * floor guard's 1e-12 and a few ulps). The largest path goes first: its candidates set the
- * best that the others' are held against. */
-static const double BOUND_MARGIN = 1 + 1e-10;
+/* Path j's candidate k (0-based: weight k + 1 for path j) is the round rate c_j / (k + 1) and
+ * every path's largest weight at that rate. Working one out exactly takes two divisions a
+ * path, and a row has paths * max_weight candidates, of which only those tied with the best
+ * count. So each is first bounded without a division, and only those whose bound reaches the
+ * best (within TIE) are worked out: a handful a row, where the full scan worked out hundreds.
+ *
+ * The bound. A candidate's round rate is at most path j's own, r = c_j / (k + 1), so its
+ * aggregate (its weight sum times its round rate) is at most its weight sum times r; and path
+ * i's weight floor(c_i / r), at most floor(c_i / c_j * (k + 1)) taken a little high. Each of
+ * the bound's few roundings is far inside the margins BOUND_UP and SHARE_UP (relative, 1e-12
+ * and 1e-9 against some 1e-15 of rounding; no quotient here is subnormal: c_j is at least
+ * OWN_WEIGHT_KNOWN_FROM, and a share small enough to round badly gives weight 0 either way),
+ * and an overflow gives infinity, a bound still. A row whose bounds are all in reach of the
+ * best (ties everywhere) is worked out whole, as before; it costs no more than it did. */
+static const double BOUND_UP = 1 + 1e-12;
+static const double SHARE_UP = 1 + 1e-9;
 
 /* Path j's rate at weight k + 1: c_j / (k + 1), a rate of 0 taken as infinite. */
 static inline double rate_at(double cj, int k) {
@@ -90,30 +96,15 @@ static inline double rate_at(double cj, int k) {
     return rate > 0 ? rate : INFINITY;
 }
 
-/* The first k (0-based: weight k + 1 for path j) whose candidates need not be worked out:
- * sum_i min(max_weight * rate_at(c_j, k), c_i) * BOUND_MARGIN < threshold, found by bisection
- * (the sum never rises with k, as the rate never does). */
-static int candidates_worth_it(const double *c, int paths, int max_weight, double cj,
-                               double threshold) {
-    int low = 0, high = max_weight; /* the answer lies in [low, high] */
-    while (low < high) {
-        const int k = low + (high - low) / 2;
-        const double share_cap = (double)max_weight * rate_at(cj, k);
-        double reach = 0;
-        for (int i = 0; i < paths; i++) reach += c[i] < share_cap ? c[i] : share_cap;
-        if (reach * BOUND_MARGIN < threshold)
-            high = k;
-        else
-            low = k + 1;
-    }
-    return low;
-}
-
 /* ``optimal_row``'s scratch made ready, once for all the rows it serves: the weights 1 to
- * max_weight, a path's own at each of its candidate rates (read, never written again). */
+ * max_weight and their inverses (read, never written again). */
 static void optimal_scratch_ready(double *scratch, int paths, int max_weight) {
-    double *counting = scratch + ((size_t)paths * 3 + 2) * (size_t)max_weight;
-    for (int k = 0; k < max_weight; k++) counting[k] = (double)(k + 1);
+    double *counting = scratch + (size_t)paths * 4 * (size_t)max_weight + (size_t)max_weight;
+    double *inverse = counting + max_weight;
+    for (int k = 0; k < max_weight; k++) {
+        counting[k] = (double)(k + 1);
+        inverse[k] = 1.0 / (double)(k + 1);
+    }
 }
 
 /* Four doubles at once (GCC's and Clang's vector extension): a comparison gives a lane mask. */
@@ -138,161 +129,156 @@ static inline double largest_of(const double *values, int count, double start) {
     return largest;
 }
 
-/* The first candidate k < count (in order) with the least ``totals[k]`` of those whose
- * aggregate is at least ``tied_from``; -1 where none is. Four lanes at a time, each keeping
- * its least sum and the first k that had it (its ks rise, so a strict comparison keeps the
- * first); then the least of the lanes, the lowest k among equal sums. A scalar scan took a
- * compare and a branch per candidate, a tenth of the optimum's time. */
-static inline int first_least_tied(const double *aggregates, const double *totals, int count,
-                                   double tied_from) {
-    const four_doubles none = {INFINITY, INFINITY, INFINITY, INFINITY};
-    const four_doubles from = {tied_from, tied_from, tied_from, tied_from};
-    const four_doubles step = {4, 4, 4, 4};
-    four_doubles lanes = none, lanes_at = {-1, -1, -1, -1}, at = {0, 1, 2, 3};
-    int k = 0;
-    for (; k + 4 <= count; k += 4, at += step) {
-        four_doubles aggregate, total;
-        memcpy(&aggregate, aggregates + k, sizeof aggregate);
-        memcpy(&total, totals + k, sizeof total);
-        const four_masks smaller = (aggregate >= from) & (total < lanes);
-        lanes = (four_doubles)(((four_masks)total & smaller) | ((four_masks)lanes & ~smaller));
-        lanes_at = (four_doubles)(((four_masks)at & smaller) | ((four_masks)lanes_at & ~smaller));
+/* Path j's candidate k worked out exactly: its weight sum into *total and its aggregate into
+ * *aggregate, with numpy's operations in numpy's order (optimal.py). ``own_known``: path j's
+ * own weight is k + 1 and its capacity per segment the rate itself: c_j / (c_j / m) rounds to
+ * within 2^-52 of m, and the floor guard lifts it above m and below m + 1 (m up to 65535), so
+ * the division numpy does gives m exactly, and c_j / m is the rate's own division. A capacity
+ * too small for c_j / m to be a normal number is divided out as numpy does. */
+static inline void exact_candidate(const double *c, int paths, int j, int k, int max_weight,
+                                   int own_known, double *total, double *aggregate) {
+    const double by = rate_at(c[j], k);
+    const double cap = (double)max_weight;
+    double sum = 0, ratio = 0;
+    for (int i = 0; i < paths; i++) {
+        double weight, per_segment;
+        if (i == j && own_known) {
+            weight = (double)(k + 1);
+            per_segment = by;
+        } else {
+            /* min(max_weight, floor(x)) for x >= 0: truncation is floor there; x past
+             * max_weight (infinity too) is max_weight either way. */
+            const double x = trunc((c[i] / by) * FLOOR_GUARD);
+            weight = x < cap ? x : cap;
+            per_segment = c[i] / weight; /* inf or NaN unweighted: least_of passes over */
+        }
+        sum = i == 0 ? weight : sum + weight;
+        ratio = i == 0 ? per_segment : least_of(ratio, per_segment);
     }
-    double least = INFINITY;
-    int first = -1;
-    for (int lane = 0; lane < 4; lane++) {
-        if (lanes_at[lane] < 0) continue;
-        const int lane_k = (int)lanes_at[lane];
-        if (lanes[lane] < least || (lanes[lane] == least && lane_k < first)) {
-            least = lanes[lane];
-            first = lane_k;
+    *total = sum;
+    *aggregate = sum * (ratio < INFINITY ? ratio : 0.0);
+}
+
+/* Each of path j's candidates' bound (see above) into ``bound[max_weight]``; ``weights`` is
+ * max_weight doubles of scratch. Plain array loops over k the compiler vectorises: a
+ * multiplication, a truncation and a select a path and candidate, where working a candidate
+ * out divides twice a path. */
+WIDE_VECTORS
+static void bound_candidates(const double *c, int paths, int j, int max_weight,
+                             const double *counting, const double *inverse, double *weights,
+                             double *bound) {
+    const double cap = (double)max_weight;
+    double *restrict sum = weights;
+    for (int k = 0; k < max_weight; k++) sum[k] = counting[k]; /* its own, k + 1 */
+    for (int i = 0; i < paths; i++) {
+        if (i == j) continue;
+        const double share = (c[i] / c[j]) * SHARE_UP;
+        for (int k = 0; k < max_weight; k++) {
+            const double x = trunc(share * counting[k]);
+            sum[k] = sum[k] + (x < cap ? x : cap);
         }
     }
-    for (; k < count; k++) {
-        if (aggregates[k] >= tied_from && totals[k] < least) {
-            least = totals[k];
-            first = k;
-        }
-    }
-    return first;
+    const double rate_up = c[j] * BOUND_UP;
+    for (int k = 0; k < max_weight; k++) bound[k] = (sum[k] * rate_up) * inverse[k];
+}
+
+/* Whether any of ``values[k .. k + 3]`` is at least ``from``: one vector comparison, so that
+ * a scan for the few candidates in reach skips four at a time. */
+static inline int any_of_four_from(const double *values, double from) {
+    four_doubles v;
+    memcpy(&v, values, sizeof v);
+    const four_doubles at = {from, from, from, from};
+    const four_masks reached = v >= at;
+    return (reached[0] | reached[1] | reached[2] | reached[3]) != 0;
 }
 
 /* The exact optimum of one row of capacities into weights[paths]; scratch holds
- * OPTIMAL_SCRATCH doubles, made ready by ``optimal_scratch_ready``. Written as loops over the
- * candidate rates of one path (k = 1..max_weight), each a plain array operation the compiler
- * vectorises: a candidate's weights, then its weight sum, round rate and aggregate. */
+ * OPTIMAL_SCRATCH doubles, made ready by ``optimal_scratch_ready``. The weights chosen are
+ * those the full scan chooses (optimal.py): the best aggregate, and of the candidates within
+ * TIE of it the least weight sum, the first in path then k order. */
 WIDE_VECTORS
 static void optimal_row(const double *c, int paths, int max_weight, double *scratch,
                         int64_t *weights) {
-    double *aggregates = scratch;                      /* paths * max_weight, j-major */
-    double *totals = aggregates + (size_t)paths * max_weight;
-    double *divisor = totals + (size_t)paths * max_weight; /* max_weight */
-    double *ratio = divisor + max_weight;                  /* max_weight */
-    double *w = ratio + max_weight;                        /* paths * max_weight */
-    const double *counting = w + (size_t)paths * max_weight; /* 1..max_weight */
-    const double cap = (double)max_weight;
+    const size_t span = (size_t)max_weight;
+    /* The candidates worked out, in path then k order: each one's place (j * max_weight + k),
+     * weight sum and aggregate. */
+    double *worked_at = scratch;                           /* up to paths * max_weight */
+    double *worked_total = worked_at + (size_t)paths * span;
+    double *worked_aggregate = worked_total + (size_t)paths * span;
+    double *bounds = worked_aggregate + (size_t)paths * span; /* paths * max_weight */
+    double *sums = bounds + (size_t)paths * span;              /* max_weight */
+    const double *counting = sums + span;                      /* 1..max_weight */
+    const double *inverse = counting + span;                   /* 1 / (1..max_weight) */
+    /* A path without capacity has every candidate's weights 0 and aggregate 0: the best is at
+     * least 0, and none of its candidates can be tied with a best above 0 (nor matter with a
+     * best of 0: no weights then). */
     double best = -INFINITY;
-    int largest = 0;
-    int worked_out[MAX_PATHS]; /* per path j: its candidates k < worked_out[j] were */
-    double best_of[MAX_PATHS]; /* per path j: its candidates' largest aggregate */
-    for (int i = 1; i < paths; i++)
-        if (c[i] > c[largest]) largest = i;
-    for (int turn = 0; turn < paths; turn++) {
-        const int j = turn == 0 ? largest : (turn - 1 < largest ? turn - 1 : turn);
-        double *total = totals + (size_t)j * max_weight;
-        double *aggregate = aggregates + (size_t)j * max_weight;
-        if (c[j] == 0) {
-            /* A rate of 0 is taken as infinite: every weight 0, every aggregate 0. */
-            for (int k = 0; k < max_weight; k++) {
-                total[k] = 0.0;
-                aggregate[k] = 0.0;
-            }
-            if (best < 0.0) best = 0.0;
-            worked_out[j] = max_weight;
-            best_of[j] = 0.0;
-            continue;
-        }
-        const double cj = c[j]; /* (read once: the stores below might alias c, as far as the
-                                 * compiler knows, and kept it from vectorising the loop) */
-        /* Path j's own weight at rate c[j] / m is m, and its capacity per segment that rate:
-         * c[j] / (c[j] / m) rounds to within 2^-52 of m, and the guard lifts it above m and
-         * below m + 1 (m up to 65535), so the division numpy does gives m exactly; c[j] / m
-         * is the rate's own division. A capacity too small for c[j] / m to be a normal
-         * number (or 0) is divided out as numpy does. A third of a candidate's divisions. */
-        const int own_known = c[j] >= OWN_WEIGHT_KNOWN_FROM;
-        const int limit = best > 0 && own_known
-                              ? candidates_worth_it(c, paths, max_weight, cj, best * TIE)
-                              : max_weight;
-        worked_out[j] = limit;
-        for (int k = 0; k < limit; k++) divisor[k] = rate_at(cj, k);
-        const double *restrict by = divisor;
-        for (int i = 0; i < paths; i++) {
-            double *restrict wi = w + (size_t)i * max_weight;
-            if (i == j && own_known) continue; /* its weights are ``counting`` */
-            const double ci = c[i];
-            for (int k = 0; k < limit; k++) {
-                /* min(max_weight, floor(x)) for x >= 0: truncation is floor there; x past
-                 * max_weight (infinity too) is max_weight either way. trunc() and a select
-                 * rather than a cast, which the compiler cannot vectorise (a cast of a value
-                 * past INT32_MAX is undefined). */
-                const double x = trunc((ci / by[k]) * FLOOR_GUARD);
-                wi[k] = x < cap ? x : cap;
-            }
-        }
-        if (j == 0 && own_known) {
-            for (int k = 0; k < limit; k++) {
-                total[k] = counting[k];
-                ratio[k] = by[k];
-            }
-        } else {
-            for (int k = 0; k < limit; k++) {
-                total[k] = w[k];
-                ratio[k] = c[0] / w[k];
-            }
-        }
-        for (int i = 1; i < paths; i++) {
-            const double *wi = w + (size_t)i * max_weight;
-            const double ci = c[i];
-            if (i == j && own_known) {
-                for (int k = 0; k < limit; k++) {
-                    total[k] = total[k] + counting[k];
-                    ratio[k] = least_of(ratio[k], by[k]);
-                }
-                continue;
-            }
-            for (int k = 0; k < limit; k++) {
-                total[k] = total[k] + wi[k];
-                ratio[k] = least_of(ratio[k], ci / wi[k]);
-            }
-        }
-        for (int k = 0; k < limit; k++)
-            aggregate[k] = total[k] * (ratio[k] < INFINITY ? ratio[k] : 0.0);
-        best_of[j] = largest_of(aggregate, limit, -INFINITY); /* (no aggregate is NaN) */
-        if (best_of[j] > best) best = best_of[j];
-    }
-    /* In index order (path j, then k), as numpy's argmin over the ties sees them: the first
-     * of the least weight sum among the tied. The candidates left out cannot be tied, nor can
-     * any of a path whose largest aggregate is below the tie (a fleet's usual: all but one
-     * path's), and a tie is rare among the rest: a branch, seldom taken, rather than a select
-     * per candidate. */
-    int chosen = 0;
-    double least = INFINITY;
-    const double tied_from = best * TIE;
+    double top = -INFINITY; /* the largest bound, and whose */
+    int top_j = -1, top_k = 0;
     for (int j = 0; j < paths; j++) {
-        if (!(best_of[j] >= tied_from)) continue;
-        const double *aggregate = aggregates + (size_t)j * max_weight;
-        const double *total = totals + (size_t)j * max_weight;
-        /* The path's first candidate of least tied weight sum: it replaces an earlier
-         * path's only with a smaller sum (with an equal one, the earlier came first). */
-        const int k = first_least_tied(aggregate, total, worked_out[j], tied_from);
-        if (k >= 0 && total[k] < least) {
-            least = total[k];
-            chosen = j * max_weight + k;
+        if (c[j] == 0) {
+            best = 0.0 > best ? 0.0 : best;
+        } else if (c[j] >= OWN_WEIGHT_KNOWN_FROM) {
+            double *bound = bounds + (size_t)j * span;
+            bound_candidates(c, paths, j, max_weight, counting, inverse, sums, bound);
+            const double largest = largest_of(bound, max_weight, -INFINITY);
+            if (top_j < 0 || largest > top) {
+                top = largest;
+                top_j = j;
+                for (top_k = 0; top_k + 1 < max_weight && bound[top_k] != largest; top_k++) {
+                }
+            }
+        }
+    }
+    /* The candidate of the largest bound, worked out: the best is at least its aggregate, so
+     * a candidate whose bound is below that (within TIE) can neither be the best nor be tied
+     * with it, and is not worked out. */
+    if (top_j >= 0) {
+        double total, aggregate;
+        exact_candidate(c, paths, top_j, top_k, max_weight, 1, &total, &aggregate);
+        best = aggregate > best ? aggregate : best;
+    }
+    const double reach_from = best * TIE;
+    int worked = 0;
+    for (int j = 0; j < paths; j++) {
+        if (c[j] == 0) continue;
+        const int own_known = c[j] >= OWN_WEIGHT_KNOWN_FROM;
+        const double *bound = bounds + (size_t)j * span;
+        int k = 0;
+        for (;;) {
+            /* (a capacity so small its rates are not normal numbers has no bounds: every one
+             * of its candidates is worked out) */
+            if (own_known) {
+                while (k + 4 <= max_weight && !any_of_four_from(bound + k, reach_from)) k += 4;
+                while (k < max_weight && !(bound[k] >= reach_from)) k++;
+            }
+            if (k >= max_weight) break;
+            double total, aggregate;
+            exact_candidate(c, paths, j, k, max_weight, own_known, &total, &aggregate);
+            if (aggregate >= reach_from) {
+                worked_at[worked] = (double)(j * max_weight + k);
+                worked_total[worked] = total;
+                worked_aggregate[worked] = aggregate;
+                worked++;
+                best = aggregate > best ? aggregate : best;
+            }
+            k++;
         }
     }
     if (!(best > 0)) {
         for (int i = 0; i < paths; i++) weights[i] = 0;
         return;
+    }
+    /* In path then k order, as numpy's argmin over the ties sees them: the first of the least
+     * weight sum among the tied. */
+    int chosen = 0;
+    double least = INFINITY;
+    const double tied_from = best * TIE;
+    for (int w = 0; w < worked; w++) {
+        if (worked_aggregate[w] >= tied_from && worked_total[w] < least) {
+            least = worked_total[w];
+            chosen = (int)worked_at[w];
+        }
     }
     const int j = chosen / max_weight, k = chosen % max_weight + 1;
     const double rate = c[j] / (double)k;
