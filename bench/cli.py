@@ -1100,6 +1100,8 @@ def bench_policy(
             str(r.decisions),
             f"{r.seconds:.3f}",
             f"{r.per_second:,.0f}",
-            f"{r.microseconds_each:,.0f}",
+            f"{r.microseconds_each:,.2f}"
+            if r.microseconds_each < 10
+            else f"{r.microseconds_each:,.0f}",
         )
     out.print(table)

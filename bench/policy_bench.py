@@ -1,4 +1,6 @@
-"""``atsss bench policy``: how many weight decisions per second one core makes."""
+"""``atsss bench policy``: how many weight decisions per second one core makes, one CPE at a
+time through the policy (its Python included), and a fleet at once through the batched
+searches a step uses (the C core where it is built)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.domain import CapacityEstimate, Direction
-from xapp.policy.optimal import optimal_weights
-from xapp.policy.weight_policy import PathView, PolicyInput, make_policy
+from xapp.policy.optimal import optimal_weights, optimal_weights_batch
+from xapp.policy.robust import robust_weights_many
+from xapp.policy.weight_policy import PathView, PolicyConfig, PolicyInput, make_policy
 
 ACCESSES = ("nr", "wifi", "lifi")
 MEANS_MBPS = (342.0, 1190.0, 12.1)
@@ -73,4 +76,16 @@ def run_policy_bench(
         results.append(
             PolicyBenchResult(f"policy {name} (full proposal)", cpes, time.perf_counter() - started)
         )
+    # The searches alone, as a step's rows call them: every CPE's beliefs in one call.
+    config = PolicyConfig()
+    started = time.perf_counter()
+    optimal_weights_batch(capacities, config.max_weight)
+    results.append(
+        PolicyBenchResult("exact optimum, the fleet at once", cpes, time.perf_counter() - started)
+    )
+    started = time.perf_counter()
+    robust_weights_many(capacities, noise_ratio * capacities, config.max_weight, config.quantile)
+    results.append(
+        PolicyBenchResult("robust weights, the fleet at once", cpes, time.perf_counter() - started)
+    )
     return results
