@@ -32,6 +32,7 @@ from core.domain import (
     SteeringRule,
     WeightSet,
 )
+from core.rowwise import row_any
 from core.sequence import is_after, next_after
 from core.slots import Places, Slots, grown
 from xapp.estimators.columns import as_step
@@ -1121,7 +1122,7 @@ class ControlLoop:
         if not spare.any():
             return None
         usable = self._policy.usable_rows(questions)
-        spare &= ~(~usable & (questions.current > 0)).any(axis=1)  # a weighted path lost
+        spare &= ~row_any(~usable & (questions.current > 0))  # a weighted path lost
         spare &= self._paths_back(rows, usable) == 0  # a path back (usable again)
         if not spare.any():
             return None
@@ -1173,7 +1174,7 @@ class ControlLoop:
             accesses, current, proposed = group.accesses, questions.current, answers.weights
             # What the arrays tell at once (Hysteresis.decide): the rows held unless one of
             # the changes that cannot wait read below (a weighted path lost is one of them).
-            weighted_lost = np.asarray((~answers.usable & (current > 0)).any(axis=1), dtype=bool)
+            weighted_lost = row_any(~answers.usable & (current > 0))
             judged = hysteresis.held_many(
                 current, proposed, answers.predicted[:, 0], answers.predicted[:, 1], weighted_lost
             )
@@ -1183,7 +1184,7 @@ class ControlLoop:
             # back at sub-second periods (a quarter of a 1,000-CPE step's decisions at 100 ms),
             # read here from the CPE's budget rather than through a proposal each.
             limited = hysteresis.max_pushes_per_s is not None
-            for_gain = judged.for_gain & asked & answers.usable.any(axis=1) & limited
+            for_gain = judged.for_gain & asked & row_any(answers.usable) & limited
             members, rise, same = group.members, judged.gain.tolist(), judged.unchanged.tolist()
             spared = answers.spared if answers.spared is not None else np.zeros(len(members), bool)
             candidates, now_s = group.candidates, group.now_s

@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import CapacityEstimate, Direction, KpiSample
+from core.rowwise import row_any
 from core.slots import Places, Slots, distinct, grown, places_of
 from xapp.estimators.columns import paths_of, places_of_paths
 from xapp.estimators.fusion_many import DOWN, NONE, SourceTable, fuse_many
@@ -223,7 +224,7 @@ class FusedEstimator:
         at_s = np.where(usable, measured[:, :, MEASURED_AT], -np.inf)
         newest = np.argmax(at_s, axis=1)
         rows = np.arange(len(paths))
-        known = usable.any(axis=1)
+        known = row_any(usable)
         truth_mbps = np.where(known, measured[rows, newest, CAPACITY], np.nan)
         truth_at_s = np.where(known, at_s[rows, newest], np.nan)
         with np.errstate(invalid="ignore"):

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from core.rowwise import row_any, row_max, row_min
+
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
@@ -83,7 +85,7 @@ def fuse_many(
     paths = table.present.shape[0]
     age = np.maximum(0.0, now_s - table.measured_at)
     found = table.present & (age <= max_age_s)
-    any_found = found.any(axis=1)
+    any_found = row_any(found)
     rows = np.arange(paths)
 
     # The newest word on the path: the first source with the latest measurement.
@@ -98,13 +100,13 @@ def fuse_many(
         & (table.capacity > 0)
         & (table.measured_at >= table.silent_since[:, None])
     )
-    silent = ~np.isnan(table.silent_since) & ~shows_usable.any(axis=1)
+    silent = ~np.isnan(table.silent_since) & ~row_any(shows_usable)
     down = any_found & (~newest_available | silent)
 
     usable = found & table.available
     exact = usable & ~table.lower_bound
     bounds = usable & table.lower_bound
-    bound_only = any_found & ~down & ~exact.any(axis=1)
+    bound_only = any_found & ~down & ~row_any(exact)
 
     track = np.where(table.recorded, np.sqrt(table.square), 0.0)
     # Only lower bounds: the largest (the first of equals), its σ from its stated σ, its track
@@ -118,7 +120,7 @@ def fuse_many(
 
     # Exact sources: of the measurements only the newest speaks.
     measured = exact & table.measuring[None, :]
-    newest_measured = np.where(measured, table.measured_at, -np.inf).max(axis=1)
+    newest_measured = row_max(np.where(measured, table.measured_at, -np.inf))
     exact &= ~table.measuring[None, :] | (table.measured_at >= newest_measured[:, None])
     # Each corrected for its bias where it has shown one (a source that is not a measurement).
     corrects = (
@@ -135,16 +137,16 @@ def fuse_many(
     drift = drift_ratio_per_s * capacity * age
     records = np.maximum(_quadrature(np.maximum(stddev, track), drift), min_stddev)
     sigmas = np.maximum(_quadrature(np.maximum(stddev, 0.0), drift), min_stddev)
-    most_reliable = np.where(exact, records, np.inf).min(axis=1)
+    most_reliable = row_min(np.where(exact, records, np.inf))
     kept = exact & (records <= sharpness_ratio * most_reliable[:, None])
     with np.errstate(divide="ignore", invalid="ignore"):
         weights = np.where(kept, 1.0 / (records * records), 0.0)
         total = weights.sum(axis=1)
         mean = (weights * np.where(kept, capacity, 0.0)).sum(axis=1) / total
-    floor = np.where(bounds, table.capacity, -np.inf).max(axis=1)
-    floor = np.where(bounds.any(axis=1), floor, 0.0)
+    floor = row_max(np.where(bounds, table.capacity, -np.inf))
+    floor = np.where(row_any(bounds), floor, 0.0)
     value = np.where(floor > mean, floor, mean)
-    stated = np.where(kept, sigmas, np.inf).min(axis=1)
+    stated = row_min(np.where(kept, sigmas, np.inf))
     # Fusion's own record, once it has one, where it forecasts better than the sources state.
     own_drift = drift_ratio_per_s * mean * age[rows, newest]
     shown = np.maximum(_quadrature(np.sqrt(table.own_square), own_drift), min_stddev)
@@ -152,8 +154,8 @@ def fuse_many(
     # Bounded below by what the path carried just now.
     floored = floor > 0
     sigma = np.where(floored, np.minimum(sigma, np.maximum(value - floor, min_stddev)), sigma)
-    newest_exact = np.where(kept, table.measured_at, -np.inf).max(axis=1)
-    newest_bound = np.where(bounds, table.measured_at, -np.inf).max(axis=1)
+    newest_exact = row_max(np.where(kept, table.measured_at, -np.inf))
+    newest_bound = row_max(np.where(bounds, table.measured_at, -np.inf))
     with np.errstate(invalid="ignore"):
         is_caught_up = (
             floored

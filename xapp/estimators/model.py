@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
+from core.rowwise import row_all, row_any
 from core.slots import Places, Slots, grown
 from models.features import SATURATED, THROUGHPUT, feature_names, features_from_blocks
 from models.runtime import ModelError, OnnxCapacityModel, Prediction
@@ -413,9 +414,9 @@ class _Histories:
         recent = blocks[:, -SATURATED_PERIODS:, self._saturated]
         in_history = np.arange(SATURATED_PERIODS)[None, :] >= (SATURATED_PERIODS - count)[:, None]
         known = in_history & ~np.isnan(recent)
-        at_limit = np.where(known, recent == 1.0, True).all(axis=1)
+        at_limit = row_all(np.where(known, recent == 1.0, True))
         carried = blocks[:, -1, self._throughput] > 0
-        return _Recent(blocks, count, carried & known.any(axis=1) & at_limit, self._newest[slots])
+        return _Recent(blocks, count, carried & row_any(known) & at_limit, self._newest[slots])
 
 
 def _cqi(measurements: Mapping[str, float]) -> float:

@@ -50,6 +50,7 @@ from core.domain import (
     ProbeRecord,
     ProbeRequest,
 )
+from core.rowwise import row_any
 from core.slots import Places, Slots, distinct, places_of
 from xapp.estimators.columns import SampleRings, field_of, paths_of, places_of_paths
 from xapp.estimators.outage import SilenceTracker, WeightLookup
@@ -465,9 +466,9 @@ class ProbeEstimator:
         said = said_table(advisors, at, now_s)
         since = self._silence.silent_times(at)
         # NaN (not silent) compares False: seen back only from a silence
-        back = shows_usable_since(said, since).any(axis=1)
+        back = row_any(shows_usable_since(said, since))
         silent = ~np.isnan(since) & ~back
-        headroom: list[bool] = np.any(shows_usable_since(said, -math.inf), axis=1).tolist()
+        headroom: list[bool] = row_any(shows_usable_since(said, -math.inf)).tolist()
         # once known, always known: not asked again each period for each of a fleet's paths
         known = self._headroom_known
         known.update(compress(paths, headroom))

@@ -26,6 +26,7 @@ from core.domain import (
     normal_quantile,
 )
 from core.fluid import aggregate_mbps
+from core.rowwise import row_any, row_max
 from xapp.policy.baselines import proportional_weights, round_robin_weights
 from xapp.policy.robust import (
     reach_bound,
@@ -150,7 +151,7 @@ class RowAnswers:
 
     @property
     def answered(self) -> npt.NDArray[np.bool_]:
-        return np.asarray(self.usable.any(axis=1), dtype=bool)
+        return row_any(self.usable)
 
 
 class RowProposals:
@@ -387,11 +388,11 @@ class WeightPolicy:
         # selection is every usable path, less the negligible ones (_drop_negligible).
         z = normal_quantile(config.quantile)
         conservative = np.where(stddev == 0.0, capacity, np.maximum(0.0, capacity + z * stddev))
-        largest = np.max(np.where(usable, conservative, 0.0), axis=1, initial=0.0)
+        largest = row_max(np.where(usable, conservative, 0.0), initial=0.0)
         floor = largest * config.min_share_of_largest
         selected = usable & (conservative > 0) & (conservative >= floor[:, None])
         # None kept: the first usable path alone.
-        empty = ~selected.any(axis=1) & usable.any(axis=1)
+        empty = ~row_any(selected) & row_any(usable)
         selected[empty, np.argmax(usable[empty], axis=1)] = True
         # Predictions over the accesses in sorted order (the draws follow the path's place).
         order = sorted(range(paths), key=lambda i: accesses[i])
@@ -400,7 +401,7 @@ class WeightPolicy:
         if needed is not None:
             spared = np.zeros(rows, dtype=bool)
             within = np.full(rows, math.nan)
-            asked = np.flatnonzero(~np.isnan(needed) & has_current & usable.any(axis=1))
+            asked = np.flatnonzero(~np.isnan(needed) & has_current & row_any(usable))
             if len(asked):
                 take = asked[:, None]
                 carried = scores_many(
@@ -445,7 +446,7 @@ class WeightPolicy:
             weights[take, columns] = chosen
         # The proposal and the weights in force in one row, as _predict_all does; the weights
         # in force of a row asked to be spared were predicted already (the same number).
-        planned = np.flatnonzero(usable.any(axis=1) & (True if spared is None else ~spared))
+        planned = np.flatnonzero(row_any(usable) & (True if spared is None else ~spared))
         predicted = np.zeros((rows, 2))
         known = np.zeros(rows, dtype=bool)
         if len(asked):
