@@ -973,12 +973,13 @@ class ControlLoop:
                     deciding.append(d)
                 taken = set(exploring)
                 rowed = [i for i in rowed if i not in taken]
-        # by accesses, in the step's order (a fleet's usual: one group, every CPE alike)
+        # by accesses, in the step's order (a fleet's usual: one group, every CPE alike; each
+        # CPE has a tuple of its own, so they are compared by value, in C)
         groups: dict[tuple[str, ...], list[int]] = {}
         cpes = candidates.cpes
         first = cpes[rowed[0]].access_names if rowed else ()
         accesses_of = list(map(_ACCESS_NAMES, _picked(cpes, rowed)))
-        if all(map(is_, accesses_of, itertools.repeat(first))):
+        if accesses_of.count(first) == len(accesses_of):
             groups = {first: rowed} if rowed else {}
         else:
             for i, accesses in zip(rowed, accesses_of, strict=True):
