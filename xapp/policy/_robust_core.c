@@ -86,7 +86,8 @@ static inline double capped_floor(double x, int max_weight) {
  * and 1e-9 against some 1e-15 of rounding; no quotient here is subnormal: c_j is at least
  * OWN_WEIGHT_KNOWN_FROM, and a share small enough to round badly gives weight 0 either way),
  * and an overflow gives infinity, a bound still. A row whose bounds are all in reach of the
- * best (ties everywhere) is worked out whole, as before; it costs no more than it did. */
+ * best (ties everywhere) is worked out whole, one candidate at a time: dearer than the
+ * vectorised scan it replaces, and rare among the starts of real decisions. */
 static const double BOUND_UP = 1 + 1e-12;
 static const double SHARE_UP = 1 + 1e-9;
 
