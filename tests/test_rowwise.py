@@ -48,7 +48,7 @@ def test_each_rows_any_and_all_are_numpys(mask: np.ndarray) -> None:
 
 def test_a_row_without_columns_has_no_largest_unless_one_is_given() -> None:
     empty = np.zeros((3, 0))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="zero-size array"):
         row_max(empty)
     np.testing.assert_array_equal(row_max(empty, initial=0.0), [0.0, 0.0, 0.0])
     with pytest.raises(ValueError, match="rows × columns"):
