@@ -313,6 +313,16 @@ class _Rows:
         # per row, the paths usable now that its last decision did not find usable, as bits
         # over ``accesses`` (``ControlLoop._paths_back``; None: not worked out yet)
         self.back: npt.NDArray[np.int64] | None = None
+        self._lifted_or_changed: npt.NDArray[np.bool_] | None = None
+
+    def lifted_or_changed(self) -> npt.NDArray[np.bool_]:
+        """Per row, whether an override was lifted or the steering mode changed since the last
+        decision: neither may wait (read by ``_needed`` and ``_conclude_rows``, made once)."""
+        if self._lifted_or_changed is None:
+            lifted = np.array(self.candidates.override_lifted, dtype=bool)
+            changed = np.array(self.candidates.mode_changed, dtype=bool)
+            self._lifted_or_changed = (lifted | changed)[self.members]
+        return self._lifted_or_changed
 
 
 def _picked(values: Sequence[T], at: Sequence[int]) -> list[T]:
@@ -1116,10 +1126,7 @@ class ControlLoop:
         spare = ~np.isnan(needed)
         if not spare.any():
             return None
-        members, candidates = rows.members, rows.candidates
-        # an override lifted, a mode changed
-        spare &= ~np.array(candidates.override_lifted, dtype=bool)[members]
-        spare &= ~np.array(candidates.mode_changed, dtype=bool)[members]
+        spare &= ~rows.lifted_or_changed()  # an override lifted, a mode changed
         if not spare.any():
             return None
         usable = self._policy.usable_rows(questions)
@@ -1195,10 +1202,8 @@ class ControlLoop:
             # An override lifted or a mode changed, or a path back (usable again since the last
             # decision) that the proposal weights: a push that cannot wait.
             weighted = (proposed > 0).astype(np.int64) @ (np.int64(1) << np.arange(len(accesses)))
-            cannot_wait = (
-                np.array(candidates.override_lifted, dtype=bool)[members]
-                | np.array(candidates.mode_changed, dtype=bool)[members]
-                | ((self._paths_back(group, answers.usable) & weighted) != 0)
+            cannot_wait = group.lifted_or_changed() | (
+                (self._paths_back(group, answers.usable) & weighted) != 0
             )
             # The rows' kinds (``Hysteresis.decide`` and ``PushBudget.admit`` row by row): a
             # push for the gain alone that may wait is the budget's to let go; a change that
