@@ -24,7 +24,7 @@ SYSTEM_PACKAGES=(redis-server iperf3 iproute2 mptcpize chromium)
 
 # A C compiler for the C cores (the fast E2 reader's kpm/_fast_message.c, the policy's
 # xapp/policy/_robust_core.c, the samples' xapp/_samples.c, the silence tracker's
-# xapp/estimators/_silence.c): the tests compare each with
+# xapp/estimators/_silence.c, fusion's xapp/estimators/_fusion_core.c): the tests compare each with
 # its pure-Python twin. The demo does without (the twin reads, about twice as slowly) unless a
 # compiler is there anyway.
 BUILD_PACKAGES=(gcc libc6-dev)
@@ -76,7 +76,7 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 # Installed again when the dependencies or a C core change (the cores are built at install).
-stamp=.venv/.installed-$(sha256sum pyproject.toml setup.py kpm/_fast_message.c xapp/policy/_robust_core.c xapp/_samples.c xapp/estimators/_silence.c | sha256sum | cut -c1-16)
+stamp=.venv/.installed-$(sha256sum pyproject.toml setup.py kpm/_fast_message.c xapp/policy/_robust_core.c xapp/_samples.c xapp/estimators/_silence.c xapp/estimators/_fusion_core.c | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its dependencies into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip

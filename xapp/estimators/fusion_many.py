@@ -8,6 +8,11 @@ table and turns the result back into estimates. The rules, and why each is there
 once, in fusion.py; this module only follows them, in the same order and with the same
 floating-point operations, so that both give the same estimates
 (tests/test_fusion_many.py compares them on generated fleets).
+
+The same again in C where ``pip install`` could build it (``_fusion_core.c``): one pass over
+the rows rather than some ninety array operations over the table, the same bits
+(tests/test_fusion_core.py). This numpy code is its twin: the reference it is held to, and what
+runs where it was not built or under ``ATSSS_PURE_PYTHON=1``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from core.compiled import compiled_core
 from core.rowwise import row_any, row_max, row_min
+
+_core = compiled_core("xapp.estimators._fusion_core")
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -80,9 +88,20 @@ def fuse_many(
     max_bias: float,
     caught_up: float,
     caught_up_after_s: float,
+    compiled: bool | None = None,
 ) -> FusedTable:
-    """`FusedEstimator._fuse` of every path (row) of ``table`` at ``now_s``."""
-    paths = table.present.shape[0]
+    """`FusedEstimator._fuse` of every path (row) of ``table`` at ``now_s``. ``compiled``: with
+    the C core (None: where it is built), else numpy."""
+    paths, sources = table.present.shape
+    if compiled and _core is None:
+        raise RuntimeError("fusion's core xapp.estimators._fusion_core was not built here")
+    if compiled is not False and _core is not None and 1 <= sources <= _core.MAX_SOURCES:
+        return _fused_in_c(
+            table,
+            now_s,
+            (max_age_s, drift_ratio_per_s, min_stddev, sharpness_ratio),
+            (bias_after, max_bias, caught_up, caught_up_after_s),
+        )
     age = np.maximum(0.0, now_s - table.measured_at)
     found = table.present & (age <= max_age_s)
     any_found = row_any(found)
@@ -174,3 +193,58 @@ def fuse_many(
         measured_at=newest_at,
         lower_bound=np.where(bound_only, True, is_caught_up),
     )
+
+
+def _fused_in_c(
+    table: SourceTable,
+    now_s: float,
+    first: tuple[float, float, float, float],
+    then: tuple[int, float, float, float],
+) -> FusedTable:
+    """``fuse_many`` by the C core: the table's arrays as it reads them (contiguous, a bool a
+    byte, counts as int64), the settings in ``fuse_many``'s order."""
+    paths, sources = table.present.shape
+    out = FusedTable(
+        kind=np.empty(paths, dtype=np.int8),
+        capacity=np.empty(paths),
+        stddev=np.empty(paths),
+        measured_at=np.empty(paths),
+        lower_bound=np.empty(paths, dtype=bool),
+    )
+
+    def flags(values: BoolArray) -> BoolArray:
+        return np.ascontiguousarray(values, dtype=bool)
+
+    def numbers(values: FloatArray) -> FloatArray:
+        return np.ascontiguousarray(values, dtype=np.float64)
+
+    def counts(values: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        return np.ascontiguousarray(values, dtype=np.int64)
+
+    _core.fuse(
+        flags(table.present),
+        numbers(table.capacity),
+        numbers(table.stddev),
+        numbers(table.measured_at),
+        flags(table.available),
+        flags(table.lower_bound),
+        flags(table.recorded),
+        counts(table.count),
+        numbers(table.bias),
+        numbers(table.square),
+        flags(table.measuring),
+        numbers(table.silent_since),
+        counts(table.own_count),
+        numbers(table.own_square),
+        out.kind,
+        out.capacity,
+        out.stddev,
+        out.measured_at,
+        out.lower_bound,
+        paths,
+        sources,
+        now_s,
+        *first,
+        *then,
+    )
+    return out
