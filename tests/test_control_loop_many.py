@@ -786,3 +786,34 @@ def test_weights_in_force_over_other_accesses_keep_a_part_from_its_plan() -> Non
     assert planned == [False, False, False, False]
     tried = [reason for step in as_planned for cpe, _, reason, _ in step if cpe == "cpe-1"]
     assert tried == ["push failed: refused"] * 4
+
+
+def weights_over_an_access_gone_later(planned: list[bool] | None = None) -> Outcomes:
+    """Four CPEs deciding step after step from their part's plan; before the third step,
+    cpe-1's weights in force are replaced by a set over an access it does not have (``x``).
+    ``planned``: as ``run``'s."""
+    cpes, (loop, estimator, source, store) = four_cpes(True, planned)
+    dl = Direction.DOWNLINK
+    out: Outcomes = []
+    for tick in range(4):
+        now_s = tell(estimator, source, cpes, tick, far_nr_after_the_first)
+        if tick == 2:
+            held = store.load_weights("cpe-1", dl)
+            assert held is not None
+            other = {"nr": 30, "wifi": 50, "lifi": 10, "x": 5}
+            store.save_weights(dataclasses.replace(held, weights=other, sequence=held.sequence + 1))
+        out.append(sorted(_seen(o) for o in loop.step(now_s)))
+    return out
+
+
+def test_a_weight_set_over_other_accesses_put_in_force_later_keeps_the_part_from_its_plan() -> None:
+    """The plan remembers the weight sets it found over their CPEs' accesses (a set is never
+    changed once made) and the rows they made: a new set in force is looked at again, so one
+    over an access the CPE does not have sends the part one by one that step, as at first."""
+    planned: list[bool] = []
+    as_planned = weights_over_an_access_gone_later()
+    assert as_planned == weights_over_an_access_gone_later(planned)
+    assert planned == [False, True, False, True]
+    moved = [reason for cpe, _, reason, _ in as_planned[2] if cpe == "cpe-1"]
+    assert len(moved) == 1
+    assert moved[0] != "unchanged", moved

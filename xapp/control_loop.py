@@ -229,12 +229,16 @@ class _Candidates:
         "keys",
         "mode_changed",
         "override_lifted",
+        "plan",
         "rules",
         "slots",
         "starts",
     )
 
     def __init__(self) -> None:
+        # the part's plan, where every CPE and direction of the part is a candidate, in its
+        # order (``_begin_as_planned``); None: read one by one
+        self.plan: _PartPlan | None = None
         self.slots: list[int] = []  # each one's place in the step's outcomes
         self.cpes: list[Cpe] = []
         self.directions: list[Direction] = []
@@ -359,9 +363,11 @@ class _PartPlan:
     __slots__ = (
         "access_sets",
         "asked",
+        "checked",
         "cpe_ids",
         "cpes",
         "ids",
+        "in_force",
         "keys",
         "paths",
         "places",
@@ -384,6 +390,14 @@ class _PartPlan:
         self.places = [place for one in asked for place in one.path_places]
         self.starts = list(itertools.accumulate((len(one.paths) for one in asked), initial=0))
         self.starts.pop()
+        # The weight sets in force found over their CPEs' accesses at the last step, and per
+        # accesses the sets last read as rows with those rows: a weight set is never changed
+        # once made, so the same object says the same (most of a fleet's stay from one step to
+        # the next: all but the few pushed, at sub-second periods).
+        self.checked: list[WeightSet | None] = []
+        self.in_force: dict[
+            tuple[str, ...], tuple[list[WeightSet | None], npt.NDArray[np.int64]]
+        ] = {}
 
     @classmethod
     def of(
@@ -402,6 +416,41 @@ class _PartPlan:
                     return None
                 questions.append(one)
         return cls(list(cpes), directions, questions)
+
+    def over_their_accesses(self, currents: list[WeightSet | None]) -> bool:
+        """Whether each row's weight set in force (there is one: None is not asked about) is
+        over exactly its CPE's accesses, the sets found so at the last step not compared
+        again."""
+        checked, access_sets = self.checked, self.access_sets
+        if len(checked) == len(currents):
+            new = list(itertools.compress(itertools.count(), map(is_not, currents, checked)))
+            currents_new, access_sets = _picked(currents, new), _picked(access_sets, new)
+        else:
+            currents_new = currents
+        over = all(map(eq, map(_KEYS, map(_WEIGHTS, currents_new)), access_sets))
+        self.checked = currents if over else []
+        return over
+
+    def in_force_rows(
+        self, accesses: tuple[str, ...], currents: list[WeightSet | None]
+    ) -> npt.NDArray[np.int64]:
+        """Every row's weights in force over ``accesses`` (each row's CPE's own, in this
+        order), as a (rows × accesses) table: the rows of the sets read the step before
+        copied, the others read."""
+        pick = itemgetter(*accesses) if len(accesses) > 1 else lambda w: (w[accesses[0]],)
+        shape = (len(currents), len(accesses))
+        before = self.in_force.get(accesses)
+        if before is not None and len(before[0]) == len(currents):
+            new = list(itertools.compress(itertools.count(), map(is_not, currents, before[0])))
+            rows = before[1].copy()
+            if new:
+                picked = map(pick, map(_WEIGHTS, _picked(currents, new)))
+                rows[new] = np.array(list(picked), dtype=np.int64).reshape(len(new), shape[1])
+        else:
+            in_force = list(map(pick, map(_WEIGHTS, currents)))
+            rows = np.array(in_force, dtype=np.int64).reshape(shape)
+        self.in_force[accesses] = (currents, rows)
+        return rows.copy()
 
     def made_for(self, cpes: Sequence[Cpe], asked: Mapping[tuple[str, Direction], _Asked]) -> bool:
         """Whether the plan is the part's still: the same CPEs, asked the same questions."""
@@ -909,8 +958,7 @@ class ControlLoop:
         currents = list(map(store.load_weights, *plan.ids))
         if not all(currents):  # (some CPE without weights in force yet)
             return False
-        in_force = map(_KEYS, map(_WEIGHTS, currents))
-        if not all(map(eq, in_force, plan.access_sets)):
+        if not plan.over_their_accesses(currents):
             return False  # (weights in force over other accesses than the CPE's)
         rules = list(map(self._rules.get, plan.cpe_ids, itertools.repeat(_DEFAULT_RULE)))
         policy = self._policy
@@ -922,6 +970,7 @@ class ControlLoop:
             changed = [b is not r and b != r for b, r in zip(last, rules, strict=True)]
         candidates = begun.candidates
         count = len(keys)
+        candidates.plan = plan
         candidates.slots = list(range(count))
         candidates.cpes = list(plan.row_cpes)
         candidates.directions = list(plan.ids[1])
@@ -1075,11 +1124,17 @@ class ControlLoop:
         pick = itemgetter(*accesses) if len(accesses) > 1 else lambda w: (w[accesses[0]],)
         currents = _picked(candidates.currents, members)
         has_current = np.fromiter(map(is_not, currents, _NONES), dtype=bool, count=len(currents))
-        if has_current.all():  # (a fleet's usual, once its first weights are pushed; in C)
-            in_force = list(map(pick, map(_WEIGHTS, currents)))
+        plan = candidates.plan
+        if plan is not None and len(members) == len(plan.keys):
+            # (a fleet's usual: the whole part, every one with weights in force, most of them
+            # the same sets as at the last step)
+            current = plan.in_force_rows(accesses, currents)
         else:
-            in_force = [zeros if held is None else pick(held.weights) for held in currents]
-        current = np.array(in_force, dtype=np.int64).reshape(shape)
+            if has_current.all():  # (once its first weights are pushed; in C)
+                in_force = list(map(pick, map(_WEIGHTS, currents)))
+            else:
+                in_force = [zeros if held is None else pick(held.weights) for held in currents]
+            current = np.array(in_force, dtype=np.int64).reshape(shape)
         times = self._decision_times
         intervals = times.intervals(np.array(rows.key_places, dtype=np.intp), now_s)
         return BalancingRows(
