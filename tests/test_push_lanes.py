@@ -145,3 +145,49 @@ def test_stopping_sends_nothing_more(pool: ThreadPoolExecutor) -> None:
 def test_a_lane_of_nothing_is_done_at_once(pool: ThreadPoolExecutor) -> None:
     lane: PushLane[Item, None] = PushLane([], lambda item: None, pool, 4)
     assert lane.wait(0)
+
+
+@pytest.mark.parametrize("hung_first", [1, 7])
+def test_pushes_behind_hung_ones_land_while_the_width_allows(hung_first: int) -> None:
+    """A lane starts its threads as its pushes hold them: with the first ``hung_first`` pushes
+    hanging (agents that never answer), a thread starts for what waits behind each, and
+    everything after them lands, up to the lane's width of pushes under way at once."""
+    release = threading.Event()
+    hung = [Item(i) for i in range(hung_first)]
+    others = [Item(i) for i in range(hung_first, hung_first + 200)]
+    threads: set[int] = set()
+
+    def push(item: Item) -> None:
+        threads.add(threading.get_ident())
+        if item in hung:
+            release.wait(DEADLINE_S)
+
+    with ThreadPoolExecutor(16) as executor:
+        lane = PushLane([*hung, *others], push, executor, 8)
+        try:
+            assert _until(lambda: all(lane.done(item) for item in others))
+            assert not any(lane.done(item) for item in hung)
+            assert len(threads) <= 8  # (the width: at most that many at once)
+        finally:
+            release.set()
+        assert lane.wait(DEADLINE_S)
+
+
+def test_a_lane_as_wide_as_its_hung_pushes_holds_the_rest_until_one_lands() -> None:
+    """Its width in hung pushes: nothing more starts (the width bounds a lane's threads) until
+    one lands."""
+    release = threading.Event()
+    hung = [Item(i) for i in range(3)]
+    others = [Item(i) for i in range(3, 10)]
+
+    def push(item: Item) -> None:
+        if item in hung:
+            release.wait(DEADLINE_S)
+
+    with ThreadPoolExecutor(8) as executor:
+        lane = PushLane([*hung, *others], push, executor, 3)
+        assert not lane.wait(0.2)
+        assert not any(lane.done(item) for item in others)
+        release.set()
+        assert lane.wait(DEADLINE_S)
+        assert all(lane.done(item) for item in others)

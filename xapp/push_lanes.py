@@ -7,6 +7,12 @@ the 1.8 cores). Here as many threads as the pool has take the lane's pushes from
 turn, so a slow or hung agent still holds only its own thread and the others go on, as they did
 with one future each; the step waits for the lane as a whole.
 
+A lane starts one thread, and another whenever every thread it has is inside a push while
+pushes wait (up to its width): agents that answer at once are served by one or two threads, as
+many as their answers' wait calls for, and one that hangs holds its thread while the next one
+starts. Starting the whole width at once woke 128 threads for each step part, most of them to
+find nothing left (`atsss bench xapp --cpes 10000`: about 3 % of a period).
+
 A push still under way when the step stops waiting (``late``) gets a future then, which works
 as the pool's did: cancelled while its push has not started, it is never sent; done once the
 push has landed or failed.
@@ -36,8 +42,12 @@ class PushLane(Generic[Item, Result]):
         width: int,
     ) -> None:
         self._push = push
+        self._pool, self._width = pool, width
         self._waiting: deque[Item] = deque(items)
         self._lock = threading.Lock()
+        # threads started for the lane (not ended yet), and how many of them are in a push
+        self._threads = 0
+        self._pushing = 0
         self._all_done = threading.Event()
         self._left = len(items)
         # by id(item): what each push gave (or raised), the futures of those left late,
@@ -49,8 +59,9 @@ class PushLane(Generic[Item, Result]):
         self._stopped: set[int] = set()
         if not items:
             self._all_done.set()
-        for _ in range(min(width, len(items))):
-            pool.submit(self._drain)
+        elif width > 0:
+            self._threads = 1
+            self._start_thread()
 
     def wait(self, timeout: float | None) -> bool:
         """Whether every push is done, waiting at most ``timeout`` seconds (None: until)."""
@@ -98,10 +109,19 @@ class PushLane(Generic[Item, Result]):
                 future.cancel()
         self._count_done(len(left))
 
+    def _start_thread(self) -> None:
+        """One more of the pool's threads draining the lane (counted in ``_threads`` before)."""
+        try:
+            self._pool.submit(self._drain)
+        except RuntimeError:  # the pool is shut down (the loop is stopping): none starts
+            with self._lock:
+                self._threads -= 1
+
     def _drain(self) -> None:
         while True:
             with self._lock:
                 if not self._waiting:
+                    self._threads -= 1
                     return
                 item = self._waiting.popleft()
                 key = id(item)
@@ -110,16 +130,31 @@ class PushLane(Generic[Item, Result]):
             if future is not None and not future.set_running_or_notify_cancel():
                 self._count_done(1)  # withdrawn while it waited: never sent
                 continue
+            with self._lock:
+                self._pushing += 1
+                # Every thread of the lane in a push (a slow or hung agent holds one) while
+                # pushes wait: one more, so that they do not wait behind them.
+                another = (
+                    bool(self._waiting)
+                    and self._pushing == self._threads
+                    and self._threads < self._width
+                )
+                if another:
+                    self._threads += 1
+            if another:
+                self._start_thread()
             try:
                 result = self._push(item)
             except BaseException as error:  # (the step raises it, as a future's result would)
                 with self._lock:
+                    self._pushing -= 1
                     self._raised[key] = error
                     future = self._futures.get(key)
                 if future is not None:
                     future.set_exception(error)
             else:
                 with self._lock:
+                    self._pushing -= 1
                     self._results[key] = result
                     future = self._futures.get(key)
                 if future is not None:
