@@ -298,15 +298,18 @@ def test_the_sweep_gives_every_reason() -> None:
         ("a", "nr", dl): _estimate(("a", "nr", dl), ("exact", 100.0, 1.0, 0.0), now_s),
         ("a", "wifi", dl): _estimate(("a", "wifi", dl), ("exact", 100.0, 60.0, 0.0), now_s),
         ("a", "lifi", dl): _estimate(("a", "lifi", dl), ("exact", 100.0, 1.0, 0.0), now_s),
+        # apart and uncertain both: disagreeing comes first
+        ("c", "nr", dl): _estimate(("c", "nr", dl), ("exact", 10.0, 75.0, 0.0), now_s),
     }
     model.answers = {
+        ("c", "nr", dl): _estimate(("c", "nr", dl), ("exact", 300.0, 75.0, 0.0), now_s),
         ("a", "nr", dl): _estimate(("a", "nr", dl), ("exact", 300.0, 1.0, 0.0), now_s),
         ("a", "lifi", dl): _estimate(("a", "lifi", dl), ("exact", 101.0, 1.0, 0.0), now_s),
         ("b", "nr", dl): _estimate(("b", "nr", dl), ("bound", 10.0, 1.0, 0.0), now_s),
     }
     samples = [
         KpiSample(c, a, dl, now_s, 1.0, throughput_mbps=1.0)
-        for c, a in [("a", "nr"), ("a", "wifi"), ("a", "lifi"), ("b", "nr")]
+        for c, a in [("a", "nr"), ("a", "wifi"), ("a", "lifi"), ("b", "nr"), ("c", "nr")]
     ]
     estimator.update(samples, now_s)
     estimator.update([], 2.0)  # a second sweep: the exact, agreeing LiFi is now due ("periodic")
@@ -316,4 +319,5 @@ def test_the_sweep_gives_every_reason() -> None:
         ("a", "wifi"): "uncertain",
         ("b", "nr"): "no-estimate",
         ("a", "lifi"): "periodic",
+        ("c", "nr"): "disagree",
     }

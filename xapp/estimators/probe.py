@@ -36,7 +36,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, filterfalse
+from itertools import filterfalse
 from typing import Any
 
 import numpy as np
@@ -51,7 +51,7 @@ from core.domain import (
     ProbeRequest,
 )
 from core.rowwise import row_any
-from core.slots import Places, Slots, distinct, places_of
+from core.slots import Places, Slots, distinct, grown, places_of
 from xapp.estimators.columns import SampleRings, field_of, paths_of, places_of_paths
 from xapp.estimators.outage import SilenceTracker, WeightLookup
 from xapp.estimators.said import (
@@ -76,6 +76,7 @@ Advisors = Callable[[str, Direction], Sequence[CapacityEstimator] | None]
 # ``Advisors`` of every CPE, by direction, where no CPE has its own (None: some have)
 AdvisorsEverywhere = Callable[[], Mapping[Direction, Sequence[CapacityEstimator] | None] | None]
 REASONS = ("recovered", "down-check", "no-estimate", "disagree", "uncertain", "periodic")
+NO_ESTIMATE, DISAGREE, UNCERTAIN, PERIODIC = (REASONS.index(r) for r in REASONS[2:])
 
 
 @dataclass(frozen=True)
@@ -159,6 +160,10 @@ class ProbeEstimator:
         # Paths whose headroom some advisor has measured (not only a lower bound): their
         # return from an outage shows in the KPIs, so they need no down-check.
         self._headroom_known: set[Path] = set()
+        # the same by the paths' places in the shared slots (True: in the set), and when each
+        # place's newest probe started (NaN: none): what a sweep reads of a fleet's every path
+        self._headroom_marks: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._started_at: npt.NDArray[np.float64] = np.zeros(0)
         # (CPE, access) → since when the agent's word stands: None while the carrier is gone.
         self._carrier_word: dict[tuple[str, str], float | None] = {}
 
@@ -461,33 +466,40 @@ class ProbeEstimator:
         self, paths: list[Path], advisors: Sequence[CapacityEstimator], now_s: float
     ) -> list[tuple[int, Path, str]]:
         """The probes these paths need, as (priority, path, reason), from what the advisors
-        say of them (each asked once for all the paths)."""
+        say of them (each asked once for all the paths). A sweep judges a fleet's every path:
+        what each row needs is read as arrays, and only the rows that need a probe, or that a
+        silence, an earlier probe or a return from an outage concerns (a fleet's few), are
+        read one by one."""
         at = Places(paths)  # (looked up once for the advisors and the silence tracker)
         said = said_table(advisors, at, now_s)
         since = self._silence.silent_times(at)
         # NaN (not silent) compares False: seen back only from a silence
         back = row_any(shows_usable_since(said, since))
         silent = ~np.isnan(since) & ~back
-        headroom: list[bool] = row_any(shows_usable_since(said, -math.inf)).tolist()
-        # once known, always known: not asked again each period for each of a fleet's paths
+        # once known, always known: each path put in the set the first time only
+        slots = self._results.slots
+        places = at.in_slots(slots)  # (found by the advisors' tables already)
+        if len(places) and places.min() < 0:  # (a path with no sample kept: none in a sweep)
+            places = slots.many(paths)
+        marks = self._headroom_marks = grown(self._headroom_marks, len(slots), False)
+        headroom = row_any(shows_usable_since(said, -math.inf))
+        new = np.flatnonzero(headroom & ~marks[places])
         known = self._headroom_known
-        known.update(compress(paths, headroom))
+        known.update(map(paths.__getitem__, new.tolist()))
+        marks[places[new]] = True
         # Each path a silence, an earlier probe's gap or a return from an outage concerns is
         # looked at on its own; every other (a fleet's most) goes to be judged by its reasons.
-        starts, recovered = self._last_start, self._recovered
-        silent_rows = set(np.flatnonzero(silent).tolist())
-        # (each path looked up in C: a fleet's step judges every one of its paths)
-        looked = silent_rows.union(
-            compress(range(len(paths)), map(starts.__contains__, paths)),
-            compress(range(len(paths)), map(recovered.__contains__, paths)),
-        )
-        judged_at_once = np.ones(len(paths), dtype=bool)
-        judged_at_once[list(looked)] = False
-        judged: list[int] = np.flatnonzero(judged_at_once).tolist()
+        started = self._started_at = grown(self._started_at, len(slots), math.nan)
+        recovered = self._recovered
+        looked_at = silent | ~np.isnan(started[places])
+        if recovered:
+            looked_at |= np.isin(places, slots.found(list(recovered)))
+        judged = ~looked_at
+        starts = self._last_start
         candidates: list[tuple[int, Path, str]] = []
-        for row in sorted(looked):
+        for row in np.flatnonzero(looked_at).tolist():
             path = paths[row]
-            is_silent = row in silent_rows
+            is_silent = bool(silent[row])
             if is_silent and path in known:
                 continue  # its node will show its return: nothing for a probe to add yet
             if is_silent:
@@ -508,45 +520,52 @@ class ProbeEstimator:
                 # tell what it can carry: a probe would only take the data's share of it (and,
                 # in a WRR round, of all paths).
                 recovered.discard(path)
-                judged.append(row)
-        judged.sort()
-        chosen = [paths[row] for row in judged]
-        for path, reason in zip(chosen, self._reasons(chosen, said[judged], now_s), strict=True):
-            if reason is not None:
-                candidates.append((REASONS.index(reason), path, reason))
+                judged[row] = True
+        rows = np.flatnonzero(judged)
+        codes = self._reasons(paths, rows, said[rows], now_s)
+        for row, code in zip(rows[codes > 0].tolist(), codes[codes > 0].tolist(), strict=True):
+            candidates.append((code, paths[row], REASONS[code]))
         return candidates
 
     def _reasons(
-        self, paths: list[Path], said: npt.NDArray[np.float64], now_s: float
-    ) -> list[str | None]:
-        """Why each path needs a probe from what its advisors say (``said``: paths × advisors,
-        xapp/estimators/said.py): no-estimate, disagree, uncertain, periodic, or None; worked
-        out for a sweep's paths at once, as a fleet's every path is judged at every sweep. The
-        advisors' fresh exact estimates count:
+        self,
+        paths: Sequence[Path],
+        rows: npt.NDArray[np.intp],
+        said: npt.NDArray[np.float64],
+        now_s: float,
+    ) -> npt.NDArray[np.intp]:
+        """Why each of ``paths`` at ``rows`` needs a probe from what its advisors say
+        (``said``: those rows × advisors, xapp/estimators/said.py), as its place in
+        ``REASONS``: no-estimate, disagree, uncertain, periodic, or 0 for none (0 is
+        "recovered", never a reason here); worked out for a sweep's paths at once, as a
+        fleet's every path is judged at every sweep. The advisors' fresh exact estimates
+        count:
 
         - none: nothing says what the path could carry ("no-estimate");
         - the lowest and the highest apart by more than ``disagree_ratio`` of the highest and
           by more than twice their joint σ ("disagree");
         - their inverse-variance combination's σ above ``uncertain_ratio`` of its value
-          ("uncertain").
+          ("uncertain");
+        - none of those, and no probe for ``max_age_s`` (where set) since the last or since
+          the path was first seen ("periodic").
 
         tests/test_probe_planner.py holds this to the path-by-path reading it replaced."""
         if not said.shape[1]:
-            return ["no-estimate"] * len(paths)  # nobody to ask (probe-only)
+            return np.full(len(rows), NO_ESTIMATE, dtype=np.intp)  # nobody to ask (probe-only)
         capacity, stddev = said[:, :, CAPACITY], said[:, :, STDDEV]
         # CapacityEstimate.age_s within fresh_s
         fresh = np.maximum(0.0, now_s - said[:, :, MEASURED_AT]) <= self.settings.fresh_s
         exact = usable_exact(said) & fresh
         count = exact.sum(axis=1)
         # the first lowest and the first highest, as min() and max() by capacity pick them
-        rows = np.arange(len(paths))
+        at = np.arange(len(rows))
         low = np.argmin(np.where(exact, capacity, np.inf), axis=1)
         high = np.argmax(np.where(exact, capacity, -np.inf), axis=1)
-        high_mbps = capacity[rows, high]
-        gap = high_mbps - capacity[rows, low]
+        high_mbps = capacity[at, high]
+        gap = high_mbps - capacity[at, low]
         apart = (count > 1) & (gap > self.settings.disagree_ratio * high_mbps)
         # ... and beyond twice their joint σ: math.hypot, on the few rows apart at all
-        disagree = np.zeros(len(paths), dtype=bool)
+        disagree = np.zeros(len(rows), dtype=bool)
         for row in np.flatnonzero(apart).tolist():
             joint_sigma = math.hypot(stddev[row, low[row]], stddev[row, high[row]])
             disagree[row] = gap[row] > 2 * joint_sigma
@@ -558,25 +577,17 @@ class ProbeEstimator:
             combined_sigma = np.sqrt(1.0 / precision)
             combined = _sum_columns(np.where(exact, capacity / squared, 0.0)) / precision
             uncertain = (combined > 0) & (combined_sigma / combined > self.settings.uncertain_ratio)
+        codes = np.select(
+            [count == 0, disagree, uncertain], [NO_ESTIMATE, DISAGREE, UNCERTAIN], 0
+        ).astype(np.intp)
         max_age = self.settings.max_age_s
-        reasons: list[str | None] = []
-        for path, known, disagreeing, wide in zip(
-            paths, count.tolist(), disagree.tolist(), uncertain.tolist(), strict=True
-        ):
-            if not known:
-                reasons.append("no-estimate")
-            elif disagreeing:
-                reasons.append("disagree")
-            elif wide:
-                reasons.append("uncertain")
-            elif (
-                max_age is not None
-                and now_s - self._last_start.get(path, self._first_seen.get(path, now_s)) >= max_age
-            ):
-                reasons.append("periodic")
-            else:
-                reasons.append(None)
-        return reasons
+        if max_age is not None:  # (each row without a reason: when it was last probed)
+            starts, first_seen = self._last_start, self._first_seen
+            for row in np.flatnonzero(codes == 0).tolist():
+                path = paths[int(rows[row])]
+                if now_s - starts.get(path, first_seen.get(path, now_s)) >= max_age:
+                    codes[row] = PERIODIC
+        return codes
 
     def _start(self, path: Path, reason: str, now_s: float) -> None:
         request = ProbeRequest(
@@ -589,6 +600,9 @@ class ProbeEstimator:
         )
         self._in_flight[path] = now_s
         self._last_start[path] = now_s
+        place = self._results.slots.of(path)
+        self._started_at = grown(self._started_at, place + 1, math.nan)
+        self._started_at[place] = now_s
         self.stats.started += 1
         self.stats.by_reason[reason] += 1
         self.prober.start(request, now_s)
