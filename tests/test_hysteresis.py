@@ -134,7 +134,7 @@ def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
         min_size=1,
         max_size=6,
     ),
-    st.sampled_from([0.1, 0.5, 2.0, 7.0]),
+    st.sampled_from([0.01, 0.1, 0.5, 2.0, 7.0]),
     st.lists(st.floats(-1.0, 30.0), max_size=5),
 )
 def test_budgets_as_rows_need_what_each_one_needs(
@@ -161,6 +161,10 @@ def test_budgets_as_rows_need_what_each_one_needs(
         ends.append(now_s)
     budgets.append(PushBudget(rate, LAST_TOKEN, 100.0, 100.0))  # its last token, exactly
     rows = np.array([b.as_row() for b in budgets] + [(math.nan,) * 5])
+    # (the rows a fleet's step makes of its budgets at once: the same numbers, NaN for none)
+    at_once = PushBudget.rows_of([*budgets, None])
+    assert np.array_equal(at_once, rows, equal_nan=True)
+    assert np.array_equal(PushBudget.rows_of([None, *budgets])[1:], rows[:-1])
     times = [end + probe for end in ends for probe in probes_s]
     # the instant each budget gets its last token back, and a hair either side
     for budget in budgets:

@@ -677,9 +677,7 @@ class ControlLoop:
         notes = self._budget_notes
         if notes:
             places = np.fromiter(notes, dtype=np.intp, count=len(notes))
-            self._budget_rows[places] = [
-                _NO_BUDGET if budget is None else budget.as_row() for budget in notes.values()
-            ]
+            self._budget_rows[places] = PushBudget.rows_of(list(notes.values()))
             notes.clear()
         return self._budget_rows
 

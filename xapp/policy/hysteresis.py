@@ -4,9 +4,11 @@ reconfiguration of the kernel scheduler, so small predicted gains are not pushed
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cache, cached_property
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import NamedTuple
 
 import numpy as np
@@ -89,6 +91,37 @@ class PushBudget:
         """The budget as the numbers ``needed_many`` reads."""
         return (self.tokens, self.at_s, self.rate_per_s, self.size, self.started_s)
 
+    @staticmethod
+    def rows_of(budgets: Sequence[PushBudget | None]) -> npt.NDArray[np.float64]:
+        """``as_row`` of each budget, NaN for None, as one table: a fleet's step at 1 s
+        periods changes thousands of budgets, and a row made by each was 1-2 µs of Python;
+        here their fields are read in C and the size worked out for all at once (``size_for``:
+        the same product, and the same larger of it and 1)."""
+        rows = np.full((len(budgets), 5), math.nan)
+        given = list(budgets)
+        places = None
+        if any(map(is_, given, repeat(None))):  # (a refund of a key without a budget: few)
+            places = [i for i, budget in enumerate(given) if budget is not None]
+            given = [given[i] for i in places]
+        if not given:
+            return rows
+        state = np.array(list(map(_BUDGET_STATE, given)), dtype=np.float64).reshape(-1, 4)
+        spread = state[:, 2] * BUDGET_SPAN_S
+        made = np.column_stack(
+            [
+                state[:, 0],
+                state[:, 1],
+                state[:, 2],
+                np.where(spread > 1.0, spread, 1.0),
+                state[:, 3],
+            ]
+        )
+        if places is None:
+            rows[:] = made
+        else:
+            rows[places] = made
+        return rows
+
     def needed_at(self, now_s: float, min_gain: float) -> float:
         """The predicted gain a push for a gain needs at ``now_s``, the hysteresis's
         ``min_gain`` included (infinite: none can go): what ``admit`` holds one to after a
@@ -169,6 +202,10 @@ def _spent_reason(rate_per_s: float) -> str:
     """(one string for every budget of a rate: a fleet's step words it for most of its CPEs
     at 100 ms reports)"""
     return f"held back: the push budget is spent (at most {rate_per_s:g} pushes a second)"
+
+
+# The fields ``as_row`` reads of a budget, but its size (worked out from the rate).
+_BUDGET_STATE = attrgetter("tokens", "at_s", "rate_per_s", "started_s")
 
 
 @dataclass(frozen=True)
