@@ -463,6 +463,19 @@ def test_an_outcome_made_fast_is_the_outcome_init_makes() -> None:
     assert list(vars(made).items()) == list(vars(plain).items())
 
 
+def test_a_weight_set_made_fast_is_the_weight_set_init_makes() -> None:
+    """``WeightSet.made`` (the policy's weights pushed) makes what the dataclass makes: equal,
+    with the same fields in the same order, as frozen."""
+    weights = {"nr": 30, "wifi": 100, "lifi": 0}
+    fields = ("cpe-1", Direction.DOWNLINK, weights, SteeringMode.LOAD_BALANCING, 7, "a gain")
+    fast, plain = WeightSet.made(*fields), WeightSet(*fields)
+    assert type(fast) is WeightSet
+    assert fast == plain
+    assert list(vars(fast).items()) == list(vars(plain).items())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.sequence = 8  # type: ignore[misc]
+
+
 class Asked(Bounded):
     """``Bounded``, noting the paths each step asked about."""
 

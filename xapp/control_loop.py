@@ -197,9 +197,12 @@ class _Deciding:
         return self.override.excluded if self.override is not None else ()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, eq=False)
 class _Pending:
-    """A set decided this step, to push; what to remember once it is in force."""
+    """A set decided this step, to push; what to remember once it is in force. (Slotted and
+    not frozen: a fleet's step at 1 s periods makes thousands, and a frozen dataclass's
+    guarded assignment per field was most of their making; nothing changes one once made but
+    its ``landed``.)"""
 
     cpe_id: str
     direction: Direction
@@ -1329,13 +1332,13 @@ class ControlLoop:
         report_received_s = self._heard.take_received(key)
         # (refilled and noted by ``_budget_refusal``: the note reads it when the rows do)
         self._budgets[key].spend()
-        weight_set = WeightSet(
-            cpe_id=key[0],
-            direction=key[1],
-            weights=made.weights(row),
-            mode=rule.mode,
-            sequence=next_after(current.sequence),
-            reason=f"{self._hysteresis.gain_reason(gain)}: {made.reason(row)}",
+        weight_set = WeightSet.made(
+            key[0],
+            key[1],
+            made.weights(row),
+            rule.mode,
+            next_after(current.sequence),
+            f"{self._hysteresis.gain_reason(gain)}: {made.reason(row)}",
         )
         return _Pending(
             key[0], key[1], weight_set, rule, None, current, report_received_s, time.monotonic()
@@ -1517,17 +1520,18 @@ class ControlLoop:
             self._last_override[key] = override_revision
             return StepOutcome.unpushed(cpe.cpe_id, direction, decision.reason)
 
-        weight_set = WeightSet(
-            cpe_id=cpe.cpe_id,
-            direction=direction,
-            weights=weights,
-            mode=rule.mode,
-            sequence=next_after(current.sequence if current is not None else None),
-            reason=f"{decision.reason}: {reason}",
+        # The policy's weights (the operator's are checked as any others)
+        from_report = override is None or override.weights is None
+        weight_set = (WeightSet.made if from_report else WeightSet)(
+            cpe.cpe_id,
+            direction,
+            weights,
+            rule.mode,
+            next_after(current.sequence if current is not None else None),
+            f"{decision.reason}: {reason}",
         )
         # The report this decision follows, if one came since the last decision (a push after
         # an agent's event or an override has no report to be timed from).
-        from_report = override is None or override.weights is None
         return _Pending(
             cpe.cpe_id,
             direction,
