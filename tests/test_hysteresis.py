@@ -182,3 +182,51 @@ def test_budgets_as_rows_need_what_each_one_needs(
             threshold = refilled.gain_needed(MIN_GAIN)
             assert gain == (math.inf if threshold is None else max(MIN_GAIN, threshold))
             assert (gain == math.inf) == budget.spent_at(now_s)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(
+                st.tuples(st.floats(0.0, 3.0), st.sampled_from(["spend", "refund", "refill"])),
+                max_size=20,
+            ),
+            st.floats(-0.5, 3.0),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from([0.01, 0.5, 2.0, 7.0]),
+    st.floats(-1.0, 5.0),
+)
+def test_budgets_judged_at_once_refill_and_refuse_as_each_one_does(
+    histories: list[tuple[list[tuple[float, str]], float]], rate: float, later_s: float
+) -> None:
+    """``judged_many`` (a fleet's pushes for a gain judged at once) leaves each budget as its
+    ``refill`` does and answers what its ``refusal`` answers: spent, held back, or going."""
+    budgets, twins, gains = [], [], []
+    end_s = 100.0
+    for events, gain in histories:
+        budget = PushBudget.empty(rate, now_s=100.0)
+        now_s = 100.0
+        for gap_s, event in events:
+            now_s += gap_s
+            if event == "spend":
+                budget.refill(now_s)
+                budget.spend()
+            elif event == "refund":
+                budget.refund()
+            else:
+                budget.refill(now_s)
+        end_s = max(end_s, now_s)
+        budgets.append(budget)
+        twins.append(dataclasses.replace(budget))
+        gains.append(gain)
+    now_s = end_s + later_s
+    one_by_one = []
+    for twin, gain in zip(twins, gains, strict=True):
+        twin.refill(now_s)
+        one_by_one.append(twin.refusal(gain, MIN_GAIN))
+    assert PushBudget.judged_many(budgets, now_s, gains, MIN_GAIN) == one_by_one
+    assert budgets == twins

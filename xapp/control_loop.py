@@ -1267,8 +1267,14 @@ class ControlLoop:
             gaining = ~spared & for_gain & ~cannot_wait
             stays = ~spared & held & ~((held & ~judged.unchanged) & cannot_wait)
             reasons: dict[int, str] = {}  # the staying rows' reasons, by row
-            for row in np.flatnonzero(gaining).tolist():
-                refusal = self._budget_refusal(keys[row], rise[row], now_s)
+            gaining_rows = np.flatnonzero(gaining).tolist()
+            refusals = self._budget_refusals(
+                _picked(keys, gaining_rows),
+                _picked(group.key_places, gaining_rows),
+                _picked(rise, gaining_rows),
+                now_s,
+            )
+            for row, refusal in zip(gaining_rows, refusals, strict=True):
                 if refusal is None:
                     # A push for the gain alone, which the budget lets go: decided here (a
                     # fleet's usual push at 1 s periods, a third of its rows)
@@ -1330,7 +1336,7 @@ class ControlLoop:
         assert current is not None  # (a push for a gain has weights in force)
         self._last_usable[key] = usable
         report_received_s = self._heard.take_received(key)
-        # (refilled and noted by ``_budget_refusal``: the note reads it when the rows do)
+        # (refilled and noted by ``_budget_refusals``: the note reads it when the rows do)
         self._budgets[key].spend()
         weight_set = WeightSet.made(
             key[0],
@@ -1390,15 +1396,26 @@ class ControlLoop:
             return None
         return self._hysteresis.out_of_reach(at_most, needed)
 
-    def _budget_refusal(self, key: tuple[str, Direction], gain: float, now_s: float) -> str | None:
-        """Why the push limit holds back a push for this gain now (``PushBudget.refusal``), or
-        None; the budget is refilled to ``now_s`` (``_conclude`` then admits the same)."""
+    def _budget_refusals(
+        self,
+        keys: list[tuple[str, Direction]],
+        places: list[int],
+        gains: list[float],
+        now_s: float,
+    ) -> list[str | None]:
+        """Why the push limit holds back a push for each gain now (``PushBudget.refusal``), or
+        None, for these CPEs and directions (distinct; ``places``: theirs in the decision
+        times' slots), worked out for all at once (``PushBudget.judged_many``): every budget
+        refilled to ``now_s`` and noted (``_conclude`` then admits the same)."""
         rate = self._hysteresis.max_pushes_per_s
         assert rate is not None  # (asked only under a limit)
-        budget = self._budget(key, rate, now_s)
-        budget.refill(now_s)
-        self._note_budget(key, budget)
-        return budget.refusal(gain, self._hysteresis.min_gain)
+        budgets: list[PushBudget | None] = list(map(self._budgets.get, keys))
+        if any(map(is_, budgets, _NONES)):  # (a CPE's first push for a gain: started empty)
+            budgets = [self._budget(key, rate, now_s) for key in keys]
+        given: list[PushBudget] = budgets  # type: ignore[assignment]  # (none is None now)
+        refusals = PushBudget.judged_many(given, now_s, gains, self._hysteresis.min_gain)
+        self._budget_notes.update(zip(places, given, strict=True))
+        return refusals
 
     def _budget(self, key: tuple[str, Direction], rate: float, now_s: float) -> PushBudget:
         """The CPE and direction's push budget, started empty now if it has none."""

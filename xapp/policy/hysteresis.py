@@ -173,6 +173,48 @@ class PushBudget:
         self.spend()
         return decision
 
+    @staticmethod
+    def judged_many(
+        budgets: Sequence[PushBudget], now_s: float, gains: Sequence[float], min_gain: float
+    ) -> list[str | None]:
+        """``refill(now_s)`` then ``refusal(gain, min_gain)`` of each budget with its gain (the
+        budgets distinct), worked out for all at once: each budget refilled as its ``refill``
+        leaves it, and the same answers, from the same IEEE operations on the same numbers
+        (Python's ``min`` and ``max`` of two as comparisons). A fleet's step at 1 s periods
+        judges thousands of pushes for a gain; a dozen small Python calls each, before."""
+        if not budgets:
+            return []
+        state = np.array(list(map(_BUDGET_STATE, budgets)), dtype=np.float64).reshape(-1, 4)
+        tokens, at_s, rate, started = state[:, 0], state[:, 1], state[:, 2], state[:, 3]
+        spread = rate * BUDGET_SPAN_S
+        size = np.where(spread > 1.0, spread, 1.0)  # size_for
+        # refill: tokens_at(now_s), then the later of the two times
+        elapsed = now_s - at_s
+        elapsed = np.where(elapsed > 0.0, elapsed, 0.0)
+        filled = tokens + elapsed * rate
+        tokens = np.where(filled < size, filled, size)
+        at_s = np.where(now_s > at_s, now_s, at_s)
+        for budget, left, at in zip(budgets, tokens.tolist(), at_s.tolist(), strict=True):
+            budget.tokens, budget.at_s = left, at
+        # refusal: gain_needed (earned over what is left), None where spent
+        since = (at_s - started) * rate
+        earned = np.where(since > 1.0, since, 1.0)
+        earned = np.where(earned < size, earned, size)
+        spent = tokens < LAST_TOKEN
+        with np.errstate(divide="ignore", invalid="ignore"):
+            needed = np.where(spent, math.nan, min_gain * earned / np.where(spent, 1.0, tokens))
+        goes = ~spent & ~(np.asarray(gains, dtype=np.float64) < needed)
+        refusals: list[str | None] = [None] * len(budgets)
+        for row in np.flatnonzero(~goes).tolist():
+            budget = budgets[row]
+            refusals[row] = (
+                budget.spent_reason
+                if spent[row]
+                else f"held back: {needed[row]:.1%} needed "
+                f"(at most {budget.rate_per_s:g} pushes a second)"
+            )
+        return refusals
+
     def refusal(self, gain: float, min_gain: float) -> str | None:
         """Why a push for this predicted gain is held back, as of the last refill (None: it
         goes). Nothing changes: a fleet's step reads it for the rows whose gain the budget
