@@ -20,7 +20,7 @@ import numpy.typing as npt
 
 from core.domain import Direction, KpiSample, SaturatedPeriod
 from core.slots import Slots, distinct, grown
-from xapp.estimators.columns import SampleRings, paths_of, places_of_paths
+from xapp.estimators.columns import SampleRings, columns_of, paths_of, places_of_paths
 from xapp.estimators.kpi import utilisation, utilisations
 from xapp.ports import SaturatedPeriodStore
 
@@ -117,15 +117,24 @@ class SaturationLabeller:
         window = self._shares[at]
         at_limit = np.where(np.isnan(window), True, window >= SATURATED_UTILISATION).all(axis=1)
         candidates = (count >= SATURATED_PERIODS) & ~np.isnan(shares_now[run]) & at_limit
+        # ... not kept within ``every_s``, and carrying something (a fleet's many candidates
+        # are told from the step's columns; the few kept are then read one by one)
+        rows = np.flatnonzero(candidates)
+        if not len(rows):
+            return
+        columns = columns_of(samples)
+        time_s, carried = columns.time_s[run][rows], columns.throughput[run][rows]
+        due = ~(time_s - self._last_kept_s[at[rows]] < self.every_s)
+        # (it carried nothing: the history says nothing of its headroom; NaN in the column is
+        # a sample that says none, or NaN: read from the sample)
+        due &= (carried > 0) | np.isnan(carried)
         first = run.start or 0
-        for row in np.flatnonzero(candidates).tolist():
+        for row in rows[due].tolist():
             if len(kept) >= MAX_KEPT_PER_UPDATE:
                 break
             sample, place = samples[first + row], int(at[row])
-            if sample.time_s - self._last_kept_s[place] < self.every_s:
-                continue
             if (sample.throughput_mbps or 0.0) <= 0:
-                continue  # it carried nothing: the history says nothing of its headroom
+                continue
             period = SaturatedPeriod(self._history.history(place))
             kept.append((period, int(self._written[place]) % self.per_path))
             self._written[place] += 1
