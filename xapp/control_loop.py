@@ -1293,12 +1293,16 @@ class ControlLoop:
                 assert answers.within is not None  # (spared: asked, then answered)
                 assert group.needed is not None
                 within, needed = answers.within.tolist(), group.needed.tolist()
-                for row in np.flatnonzero(spared).tolist():
-                    reasons[row] = (
-                        self._budgets[keys[row]].spent_reason
-                        if math.isnan(within[row])
-                        else hysteresis.out_of_reach(within[row], needed[row])
-                    )
+                spent = spared & np.isnan(answers.within)
+                # (a spent budget's reason names its rate: read from the budgets' rows, where
+                # the spared rows' budgets were read from)
+                rates = self._budget_rows[np.array(group.key_places, dtype=np.intp)[spent], 2]
+                spent_rows = np.flatnonzero(spent).tolist()
+                reasons.update(
+                    zip(spent_rows, map(PushBudget.spent_reason_for, rates.tolist()), strict=True)
+                )
+                for row in np.flatnonzero(spared & ~spent).tolist():
+                    reasons[row] = hysteresis.out_of_reach(within[row], needed[row])
             for row in np.flatnonzero(stays).tolist():
                 reasons[row] = "unchanged" if same[row] else hysteresis.too_small(rise[row])
             # What a decision remembers, for every row that stays, at once.

@@ -231,6 +231,11 @@ class PushBudget:
         """Why a push for a gain is held back while the budget is spent."""
         return _spent_reason(self.rate_per_s)
 
+    @staticmethod
+    def spent_reason_for(rate_per_s: float) -> str:
+        """``spent_reason`` of a budget of this rate."""
+        return _spent_reason(rate_per_s)
+
     def spend(self) -> None:
         self.tokens -= 1.0  # below zero after a push that could not wait: repaid by refills
 
