@@ -14,7 +14,8 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any
+from operator import methodcaller
+from typing import Any, cast
 
 import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -429,18 +430,18 @@ class IndicationProcessor:
             found = []
             # each distinct labels' key, or None where its plan is not the first's but for
             # the key (NR's UEs each name their CQI bin: a thousand labels, a dozen distinct)
+            # (each UE's labels' content made and looked up in C; a Python step only for each
+            # distinct one)
+            contents: list[tuple[tuple[str, Any], ...]] = list(map(tuple, map(_ITEMS, each)))
             key_of: dict[tuple[tuple[str, Any], ...], str | None] = {}
-            for labels in each:
-                content = tuple(labels.items())
-                key = key_of.get(content, _UNSEEN)
-                if key is _UNSEEN:
-                    plan = self._plan_by_content(by_content, name, labels)
-                    alike = plan is not None and _alike_but_key(plan, first)
-                    key = key_of[content] = plan[2] if plan is not None and alike else None
-                if key is None:
-                    return None
-                found.append(key)
-            keys_of[m] = found
+            for content, labels in dict(zip(contents, each, strict=True)).items():
+                plan = self._plan_by_content(by_content, name, labels)
+                alike = plan is not None and _alike_but_key(plan, first)
+                key_of[content] = plan[2] if plan is not None and alike else None
+            found = list(map(key_of.__getitem__, contents))
+            if None in found:
+                return None
+            keys_of[m] = cast(list[str], found)  # (none is None)
         values = columns.values
         low = np.array([plan[0] for plan in known])
         high = np.array([plan[1] for plan in known])
@@ -548,6 +549,7 @@ class IndicationProcessor:
 
 
 _UNSEEN: Any = object()
+_ITEMS = methodcaller("items")
 MAX_REMEMBERED_UES = 200_000  # UE keys per node: a few tens of MB at most
 
 
