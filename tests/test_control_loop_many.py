@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -830,3 +831,35 @@ def test_a_weight_set_over_other_accesses_put_in_force_later_keeps_the_part_from
     moved = [reason for cpe, _, reason, _ in as_planned[2] if cpe == "cpe-1"]
     assert len(moved) == 1
     assert moved[0] != "unchanged", moved
+
+
+class RefusingAt:
+    """A sink whose agent for ``cpe_id`` refuses every push while ``refusing`` is set."""
+
+    def __init__(self, cpe_id: str) -> None:
+        self.cpe_id, self.refusing = cpe_id, True
+
+    def push(self, weight_set: WeightSet) -> None:
+        if weight_set.cpe_id == self.cpe_id and self.refusing:
+            raise WeightPushError("refused")
+
+
+def test_a_push_that_lands_forgets_the_failure_before_it(caplog: pytest.LogCaptureFixture) -> None:
+    """A failure is logged when it differs from the CPE's last one; a push that lands in
+    between forgets that, so the same failure after it is logged again."""
+    sink = RefusingAt("cpe-1")
+    cpes, (loop, estimator, source, _) = four_cpes(True, None, sink)
+
+    def moving(n: int, access: str, tick: int) -> float:
+        return BASE_MBPS[access] * (3.0 if access == "nr" and tick % 2 else 1.0) + n
+
+    landed = []
+    with caplog.at_level(logging.WARNING, logger="xapp.control_loop"):
+        for tick in range(3):
+            sink.refusing = tick != 1
+            now_s = tell(estimator, source, cpes, tick, moving)
+            outcomes = loop.step(now_s)
+            landed += [tick for o in outcomes if o.cpe_id == "cpe-1" and o.pushed]
+    failed = [r for r in caplog.records if "push to cpe-1 downlink failed" in r.getMessage()]
+    assert landed == [1]
+    assert len(failed) == 2

@@ -70,10 +70,11 @@ T = TypeVar("T")
 
 @dataclass
 class _Saves:
-    """What a step stores at its end: the weight sets, then what to remember of each push."""
+    """What a step stores at its end: the weight sets, then what to remember of each push that
+    landed (its rule and override revision, its failure forgotten)."""
 
     sets: list[WeightSet] = field(default_factory=list)
-    then: list[Callable[[], None]] = field(default_factory=list)
+    landed: list[_Pending] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -465,6 +466,10 @@ class _PartPlan:
 
 
 _PATH_PLACES = attrgetter("path_places")
+_CPE_ID = attrgetter("cpe_id")
+_DIRECTION = attrgetter("direction")
+_RULE = attrgetter("rule")
+_OVERRIDE_REVISION = attrgetter("override_revision")
 _PATHS = attrgetter("paths")
 _ACCESS_NAMES = attrgetter("access_names")
 _KEY_PLACE = attrgetter("key_place")
@@ -708,8 +713,15 @@ class ControlLoop:
         else:
             for weight_set in saves.sets:
                 self._store.save_weights(weight_set)
-        for commit in saves.then:
-            commit()
+        landed = saves.landed
+        if landed:  # (remembered for all at once, in order: a fleet's step lands thousands)
+            keys = list(zip(map(_CPE_ID, landed), map(_DIRECTION, landed), strict=True))
+            failures = self._last_failure
+            if failures:
+                for key in keys:
+                    failures.pop(key, None)
+            self._last_rule.update(zip(keys, map(_RULE, landed), strict=True))
+            self._last_override.update(zip(keys, map(_OVERRIDE_REVISION, landed), strict=True))
 
     def _finish_landed(self, saves: _Saves) -> list[StepOutcome]:
         """Pushes of earlier steps that landed (or failed) since."""
@@ -1585,13 +1597,7 @@ class ControlLoop:
                 saves.sets.append(held)
             return StepOutcome(item.cpe_id, item.direction, None, f"push failed: {failure}")
         saves.sets.append(item.weight_set)
-
-        def remember() -> None:
-            self._last_failure.pop(key, None)
-            self._last_rule[key] = item.rule
-            self._last_override[key] = item.override_revision
-
-        saves.then.append(remember)
+        saves.landed.append(item)
         delay = None
         if item.report_received_s is not None and item.decided_s is not None and item.landed:
             delay = ControlDelay(
