@@ -1,5 +1,6 @@
 """Small builders and marks shared by the tests."""
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -42,4 +43,17 @@ def paths(capacities: dict[str, float], **kwargs: object) -> tuple[PathView, ...
     return tuple(
         PathView(a, estimate(a, c, **kwargs))  # type: ignore[arg-type]
         for a, c in capacities.items()
+    )
+
+
+def assert_core_built(core: object, module: str, source: Path) -> None:
+    """A C core with a pure-Python twin was built from its source as it is now: ``pip
+    install`` builds it wherever a compiler is, and the setup script installs one (its
+    differential tests then ran it). Skipped only where ATSSS_PURE_PYTHON=1 leaves it out."""
+    if os.environ.get("ATSSS_PURE_PYTHON") == "1":
+        pytest.skip("ATSSS_PURE_PYTHON=1 leaves the core out on purpose")
+    assert core is not None, f"{module} was not built: a C compiler?"
+    built_from = getattr(core, "SOURCE_SHA256", None)
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == built_from, (
+        f"{module} was built from another source: it did not compile (pip install -v -e . says why)"
     )

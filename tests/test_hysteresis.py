@@ -124,6 +124,23 @@ def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
             assert decision.push or decision.reason.startswith("current weights")
 
 
+def budget_after(events: list[tuple[float, str]], rate: float) -> tuple[PushBudget, float]:
+    """A budget started empty at 100 s, after these (gap, event) pushes, refunds and refills
+    (anything else: time passes), and the time then."""
+    budget = PushBudget.empty(rate, now_s=100.0)
+    now_s = 100.0
+    for gap_s, event in events:
+        now_s += gap_s
+        if event == "spend":
+            budget.refill(now_s)
+            budget.spend()
+        elif event == "refund":
+            budget.refund()
+        elif event == "refill":
+            budget.refill(now_s)
+    return budget, now_s
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(
@@ -146,17 +163,7 @@ def test_budgets_as_rows_need_what_each_one_needs(
     budget at all (NaN)."""
     budgets, ends = [], []
     for events in histories:
-        budget = PushBudget.empty(rate, now_s=100.0)
-        now_s = 100.0
-        for gap_s, event in events:
-            now_s += gap_s
-            if event == "spend":
-                budget.refill(now_s)
-                budget.spend()
-            elif event == "refund":
-                budget.refund()
-            elif event == "refill":
-                budget.refill(now_s)
+        budget, now_s = budget_after(events, rate)
         budgets.append(budget)
         ends.append(now_s)
     budgets.append(PushBudget(rate, LAST_TOKEN, 100.0, 100.0))  # its last token, exactly
@@ -208,17 +215,7 @@ def test_budgets_judged_at_once_refill_and_refuse_as_each_one_does(
     budgets, twins, gains = [], [], []
     end_s = 100.0
     for events, gain in histories:
-        budget = PushBudget.empty(rate, now_s=100.0)
-        now_s = 100.0
-        for gap_s, event in events:
-            now_s += gap_s
-            if event == "spend":
-                budget.refill(now_s)
-                budget.spend()
-            elif event == "refund":
-                budget.refund()
-            else:
-                budget.refill(now_s)
+        budget, now_s = budget_after(events, rate)
         end_s = max(end_s, now_s)
         budgets.append(budget)
         twins.append(dataclasses.replace(budget))

@@ -9,9 +9,7 @@ the two disagreed by up to 0.028 of efficiency on paper-interruption's downlink.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 from collections.abc import Mapping
 from pathlib import Path as FilePath
 from typing import Any
@@ -22,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain import Direction, KpiSample
+from tests.helpers import assert_core_built
 from xapp.estimators import outage
 from xapp.estimators.outage import Path, SilenceTracker, WeightLookup
 
@@ -170,16 +169,9 @@ def test_the_tracker_says_what_its_reference_says(
 
 
 def test_the_core_was_built() -> None:
-    """`pip install` builds the C walk wherever a compiler is, and the setup script installs
-    one: the differential test above ran it."""
-    if os.environ.get("ATSSS_PURE_PYTHON") == "1":
-        pytest.skip("ATSSS_PURE_PYTHON=1 leaves the core out on purpose")
-    assert outage._core is not None, "xapp.estimators._silence was not built: a C compiler?"
+    """The C walk was built (the differential test above ran it)."""
     source = FilePath(outage.__file__).with_name("_silence.c")
-    assert hashlib.sha256(source.read_bytes()).hexdigest() == outage._core.SOURCE_SHA256, (
-        "xapp.estimators._silence was built from another source: it did not compile "
-        "(pip install -v -e . says why)"
-    )
+    assert_core_built(outage._core, "xapp.estimators._silence", source)
 
 
 @pytest.mark.parametrize("compiled", [False, True])
