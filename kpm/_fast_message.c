@@ -245,17 +245,28 @@ static int real(const unsigned char *raw, Py_ssize_t size, double *out) {
 
 /* ------------------------------------------------------------------------------ the reader */
 
+/* A measInfoList read before in the message: its octets (whole ones from an aligned start,
+ * then ``tail_bits`` bits) and what they said. The UEs of a Format 3 message each repeat the
+ * list; where each names its own CQI bin, consecutive UEs differ but a dozen lists recur, and
+ * reading each UE's afresh made eight names and labels a UE. */
+#define INFO_SEEN 16
+typedef struct {
+    const unsigned char *octets;
+    Py_ssize_t size;
+    int tail_bits;
+    uint64_t tail_value;
+    PyObject *names;  /* tuple, owned */
+    PyObject *labels; /* tuple, owned */
+} InfoSeen;
+
 typedef struct {
     Bits bits;
     PyObject *subscribed; /* tuple of str (borrowed) */
     PyObject *problems;   /* list */
-    /* Format 3: the measInfoList octets seen last and what they said. */
-    const unsigned char *info_octets;
-    Py_ssize_t info_size;
-    int info_tail_bits;
-    uint64_t info_tail_value;
-    PyObject *info_names;  /* tuple, owned */
-    PyObject *info_labels; /* tuple, owned */
+    /* Format 3: the last INFO_SEEN distinct measInfoLists read and what they said, the one
+     * read or found last at ``info_last`` (where the next is looked for first). */
+    InfoSeen info[INFO_SEEN];
+    int info_count, info_last, info_next; /* (info_next: the place kept over next, in turn) */
     struct Columns *columns; /* not NULL: Format 3 read into columns (read_columns) */
 } Reader;
 
@@ -281,8 +292,11 @@ static void reader_init(Reader *r, const unsigned char *data, Py_ssize_t size, P
 
 static void reader_clear(Reader *r) {
     Py_CLEAR(r->problems);
-    Py_CLEAR(r->info_names);
-    Py_CLEAR(r->info_labels);
+    for (int i = 0; i < r->info_count; i++) {
+        Py_CLEAR(r->info[i].names);
+        Py_CLEAR(r->info[i].labels);
+    }
+    r->info_count = 0;
 }
 
 static int problem(Reader *r, const char *cause, PyObject *message) {
@@ -365,19 +379,20 @@ static int info_list(Reader *r, PyObject **names, PyObject **labels) {
     Bits *b = &r->bits;
     TRY(align(b));
     Py_ssize_t start = b->pos;
-    if (r->info_octets != NULL) {
-        Py_ssize_t whole_end = start + r->info_size * 8;
-        if ((start >> 3) + r->info_size <= b->len &&
-            memcmp(b->data + (start >> 3), r->info_octets, (size_t)r->info_size) == 0 &&
-            whole_end + r->info_tail_bits <= b->end) {
+    for (int tried = 0; tried < r->info_count; tried++) {
+        const int at = (r->info_last + tried) % r->info_count;
+        const InfoSeen *seen = &r->info[at];
+        Py_ssize_t whole_end = start + seen->size * 8;
+        if ((start >> 3) + seen->size <= b->len &&
+            memcmp(b->data + (start >> 3), seen->octets, (size_t)seen->size) == 0 &&
+            whole_end + seen->tail_bits <= b->end) {
             b->pos = whole_end;
             uint64_t tail = 0;
-            if (r->info_tail_bits) TRY(read_bits(b, r->info_tail_bits, &tail));
-            if (!r->info_tail_bits || tail == r->info_tail_value) {
-                Py_INCREF(r->info_names);
-                Py_INCREF(r->info_labels);
-                *names = r->info_names;
-                *labels = r->info_labels;
+            if (seen->tail_bits) TRY(read_bits(b, seen->tail_bits, &tail));
+            if (!seen->tail_bits || tail == seen->tail_value) {
+                r->info_last = at;
+                *names = Py_NewRef(seen->names);
+                *labels = Py_NewRef(seen->labels);
                 return 0;
             }
             b->pos = start;
@@ -398,16 +413,24 @@ static int info_list(Reader *r, PyObject **names, PyObject **labels) {
         PyTuple_SET_ITEM(found_labels, i, label);
     }
     Py_ssize_t end = b->pos;
-    r->info_octets = b->data + (start >> 3);
-    r->info_size = (end >> 3) - (start >> 3);
-    r->info_tail_bits = (int)(end & 7);
-    r->info_tail_value = r->info_tail_bits ? (b->data[end >> 3] >> (8 - r->info_tail_bits)) : 0;
-    Py_XSETREF(r->info_names, found_names);
-    Py_XSETREF(r->info_labels, found_labels);
-    Py_INCREF(found_names);
-    Py_INCREF(found_labels);
-    *names = found_names;
-    *labels = found_labels;
+    /* kept in a free place, else over the places in turn (the oldest kept first) */
+    int at;
+    if (r->info_count < INFO_SEEN) {
+        at = r->info_count++;
+    } else {
+        at = r->info_next;
+        r->info_next = (r->info_next + 1) % INFO_SEEN;
+    }
+    InfoSeen *seen = &r->info[at];
+    seen->octets = b->data + (start >> 3);
+    seen->size = (end >> 3) - (start >> 3);
+    seen->tail_bits = (int)(end & 7);
+    seen->tail_value = seen->tail_bits ? (b->data[end >> 3] >> (8 - seen->tail_bits)) : 0;
+    Py_XSETREF(seen->names, found_names);
+    Py_XSETREF(seen->labels, found_labels);
+    r->info_last = at;
+    *names = Py_NewRef(found_names);
+    *labels = Py_NewRef(found_labels);
     return 0;
 null:
     Py_DECREF(found_names);

@@ -139,3 +139,33 @@ def test_a_large_fragmented_message_is_read_alike_by_the_twins() -> None:
     )
     assert len(data) > 16384
     assert twins_agree(data, KpmVersion.V3_00)
+
+
+@needs_core
+@pytest.mark.parametrize("bins", [3, 40])
+def test_ues_naming_recurring_labels_are_read_alike_by_the_twins(bins: int) -> None:
+    """A fleet's Format 3 message where each UE names its own CQI bin: a few label lists recur
+    in no order among 1,000 UEs (the core keeps the last sixteen it read; 40 bins overflow
+    it), read as the generic path reads them, columns and records alike."""
+    import random
+
+    from kpm import builders
+    from kpm.ueid import gnb_du_ueid
+
+    draw = random.Random(bins)
+    items = []
+    for n in range(1000):
+        body = builders.message_format1_body(NAMES, [[n, 2.5, 7, None]], None)
+        body["measInfoList"][-1]["labelInfoList"] = [
+            {"measLabel": {"distBinX": draw.randrange(1, bins + 1)}}
+        ]
+        ueid = gnb_du_ueid(n, f"02:00:00:00:{n // 256:02x}:{n % 256:02x}")
+        items.append({"ueID": ueid, "measReport": body})
+    value = {
+        "indicationMessage-formats": ("indicationMessage-Format3", {"ueMeasReportList": items})
+    }
+    data = codec_for(KpmVersion.V3_00).encode(KpmPdu.MESSAGE, value)
+    assert twins_agree(data, KpmVersion.V3_00)
+    columns = fast_message.read_columns(data, KpmVersion.V3_00, NAMES)
+    assert columns is not None
+    assert len({labels["distBinX"] for labels in columns.varying[len(NAMES) - 1]}) == bins
