@@ -14,11 +14,12 @@ import logging
 import math
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Set
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from operator import attrgetter, eq, is_, is_not, itemgetter, methodcaller
-from typing import Any, TypeVar
+from operator import attrgetter, eq, is_, is_not, itemgetter, methodcaller, ne
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -131,6 +132,14 @@ class ControlDelay:
     decided_s: float
     applied_s: float
 
+
+class _NotSaid:
+    """What a CPE and direction with no held outcome yet reads as: no reason a step says."""
+
+    reason = None
+
+
+_NOT_SAID = _NotSaid()
 
 # The row of a CPE and direction without a push budget (PushBudget.as_row).
 _NO_BUDGET = (math.nan,) * 5
@@ -466,6 +475,7 @@ class _PartPlan:
 
 
 _PATH_PLACES = attrgetter("path_places")
+_REASON = attrgetter("reason")
 _CPE_ID = attrgetter("cpe_id")
 _DIRECTION = attrgetter("direction")
 _RULE = attrgetter("rule")
@@ -1315,8 +1325,19 @@ class ControlLoop:
                 )
                 for row in np.flatnonzero(spared & ~spent).tolist():
                     reasons[row] = hysteresis.out_of_reach(within[row], needed[row])
-            for row in np.flatnonzero(stays).tolist():
-                reasons[row] = "unchanged" if same[row] else hysteresis.too_small(rise[row])
+            staying_rows = np.flatnonzero(stays).tolist()
+            if staying_rows:  # (each reason worded once per step for rows that gain alike)
+                too_small = hysteresis.too_small
+                reasons.update(
+                    zip(
+                        staying_rows,
+                        [
+                            "unchanged" if same[row] else too_small(rise[row])
+                            for row in staying_rows
+                        ],
+                        strict=True,
+                    )
+                )
             # What a decision remembers, for every row that stays, at once.
             staying = sorted(reasons)
             kept = _picked(keys, staying)
@@ -1325,13 +1346,17 @@ class ControlLoop:
             last_rule.update(zip(kept, _picked(rules, staying), strict=True))
             last_override.update(dict.fromkeys(kept))  # (no override in the rows)
             read += _picked(group.key_places, staying)
-            for row, key in zip(staying, kept, strict=True):
-                reason = reasons[row]
-                # (the outcome of the step before where it says the same: a fleet's usual)
-                said = held_before.get(key)
-                if said is None or said.reason != reason:
-                    said = held_before[key] = StepOutcome.unpushed(key[0], key[1], reason)
-                outcomes[slots[row]] = said
+            # (the outcome of the step before where it says the same, a fleet's usual: the
+            # step before's outcomes and their reasons read in C, a new one made for the others)
+            said_now = list(map(reasons.__getitem__, staying))
+            saids: list[StepOutcome | _NotSaid] = list(
+                map(held_before.get, kept, itertools.repeat(_NOT_SAID))
+            )
+            for i in itertools.compress(itertools.count(), map(ne, map(_REASON, saids), said_now)):
+                key = kept[i]
+                saids[i] = held_before[key] = StepOutcome.unpushed(key[0], key[1], said_now[i])
+            made_all = cast(list[StepOutcome], saids)  # (every one said: none is _NOT_SAID)
+            deque(map(outcomes.__setitem__, _picked(slots, staying), made_all), maxlen=0)
         self._heard.drop_received(np.array(read, dtype=np.intp))
 
     def _push_for_gain(
