@@ -374,7 +374,9 @@ def test_exploration_and_carrier_words_decide_the_same_as_rows_or_as_inputs() ->
     assert as_rows[1] > 0  # exploration did raise
 
 
-def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
+def weights_held_and_moved(
+    rows: bool, hysteresis: Hysteresis | None = None
+) -> tuple[Outcomes, list[int]]:
     """Six CPEs whose weights mostly stay, over ten periods, each period's reports timed on
     arrival. The first three's LiFi, too weak to be weighted, goes dark for three periods and
     comes back strong; the others' LiFi, unknown at first, appears weak (weighted the least
@@ -385,7 +387,7 @@ def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
     Returns the outcomes and, per step, the arrival times left unread."""
     accesses = ("nr", "wifi", "lifi")
     cpes = [Cpe(f"cpe-{n}", {a: AccessIdentity(a) for a in accesses}) for n in range(6)]
-    loop, estimator, source, store = table_loop(cpes, rows)
+    loop, estimator, source, store = table_loop(cpes, rows, hysteresis)
     dl = Direction.DOWNLINK
     balancing = SteeringMode.LOAD_BALANCING
     store.save_weights(WeightSet("cpe-2", dl, {"nr": 52, "wifi": 90, "lifi": 0}, balancing, 4))
@@ -432,11 +434,18 @@ def weights_held_and_moved(rows: bool) -> tuple[Outcomes, list[int]]:
     return out, unread
 
 
-def test_weights_that_stay_and_those_that_move_are_decided_the_same_as_rows_or_as_inputs() -> None:
+@pytest.mark.parametrize("limit", [Hysteresis().max_pushes_per_s, None])
+def test_weights_that_stay_and_those_that_move_are_decided_the_same_as_rows_or_as_inputs(
+    limit: float | None,
+) -> None:
     """The rows whose weights stay are concluded together (``_conclude_rows``): what they
     remember (the usable paths, the rule and override, the report read) makes the later
-    decisions the same as the inputs' one by one."""
-    (as_rows, unread), (as_inputs, _) = weights_held_and_moved(True), weights_held_and_moved(False)
+    decisions the same as the inputs' one by one; with the push limit and without one."""
+    hysteresis = Hysteresis(max_pushes_per_s=limit)
+    (as_rows, unread), (as_inputs, _) = (
+        weights_held_and_moved(True, hysteresis),
+        weights_held_and_moved(False, hysteresis),
+    )
     assert as_rows == as_inputs
     assert unread == [0] * len(unread)  # every report's arrival was read by its decision
     reasons = [reason for step in as_rows for _, _, reason, _ in step]

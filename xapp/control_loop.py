@@ -1448,6 +1448,8 @@ class ControlLoop:
         None, for these CPEs and directions (distinct; ``places``: theirs in the decision
         times' slots), worked out for all at once (``PushBudget.judged_many``): every budget
         refilled to ``now_s`` and noted (``_conclude`` then admits the same)."""
+        if not keys:  # (no push for a gain alone: none under no limit)
+            return []
         rate = self._hysteresis.max_pushes_per_s
         assert rate is not None  # (asked only under a limit)
         budgets: list[PushBudget | None] = list(map(self._budgets.get, keys))
