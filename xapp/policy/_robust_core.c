@@ -223,6 +223,19 @@ static inline int any_of_four_from(const double *values, double from) {
     return (reached[0] | reached[1] | reached[2] | reached[3]) != 0;
 }
 
+/* ``any_of_four_from`` over ``values[k .. k + 15]``: the four comparisons' lanes joined as
+ * vectors, then read once (reading a mask's lanes out costs more than comparing them). */
+static inline int any_of_sixteen_from(const double *values, double from) {
+    const four_doubles at = {from, from, from, from};
+    four_masks reached = {0, 0, 0, 0};
+    for (int quarter = 0; quarter < 4; quarter++) {
+        four_doubles v;
+        memcpy(&v, values + 4 * quarter, sizeof v);
+        reached |= v >= at;
+    }
+    return (reached[0] | reached[1] | reached[2] | reached[3]) != 0;
+}
+
 /* The exact optimum of one row of capacities into weights[paths]; scratch holds
  * OPTIMAL_SCRATCH doubles, made ready by ``optimal_scratch_ready``. The weights chosen are
  * those the full scan chooses (optimal.py): the best aggregate, and of the candidates within
@@ -279,6 +292,8 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
             /* (a capacity so small its rates are not normal numbers has no bounds: every one
              * of its candidates is worked out) */
             if (own_known) {
+                while (k + 16 <= max_weight && !any_of_sixteen_from(bound + k, reach_from))
+                    k += 16;
                 while (k + 4 <= max_weight && !any_of_four_from(bound + k, reach_from)) k += 4;
                 while (k < max_weight && !(bound[k] >= reach_from)) k++;
             }
