@@ -469,6 +469,13 @@ static void aggregates_at_risk(const double *weights, const double *draws, const
     }
 }
 
+/* Whether any weighted path has an outage to charge (``aggregates_at_risk``'s charges). */
+static int charged(const double *weights, const double *risks, int paths) {
+    for (int p = 0; p < paths; p++)
+        if (weights[p] > 0 && risks[p] > 0) return 1;
+    return 0;
+}
+
 /* (paths, count) capacities drawn from one CPE's beliefs, never below 0. */
 WIDE_VECTORS
 static void belief_draws(const double *means, const double *stddevs, const double *normal,
@@ -618,6 +625,12 @@ static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
     double *expected = full + count;
     double *start = expected + count;
     double *scores = start + (size_t)starts * paths;
+    /* Each path's standard draw of the score's rank: a path's draws are max(0, mean + σ · z),
+     * which never fall as z rises (σ >= 0, each operation monotonic), so the draw of that
+     * rank among a CPE's draws of the path is the one made from it. */
+    double normal_at_rank[MAX_PATHS];
+    for (int p = 0; p < paths; p++)
+        normal_at_rank[p] = order_statistic(normal + (size_t)p * count, count, rank);
     for (int row = 0; row < rows; row++) {
         const double *means = means_all + (size_t)row * paths;
         const double *stddevs = stddevs_all + (size_t)row * paths;
@@ -625,10 +638,12 @@ static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
         belief_draws(means, stddevs, normal, paths, count, draws);
         double ratios_of[MAX_PATHS]; /* the weight each path's ratios are for: none yet */
         for (int p = 0; p < paths; p++) ratios_of[p] = NAN;
-        double lowered[MAX_PATHS];
+        double lowered[MAX_PATHS], at_rank[MAX_PATHS];
         for (int p = 0; p < paths; p++) {
             const double x = means[p] + z * stddevs[p];
             lowered[p] = x > 0.0 ? x : (x == x ? 0.0 : x);
+            const double y = means[p] + stddevs[p] * normal_at_rank[p]; /* as belief_draws */
+            at_rank[p] = y > 0.0 ? y : (y == y ? 0.0 : y);
         }
         /* The starts: the point estimates, all lowered, each one lowered, each one dropped,
          * then the first draws. */
@@ -670,6 +685,25 @@ static PyObject *robust(PyObject *Py_UNUSED(self), PyObject *args) {
             if (seen >= 0) {
                 scores[s] = scores[seen];
                 continue;
+            }
+            /* A candidate whose aggregates cannot reach the best so far (within 1e-9) is
+             * passed over before they are worked out, as below: with no weighted path at
+             * risk, its aggregate in each draw is its weight sum times its least ratio, at
+             * most its weight sum times path j's ratio for each weighted j, so its score (the
+             * draws' value of rank ``rank``) is at most the sum times path j's draw of that
+             * rank over j's weight, rounded as the aggregate is (each operation monotonic).
+             * Half a fleet's candidates are passed over so, before their divisions. */
+            if (best > 0 && !charged(weights, risks, paths)) {
+                double bound = INFINITY;
+                for (int p = 0; p < paths; p++) {
+                    if (!(weights[p] > 0)) continue;
+                    const double own = (double)total * (at_rank[p] / weights[p]);
+                    bound = own < bound ? own : bound;
+                }
+                if (bound < best * TIE) {
+                    scores[s] = -INFINITY;
+                    continue;
+                }
             }
             aggregates_at_risk(weights, draws, risks, stalls[row], paths, count, ratios,
                                ratios_of, full, expected);
