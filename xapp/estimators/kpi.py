@@ -194,11 +194,14 @@ class KpiEstimator:
             if previous is not None and previous[AVAILABLE] and previous[KIND] == ESTIMATE:
                 change = min(abs(capacity - previous[CAPACITY]), MAX_CHANGE_RATIO * capacity)
                 variance = float(self._change_variance[slot])
+                # (squared as a product, as numpy squares in _keep_many: Python's change**2
+                # is the C library's pow, which may round differently)
+                squared = change * change
                 if variance != variance:  # (NaN: the path's first change)
-                    variance = change**2
+                    variance = squared
                 self._change_variance[slot] = (
                     1 - VOLATILITY_WEIGHT
-                ) * variance + VOLATILITY_WEIGHT * change**2
+                ) * variance + VOLATILITY_WEIGHT * squared
             variance = float(self._change_variance[slot])
             spread = math.sqrt(0.0 if variance != variance else variance)
             stddev = math.hypot(stddev, spread)
@@ -214,8 +217,8 @@ class KpiEstimator:
         lower_bound: npt.NDArray[np.bool_],
     ) -> None:
         """``_keep`` of many paths (each once), as array operations: the same IEEE operations
-        in the same order, but for ``change**2`` and ``math.hypot``, done path by path as there
-        (numpy squares by multiplying, and its hypot may differ from Python's in the last bit).
+        in the same order, but for ``math.hypot``, done path by path as there (numpy's hypot
+        may differ from Python's in the last bit).
         tests/test_sample_columns.py holds the two equal. ``places``: the paths' places in
         the kept estimates' slots."""
         kept = self._kept
@@ -230,7 +233,7 @@ class KpiEstimator:
         change = np.abs(now - previous[changed, CAPACITY])
         ceiling = MAX_CHANGE_RATIO * now
         change = np.where(ceiling < change, ceiling, change)
-        squared = np.array([c**2 for c in change.tolist()], dtype=np.float64)
+        squared = change * change
         variance = variances[places[changed]]
         variance = np.where(np.isnan(variance), squared, variance)
         variances[places[changed]] = (
