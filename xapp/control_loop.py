@@ -58,6 +58,7 @@ from xapp.ports import (
     KpiSource,
     ManyEstimates,
     PlacesPaths,
+    StatesOfMany,
     StateStore,
     WeightPushError,
     WeightSink,
@@ -976,9 +977,14 @@ class ControlLoop:
         if may_push is not None and any(map(is_not, map(may_push, *plan.ids), _NONES)):
             return False  # (an agent not reached, or left alone: its outcome says why)
         store = self._store
-        if any(map(store.load_override, *plan.ids)):
-            return False
-        currents = list(map(store.load_weights, *plan.ids))
+        if isinstance(store, StatesOfMany):  # (the service's and the bench's stores)
+            currents, overrides = store.states_of(keys)
+            if any(overrides):
+                return False
+        else:
+            if any(map(store.load_override, *plan.ids)):
+                return False
+            currents = list(map(store.load_weights, *plan.ids))
         if not all(currents):  # (some CPE without weights in force yet)
             return False
         if not plan.over_their_accesses(currents):

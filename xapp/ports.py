@@ -175,6 +175,17 @@ class StateStore(Protocol):
     def delete_override(self, cpe_id: str, direction: Direction) -> None: ...
 
 
+@runtime_checkable
+class StatesOfMany(Protocol):
+    """A StateStore that reads many CPEs' and directions' weights in force and overrides at
+    once, what ``load_weights`` and ``load_override`` read one by one: a fleet's step reads
+    thousands of each, and a call and a lock each cost more than the look-up."""
+
+    def states_of(
+        self, keys: Sequence[tuple[str, Direction]]
+    ) -> tuple[list[WeightSet | None], list[Override | None]]: ...
+
+
 class SubscriptionStore(Protocol):
     """Where the E2 subscriptions live between restarts (SDL in a RIC, memory in tests)."""
 

@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
+from typing import Any
 
 from core.domain import Direction, Override, WeightSet
 from xapp.ports import StateStore
 
 Key = tuple[str, Direction]
+_UNREAD: Any = object()  # (a key not in memory yet; None is a value read: none there)
 
 
 class CachedState:
@@ -64,6 +67,21 @@ class CachedState:
         found = self._store.load_weights(cpe_id, direction)
         with self._lock:
             return self._weights.setdefault(key, found)
+
+    def states_of(
+        self, keys: Sequence[Key]
+    ) -> tuple[list[WeightSet | None], list[Override | None]]:
+        """``load_weights`` and ``load_override`` of each key (xapp/ports.py: StatesOfMany):
+        read from memory under one lock, and those not read yet from the store as those
+        methods do (a fleet's step, after ``refresh``, finds every one in memory)."""
+        with self._lock:
+            weights = list(map(self._weights.get, keys, repeat(_UNREAD)))
+            overrides = list(map(self._overrides.get, keys, repeat(_UNREAD)))
+        for i in [i for i, found in enumerate(weights) if found is _UNREAD]:
+            weights[i] = self.load_weights(*keys[i])
+        for i in [i for i, found in enumerate(overrides) if found is _UNREAD]:
+            overrides[i] = self.load_override(*keys[i])
+        return weights, overrides  # (none is _UNREAD now)
 
     def weights_known(self, cpe_id: str, direction: Direction) -> WeightSet | None:
         """The weights in force as far as memory knows, never asking the store (the fleet view

@@ -36,6 +36,12 @@ class MemoryStateStore:
     def save_weights(self, weight_set: WeightSet) -> None:
         self._weights[(weight_set.cpe_id, weight_set.direction)] = weight_set
 
+    def states_of(
+        self, keys: Sequence[tuple[str, Direction]]
+    ) -> tuple[list[WeightSet | None], list[Override | None]]:
+        """``load_weights`` and ``load_override`` of each key (xapp/ports.py: StatesOfMany)."""
+        return list(map(self._weights.get, keys)), list(map(self._overrides.get, keys))
+
     def load_override(self, cpe_id: str, direction: Direction) -> Override | None:
         return self._overrides.get((cpe_id, direction))
 
