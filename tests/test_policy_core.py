@@ -265,3 +265,58 @@ def test_a_paths_own_weight_at_its_own_rate_is_the_rate_divisor(capacity: float)
     weights = capacity / rate
     weights *= 1 + 1e-12  # as optimal_weights_batch guards floor()
     np.testing.assert_array_equal(np.floor(weights), m)
+
+
+def _core_order_statistic(values: FloatArray, rank: int) -> float:
+    """The core's order statistic of ``values`` (none negative), through ``reach`` over one
+    path whose belief is 0 ± 1: its draws are then the values themselves (0 + 1 · v)."""
+    out = np.empty(1)
+    draws = np.ascontiguousarray(values)
+    compiled.core.reach(np.zeros(1), np.ones(1), draws, out, 1, 1, len(draws), rank)
+    return float(out[0])
+
+
+@needs_core
+@settings(max_examples=400, deadline=None)
+@given(
+    values=st.integers(1, 1100).flatmap(
+        lambda count: hnp.arrays(
+            np.float64,
+            count,
+            elements=st.one_of(
+                st.floats(0.0, 1e6),
+                # many ties, and the corners the search answers before it counts
+                st.sampled_from([0.0, 1.0, 2.0, 5e-324, 1e300, np.inf, np.nan]),
+            ),
+        )
+    ),
+    where=st.floats(0.0, 1.0),
+)
+@example(values=np.arange(128.0)[::-1], where=0.3)  # the rank below the sample's bracket
+@example(values=np.r_[np.zeros(100), np.arange(28.0)], where=0.95)  # above it
+@example(values=np.full(128, 7.0), where=0.5)  # every value tied
+def test_the_core_s_order_statistic_is_numpy_s(values: FloatArray, where: float) -> None:
+    """The draws' value of a rank, as np.sort puts them (NaN last): whether the rank falls
+    below, within or above the bracket drawn from a sample of the values (128 draws: the
+    scores' case), and with infinities and NaN, where every rank is searched over all."""
+    rank = min(len(values) - 1, int(where * len(values)))
+    assert _core_order_statistic(values, rank) == pytest.approx(
+        float(np.sort(values)[rank]), rel=0.0, abs=0.0, nan_ok=True
+    )
+
+
+@needs_core
+def test_each_rank_of_a_fleet_s_draws_is_numpy_s() -> None:
+    """Every rank of 128 draws (the scores' own size), over drawn aggregates' shapes: smooth,
+    clumped on a few values, with a long tail."""
+    rng = np.random.default_rng(33)
+    shapes = [
+        rng.uniform(0, 1000, 128),
+        rng.choice([10.0, 20.0, 30.0], 128),
+        np.exp(rng.normal(0, 3, 128)),
+        np.maximum(0.0, rng.normal(5, 10, 128)),
+    ]
+    for values in shapes:
+        ordered = np.sort(values)
+        found = [_core_order_statistic(values, rank) for rank in range(128)]
+        assert found == ordered.tolist()
