@@ -362,13 +362,18 @@ static void count_unbounded(const double *values, int count, int *negative, int 
     *nan = missing;
 }
 
-/* The value of rank ``rank`` < ``count`` among ``values``, a finite one (infinities and NaN
- * at that rank are answered before; elsewhere they are counted, never drawn): the answer's
- * bounds narrowed by counting around a pivot drawn from the values still between
- * them. Quickselect's swaps took a fifth of a decision, most of it in branches on the draws
- * that the predictor cannot learn; a count is a plain loop. Each pass takes at least the
- * pivot out of the bounds, and the answer stays strictly between them, so the search ends. */
-static double by_pivots(const double *values, int count, int rank) {
+/* The value of rank ``rank`` if ``values`` were sorted as numpy sorts (NaN last), without
+ * moving them: the answer's bounds narrowed by counting around a pivot drawn from the values
+ * still between them. Quickselect's swaps took a fifth of a decision, most of it in branches
+ * on the draws that the predictor cannot learn; a count is a plain loop. Each pass takes at
+ * least the pivot out of the bounds, and the answer stays strictly between them (infinities
+ * and NaN are answered first), so the search ends. */
+static double order_statistic(const double *values, int count, int rank) {
+    int negative, positive, nan;
+    count_unbounded(values, count, &negative, &positive, &nan);
+    if (rank >= count - nan) return NAN;
+    if (rank >= count - nan - positive) return INFINITY;
+    if (rank < negative) return -INFINITY;
     double low = -INFINITY, high = INFINITY; /* the answer lies strictly between */
     unsigned int next = 2654435761u;         /* where the next pivot is looked for */
     for (;;) {
@@ -385,83 +390,6 @@ static double by_pivots(const double *values, int count, int rank) {
             low = pivot;
         next = next * 1664525u + 1013904223u;
     }
-}
-
-/* How many of ``values`` are below ``low``, and how many at most ``high``: one pass the
- * compiler vectorises. */
-WIDE_VECTORS
-static void count_bracket(const double *values, int count, double low, double high,
-                          int *below, int *through) {
-    int less = 0, within = 0;
-    for (int d = 0; d < count; d++) {
-        less += values[d] < low;
-        within += values[d] <= high;
-    }
-    *below = less;
-    *through = within;
-}
-
-/* The bracket around the rank's place in a sample of the values: SAMPLE of them, evenly
- * spaced, sorted, and the sample's values AROUND places either side of the rank's. */
-#define SAMPLE 16
-#define AROUND 2
-#define BRACKETED_MOST 1024 /* values, on the stack */
-
-/* ``by_pivots`` after one pass has told which of three parts of the values holds the answer
- * (below a low value drawn from a sample, between it and a high one, above that): that part
- * copied out, about a quarter of the values when the sample's bracket holds the rank, and
- * searched alone. Counting around pivots over all 128 draws took eight to ten passes, as
- * much of a decision as working out the candidates' aggregates. */
-static double bracketed(const double *values, int count, int rank) {
-    double sample[SAMPLE];
-    const int spacing = count / SAMPLE;
-    for (int i = 0; i < SAMPLE; i++) {
-        const double value = values[i * spacing + spacing / 2];
-        int at = i;
-        for (; at > 0 && sample[at - 1] > value; at--) sample[at] = sample[at - 1];
-        sample[at] = value;
-    }
-    const int place = (int)(((long long)rank * SAMPLE) / count);
-    const double low = sample[place - AROUND < 0 ? 0 : place - AROUND];
-    const double high = sample[place + AROUND > SAMPLE - 1 ? SAMPLE - 1 : place + AROUND];
-    int below, through;
-    count_bracket(values, count, low, high, &below, &through);
-    double part[BRACKETED_MOST];
-    int kept = 0;
-    if (rank < below) { /* below low */
-        for (int d = 0; d < count; d++) {
-            part[kept] = values[d];
-            kept += values[d] < low;
-        }
-        return by_pivots(part, kept, rank);
-    }
-    if (rank < through) { /* from low to high */
-        for (int d = 0; d < count; d++) {
-            part[kept] = values[d];
-            kept += values[d] >= low && values[d] <= high;
-        }
-        return by_pivots(part, kept, rank - below);
-    }
-    for (int d = 0; d < count; d++) { /* above high */
-        part[kept] = values[d];
-        kept += values[d] > high;
-    }
-    return by_pivots(part, kept, rank - through);
-}
-
-/* The value of rank ``rank`` if ``values`` were sorted as numpy sorts (NaN last), without
- * moving them: infinities and NaN answered first, then ``bracketed`` where the draws are a
- * sample's worth, ``by_pivots`` otherwise. Every way finds the same value. */
-static double order_statistic(const double *values, int count, int rank) {
-    int negative, positive, nan;
-    count_unbounded(values, count, &negative, &positive, &nan);
-    if (rank >= count - nan) return NAN;
-    if (rank >= count - nan - positive) return INFINITY;
-    if (rank < negative) return -INFINITY;
-    if (negative == 0 && positive == 0 && nan == 0 && count >= 4 * SAMPLE &&
-        count <= BRACKETED_MOST)
-        return bracketed(values, count, rank);
-    return by_pivots(values, count, rank);
 }
 
 /* Whether the value of rank ``rank`` (were ``values`` sorted) is below ``threshold``: fewer
