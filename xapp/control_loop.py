@@ -531,6 +531,8 @@ class ControlLoop:
         self._policy = policy
         self._sink = sink
         self._store = store
+        # (told once: a planned step part reads its CPEs' states at once where it can)
+        self._states_of = store.states_of if isinstance(store, StatesOfMany) else None
         self._hysteresis = hysteresis or Hysteresis()
         self._rules = dict(rules or {})
         # What each (CPE, direction) was last decided under, to notice mode and override changes.
@@ -976,9 +978,9 @@ class ControlLoop:
         may_push = self._may_push
         if may_push is not None and any(map(is_not, map(may_push, *plan.ids), _NONES)):
             return False  # (an agent not reached, or left alone: its outcome says why)
-        store = self._store
-        if isinstance(store, StatesOfMany):  # (the service's and the bench's stores)
-            currents, overrides = store.states_of(keys)
+        store, states_of = self._store, self._states_of
+        if states_of is not None:  # (the service's and the bench's stores)
+            currents, overrides = states_of(keys)
             if any(overrides):
                 return False
         else:
