@@ -1,8 +1,9 @@
 """The one part of the build pyproject.toml cannot declare without an experimental table: the C
 cores of the fast E2 reader (kpm/_fast_message.c), of the robust policy
 (xapp/policy/_robust_core.c), of the KPI samples to and from columns (xapp/_samples.c),
-of the silence tracker's walk (xapp/estimators/_silence.c) and of fusion
-(xapp/estimators/_fusion_core.c).
+of the silence tracker's walk (xapp/estimators/_silence.c), of fusion
+(xapp/estimators/_fusion_core.c) and of the capacity models' tree ensembles
+(models/_tree_core.c, whose twin is onnxruntime itself).
 Optional: where no compiler is, the install goes on and each
 module computes with its pure-Python (numpy) twin. Each build carries its source's
 SHA-256, so that a build older than its source (a source that no longer compiles leaves the
@@ -37,5 +38,6 @@ setup(
         _compiled(
             "xapp.estimators._fusion_core", "xapp/estimators/_fusion_core.c", exact_floats=True
         ),
+        _compiled("models._tree_core", "models/_tree_core.c", exact_floats=True),
     ]
 )

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from core.domain import MAX_CAPACITY_MBPS
 from models.features import REFERENCE, TARGET_TRANSFORM, feature_names, from_log_ratio
+from models.tree_scorer import CompiledTrees, compiled_trees
 
 SHIPPED = Path(__file__).with_name("shipped")
 
@@ -109,6 +110,11 @@ class OnnxCapacityModel:
         self.name = card_path.name.removesuffix(".card.json")
         self.card_path = card_path
         self.sessions = {}
+        # Each part's ensemble as our tree core scores it, where the file has the shape the
+        # core is written for (models/tree_scorer.py); onnxruntime scores the others, and is
+        # the reference the core is held to.
+        self.trees: dict[str, CompiledTrees] = {}
+        self.scored_by: dict[str, str] = {}
         for part in ("estimate", "lower", "upper"):
             try:
                 path = card_path.parent / self.card["onnx"][part]["file"]
@@ -128,6 +134,12 @@ class OnnxCapacityModel:
                     "(wrong feature set)"
                 )
             self.sessions[part] = session
+            trees, why_not = compiled_trees(path)
+            if trees is not None and trees.features == len(names):
+                self.trees[part] = trees
+                self.scored_by[part] = "tree core"
+            else:
+                self.scored_by[part] = f"onnxruntime ({why_not or 'another feature count'})"
 
     @classmethod
     def shipped(cls, access: str) -> OnnxCapacityModel:
@@ -150,9 +162,13 @@ class OnnxCapacityModel:
         reasons: list[str] = []
         out = {}
         for part, session in self.sessions.items():
-            result = np.asarray(
-                session.run(None, {session.get_inputs()[0].name: batch})[0], dtype=np.float64
-            ).ravel()
+            trees = self.trees.get(part)
+            raw = (
+                trees.predict(batch)
+                if trees is not None
+                else session.run(None, {session.get_inputs()[0].name: batch})[0]
+            )
+            result = np.asarray(raw, dtype=np.float64).ravel()
             finite = np.isfinite(result)
             within = np.abs(result) <= MAX_LOG_RATIO  # (NaN and infinities are not)
             if (known & ~finite).any():
