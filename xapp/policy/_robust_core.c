@@ -476,14 +476,22 @@ static int charged(const double *weights, const double *risks, int paths) {
     return 0;
 }
 
-/* (paths, count) capacities drawn from one CPE's beliefs, never below 0. */
+/* (paths, count) capacities drawn from one CPE's beliefs, never below 0 (np.maximum(0, x):
+ * a NaN stays NaN). Each path's mean and σ read once and the rows marked restrict, and the
+ * clamp written as two selects: so the compiler makes it a vector loop, where it had been one
+ * draw at a time with two branches each (a sixth of a step's scoring at 100 ms). */
 WIDE_VECTORS
-static void belief_draws(const double *means, const double *stddevs, const double *normal,
-                         int paths, int count, double *draws) {
+static void belief_draws(const double *restrict means, const double *restrict stddevs,
+                         const double *restrict normal, int paths, int count,
+                         double *restrict draws) {
     for (int p = 0; p < paths; p++) {
+        const double mean = means[p], stddev = stddevs[p];
+        const double *restrict z = normal + (size_t)p * count;
+        double *restrict drawn = draws + (size_t)p * count;
         for (int d = 0; d < count; d++) {
-            const double x = means[p] + stddevs[p] * normal[p * count + d];
-            draws[p * count + d] = x > 0.0 ? x : (x == x ? 0.0 : x);
+            const double x = mean + stddev * z[d];
+            const double kept = x > 0.0 ? x : 0.0;
+            drawn[d] = x == x ? kept : x;
         }
     }
 }
