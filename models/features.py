@@ -29,7 +29,6 @@ reason.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -225,28 +224,28 @@ WINDOW = 10  # the longest history a feature reads (ref_mean10_ratio)
 
 def _features_of_rows(
     earlier: Callable[[FloatArray, int], FloatArray],
+    window: FloatArray,
     data: Columns,
-    reference: FloatArray,
     from_resources: FloatArray,
     access: str,
 ) -> Columns:
     """Each feature of the rows asked for, by name: ``earlier(values, k)`` reads a per-period
-    column k periods before each of them (NaN where the path has no such period)."""
-    window = np.stack([earlier(reference, k) for k in range(1, WINDOW + 1)], axis=1)
+    column k periods before each of them (NaN where the path has no such period), and
+    ``window`` holds the reference 1 to WINDOW periods before each (column k - 1)."""
     out: Columns = {}
     last = window[:, 0]
-    with np.errstate(divide="ignore", invalid="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN windows give NaN, as meant
+    with np.errstate(divide="ignore", invalid="ignore"):
         scale = _nan_where(last > 0, last)
         out[REFERENCE] = last
         out["ref_last2_ratio"] = window[:, 1] / scale
-        out["ref_mean3_ratio"] = np.nanmean(window[:, :3], axis=1) / scale
-        out["ref_mean10_ratio"] = np.nanmean(window, axis=1) / scale
-        out["ref_min5_ratio"] = np.nanmin(window[:, :5], axis=1) / scale
-        out["ref_max5_ratio"] = np.nanmax(window[:, :5], axis=1) / scale
+        # (all-NaN windows give NaN, as meant)
+        out["ref_mean3_ratio"] = _nan_mean(window[:, :3]) / scale
+        out["ref_mean10_ratio"] = _nan_mean(window) / scale
         five = window[:, :5]
+        out["ref_min5_ratio"] = np.fmin.reduce(five, axis=1) / scale
+        out["ref_max5_ratio"] = np.fmax.reduce(five, axis=1) / scale
         counted = np.sum(np.isfinite(five), axis=1)
-        std = _nan_where(counted >= 2, np.nanstd(five, axis=1, ddof=1))
+        std = _nan_where(counted >= 2, _nan_std(five))
         out["ref_std5_ratio"] = std / scale
     out["ref_from_resources"] = earlier(from_resources, 1)
     for feature in RADIO[access]:
@@ -260,6 +259,39 @@ def _features_of_rows(
             np.isfinite(cell) & np.isfinite(before), (cell != before).astype(np.float64)
         )
     return out
+
+
+# np.nanmean and np.nanstd along rows, with the same numpy operations in the same order as
+# numpy's own (numpy/lib/_nanfunctions_impl.py: the NaN put to 0 in a copy, the counts and
+# sums over the rows, the division in place), so the same bits, without their checks and
+# warnings, which cost more than the sums on a step's few thousand rows of five or ten
+# (tests/test_models.py holds them to numpy's functions). np.nanmin and np.nanmax are
+# np.fmin and np.fmax reduced, which is what numpy runs for them.
+
+
+def _nan_mean(values: FloatArray) -> FloatArray:
+    missing = np.isnan(values)
+    filled = np.where(missing, 0.0, values)
+    count = np.sum(~missing, axis=1, dtype=np.intp)
+    total = np.sum(filled, axis=1)
+    return np.asarray(np.divide(total, count, out=total, casting="unsafe"))
+
+
+def _nan_std(values: FloatArray) -> FloatArray:
+    """np.nanstd(values, axis=1, ddof=1): NaN where fewer than two values are known."""
+    missing = np.isnan(values)
+    filled = np.where(missing, 0.0, values)
+    count = np.asarray(np.sum(~missing, axis=1, dtype=np.intp, keepdims=True))
+    mean = np.sum(filled, axis=1, keepdims=True)
+    np.divide(mean, count, out=mean, casting="unsafe")
+    np.subtract(filled, mean, out=filled, casting="unsafe")
+    np.copyto(filled, 0.0, where=missing)
+    np.multiply(filled, filled, out=filled)
+    variance = np.sum(filled, axis=1)
+    freedom = count[:, 0] - 1
+    np.divide(variance, freedom, out=variance, casting="unsafe")
+    variance[freedom <= 0] = np.nan
+    return np.asarray(np.sqrt(variance, out=variance))
 
 
 def features_from_columns(
@@ -297,7 +329,8 @@ def features_from_columns(
     def earlier(values: FloatArray, k: int) -> FloatArray:
         return _earlier(values, position, at, k)
 
-    out = _features_of_rows(earlier, data, reference, from_resources, access)
+    window = np.stack([earlier(reference, k) for k in range(1, WINDOW + 1)], axis=1)
+    out = _features_of_rows(earlier, window, data, from_resources, access)
     matrix = np.empty((len(at), len(feature_list(access))), dtype=np.float32)
     for i, name in enumerate(feature_names(access)):
         if rows is None:
@@ -305,6 +338,40 @@ def features_from_columns(
         else:
             matrix[:, i] = out[name]
     return matrix
+
+
+# What a running estimator may keep with each period's inputs (``references_of_rows``), so that
+# a step derives the reference of its newest period only rather than of its whole window.
+STORED_REFERENCE = "period_reference_mbps"
+STORED_FROM_RESOURCES = "period_from_resources"
+
+
+def references_of_rows(
+    rows: npt.NDArray[np.float64], names: tuple[str, ...], access: str
+) -> npt.NDArray[np.float64]:
+    """(rows, 2): each period's reference and whether it came from resource KPIs, for rows of
+    per-period inputs named ``names`` (inputs they lack count as unknown): what
+    ``features_from_blocks`` reads back as STORED_REFERENCE and STORED_FROM_RESOURCES. Every
+    operation is of one period's values alone, so a row gives the same bits alone or among
+    others."""
+    table = np.asarray(rows, dtype=np.float64).reshape(-1, len(names))
+    data = _inputs_of(table, names, access)
+    _derive(data, access)
+    reference, from_resources = reference_mbps(data, access)
+    return np.column_stack([reference, from_resources])
+
+
+def _inputs_of(table: npt.NDArray[np.float64], names: tuple[str, ...], access: str) -> Columns:
+    """The canonical per-period inputs as columns of ``table`` (rows × ``names``), NaN where
+    ``names`` lacks one."""
+    return {
+        name: (
+            np.ascontiguousarray(table[:, names.index(name)])
+            if name in names
+            else np.full(len(table), np.nan)
+        )
+        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
+    }
 
 
 def features_from_blocks(
@@ -318,29 +385,39 @@ def features_from_blocks(
     inputs named ``names``; a path's ``count`` real periods end its block, newest last). A
     running estimator keeps its histories so (xapp/estimators/model.py): read in place, they
     need neither flattening into rows nor sorting by path, and the row predicted reads only
-    the periods before it. The same IEEE operations on the same values in the same order as
-    ``features_from_columns``: tests/test_models.py holds the two equal bit for bit."""
+    the periods before it. Where ``names`` hold STORED_REFERENCE and STORED_FROM_RESOURCES
+    (``references_of_rows`` of each period, kept as it came), the window reads them, and only
+    the last two periods' inputs are derived again. The same IEEE operations on the same
+    values in the same order as ``features_from_columns``: tests/test_models.py holds the two
+    equal bit for bit."""
     paths, periods, _ = blocks.shape
     if periods < WINDOW:
         raise ValueError(f"blocks of {periods} periods: the features read {WINDOW} back")
-    flat = blocks.reshape(paths * periods, len(names))
-    data: Columns = {
-        name: (
-            np.ascontiguousarray(flat[:, names.index(name)])
-            if name in names
-            else np.full(paths * periods, np.nan)
-        )
-        for name in (*RAW_COLUMNS[access], SATURATED, THROUGHPUT)
-    }
-    _derive(data, access)
-    reference, from_resources = reference_mbps(data, access)
     # a period k back from the one predicted: the block's k-th row from its end, where real
     real = np.arange(periods)[None, :] >= (periods - count)[:, None]
+    stored = STORED_REFERENCE in names and STORED_FROM_RESOURCES in names
+    # The periods whose inputs are read, derived: the last two (the radio one back, its
+    # change two back) where the references are kept, else every one.
+    read = 2 if stored else periods
+    recent = blocks[:, periods - read :, :].reshape(paths * read, len(names))
+    data = _inputs_of(recent, names, access)
+    _derive(data, access)
+    if stored:
+        reference = blocks[:, :, names.index(STORED_REFERENCE)]
+        from_resources = blocks[:, :, names.index(STORED_FROM_RESOURCES)]
+    else:
+        flat_reference, flat_from = reference_mbps(data, access)
+        reference = flat_reference.reshape(paths, periods)
+        from_resources = flat_from.reshape(paths, periods)
 
     def earlier(values: FloatArray, k: int) -> FloatArray:
-        return _nan_where(real[:, periods - k], values.reshape(paths, periods)[:, periods - k])
+        if values.ndim == 1:  # (one of ``data``: the periods read)
+            values = values.reshape(paths, read)
+        return _nan_where(real[:, periods - k], values[:, values.shape[1] - k])
 
-    out = _features_of_rows(earlier, data, reference, from_resources, access)
+    back = periods - np.arange(1, WINDOW + 1)  # the window's periods, 1 to WINDOW back
+    window = np.where(real[:, back], reference[:, back], np.nan)
+    out = _features_of_rows(earlier, window, data, from_resources, access)
     matrix = np.empty((paths, len(feature_list(access))), dtype=np.float32)
     for i, name in enumerate(feature_names(access)):
         matrix[:, i] = out[name]

@@ -6,6 +6,7 @@ import json
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -20,12 +21,17 @@ from models.features import (
     RAW_COLUMNS,
     REFERENCE,
     SATURATED,
+    STORED_FROM_RESOURCES,
+    STORED_REFERENCE,
     THROUGHPUT,
     TIME,
+    _nan_mean,
+    _nan_std,
     build_features,
     feature_names,
     features_from_blocks,
     features_from_columns,
+    references_of_rows,
 )
 from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
 from models.train import TrainingError, train
@@ -392,3 +398,37 @@ def test_features_from_blocks_are_those_of_the_rows_they_hold(
     )
     found = features_from_blocks(blocks, tuple(names), count, access)
     np.testing.assert_array_equal(found, expected)
+    # and with each period's reference kept beside its inputs, as the running estimator
+    # keeps it: the window read back rather than derived again, the same bits
+    references = references_of_rows(blocks.reshape(-1, len(names)), tuple(names), access)
+    kept = np.concatenate([blocks, references.reshape(len(counts), periods, 2)], axis=2)
+    with_kept = (*names, STORED_REFERENCE, STORED_FROM_RESOURCES)
+    found_kept = features_from_blocks(kept, with_kept, count, access)
+    np.testing.assert_array_equal(found_kept.view(np.uint32), found.view(np.uint32))
+
+
+_AWKWARD = [np.nan, np.inf, -np.inf, 0.0, -0.0, 5e-324, -5e-324, 1e308, -1e308, 1.0, 3.0, 1e-300]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    width=st.integers(1, 12),
+    rows=st.integers(1, 40),
+    values=st.lists(
+        st.one_of(st.sampled_from(_AWKWARD), st.floats(allow_nan=True, allow_infinity=True)),
+        min_size=1,
+        max_size=480,
+    ),
+)
+def test_the_window_statistics_are_numpys_own(width: int, rows: int, values: list[float]) -> None:
+    """The features' lean NaN-skipping mean and standard deviation give numpy's bits (NaN's
+    and a zero's sign included), on windows cut from a wider block as the features cut them."""
+    table = np.resize(np.array(values, dtype=np.float64), (rows, width + 3))
+    window = table[:, :width]  # (a view with the block's stride, as the features read)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean, std = np.nanmean(window, axis=1), np.nanstd(window, axis=1, ddof=1)
+    with np.errstate(all="ignore"):
+        got_mean, got_std = _nan_mean(window), _nan_std(window)
+    np.testing.assert_array_equal(got_mean.view(np.int64), mean.view(np.int64))
+    np.testing.assert_array_equal(got_std.view(np.int64), std.view(np.int64))

@@ -25,7 +25,15 @@ import numpy.typing as npt
 from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSample
 from core.rowwise import row_all, row_any
 from core.slots import Places, Slots, grown
-from models.features import SATURATED, THROUGHPUT, feature_names, features_from_blocks
+from models.features import (
+    SATURATED,
+    STORED_FROM_RESOURCES,
+    STORED_REFERENCE,
+    THROUGHPUT,
+    feature_names,
+    features_from_blocks,
+    references_of_rows,
+)
 from models.runtime import ModelError, OnnxCapacityModel, Prediction
 from xapp.estimators.columns import Group, columns_of, places_of_paths
 from xapp.estimators.kpi import reported_cqi, reported_cqis_of, utilisation, utilisation_of
@@ -221,9 +229,7 @@ class ModelEstimator:
             histories = self._histories[access]
             recent = histories.recent(places)
             # the input of the period to predict, read from the periods before it
-            features = features_from_blocks(
-                recent.blocks, histories.columns, recent.lengths, access
-            )
+            features = features_from_blocks(recent.blocks, histories.stored, recent.lengths, access)
             started = time.perf_counter()
             try:
                 prediction = self._models[access].predict(features)
@@ -321,15 +327,19 @@ class _Histories:
     shifting every block (``recent`` reads a block from its head round: the oldest first,
     the NaN rows of a path with fewer than HISTORY_PERIODS before its real ones). Paths are
     named by their places in the estimators' shared slots; a block is given to a place the
-    first time it has a row (the slots hold every access's paths, both directions)."""
+    first time it has a row (the slots hold every access's paths, both directions). Each row
+    keeps, after its inputs (``columns``), its period's reference as the features derive it
+    (``stored``: models.features.references_of_rows), worked out once as the row comes."""
 
     def __init__(self, access: str) -> None:
+        self.access = access
         self.columns = row_columns(access)
+        self.stored = (*self.columns, STORED_REFERENCE, STORED_FROM_RESOURCES)
         self._throughput = self.columns.index(THROUGHPUT)
         self._saturated = self.columns.index(SATURATED)
         self._block_of = np.zeros(0, dtype=np.intp)  # per place: its block, -1 none yet
         self._blocks = 0
-        self._rows = np.full((16, HISTORY_PERIODS, len(self.columns)), math.nan)
+        self._rows = np.full((16, HISTORY_PERIODS, len(self.stored)), math.nan)
         self._count = np.zeros(16, dtype=np.int64)
         self._head = np.zeros(16, dtype=np.int64)  # per block: where its next row goes
         self._newest = np.full((16, 3), math.nan)
@@ -353,6 +363,8 @@ class _Histories:
         where it comes more than once); ``newest``: what each row's period said (NEWEST_*
         columns), kept for the path's newest."""
         blocks = self._blocks_of(places).tolist()
+        inputs = np.asarray(rows, dtype=np.float64).reshape(len(blocks), len(self.columns))
+        rows = np.column_stack([inputs, references_of_rows(inputs, self.columns, self.access)])
         if len(set(blocks)) < len(blocks):
             for block, row, said in zip(blocks, rows, newest, strict=True):
                 self._put([block], [row], [said])
@@ -391,7 +403,7 @@ class _Histories:
 
     def _grow(self) -> None:
         size = 2 * len(self._count)
-        rows = np.full((size, HISTORY_PERIODS, len(self.columns)), math.nan)
+        rows = np.full((size, HISTORY_PERIODS, len(self.stored)), math.nan)
         rows[: len(self._count)] = self._rows
         count = np.zeros(size, dtype=np.int64)
         count[: len(self._count)] = self._count
