@@ -185,9 +185,10 @@ class CompiledTrees:
             nodes += walk.nodes
         return cls(features, base, leaf_values, nodes)
 
-    def predict(self, x: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    def predict(self, x: npt.NDArray[np.float32], lanes: int = 0) -> npt.NDArray[np.float32]:
         """The ensemble's value for each row of (rows × features) float32 ``x``, as
-        onnxruntime's run gives it (flat)."""
+        onnxruntime's run gives it (flat). ``lanes``: rows scored at once, 8 or 16 (AVX-512
+        only); 0, the widest this CPU has (the same values either way)."""
         rows = np.ascontiguousarray(x, dtype=np.float32)
         if rows.ndim != 2 or rows.shape[1] != self.features:
             raise ValueError(f"expected rows of {self.features} features, got {rows.shape}")
@@ -207,6 +208,7 @@ class CompiledTrees:
             self.features,
             self.tree_count,
             float(self.base),
+            lanes,
         )
         return out
 

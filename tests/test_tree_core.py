@@ -77,18 +77,34 @@ def _rows_at_the_edges(
     return x
 
 
+def _lane_widths() -> list[int]:
+    """The core's lane widths this CPU runs: eight, and sixteen where it has AVX-512."""
+    if tree_scorer.core is None:
+        return [0]
+    return sorted({8, tree_scorer.core.widest_lanes()})
+
+
+@pytest.mark.parametrize("lanes", _lane_widths())
 @pytest.mark.parametrize("path", SHIPPED_FILES, ids=lambda p: p.name)
-def test_every_shipped_ensemble_gives_onnxruntimes_bits(path: Path) -> None:
+def test_every_shipped_ensemble_gives_onnxruntimes_bits(path: Path, lanes: int) -> None:
     _needs_core()
     model = onnx.load(str(path))
     trees = CompiledTrees.from_model(model)
     reference = _reference(str(path))
     x = _rows_at_the_edges(_thresholds(model), trees.features, 4001, seed=len(path.name))
-    # every row count through the lanes of eight, and a fleet's batch
-    for rows in (0, 1, 7, 8, 9, 17, 4001):
-        got, expected = trees.predict(x[:rows]), reference(x[:rows])
+    # every row count through the lanes of eight or sixteen, and a fleet's batch
+    for rows in (0, 1, 7, 8, 9, 15, 16, 17, 33, 4001):
+        got, expected = trees.predict(x[:rows], lanes), reference(x[:rows])
         assert got.dtype == np.float32
         np.testing.assert_array_equal(got.view(np.uint32), expected.view(np.uint32))
+
+
+def test_lane_widths_the_cpu_lacks_are_refused() -> None:
+    _needs_core()
+    trees = CompiledTrees.from_model(_shipped_model())
+    x = np.zeros((3, trees.features), dtype=np.float32)
+    with pytest.raises(ValueError, match="12 lanes"):
+        trees.predict(x, 12)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
