@@ -681,6 +681,50 @@ def bench_e2(
     out.print(table)
 
 
+@bench_app.command("trees")
+def bench_trees(
+    rows: Annotated[int, typer.Option(help="Rows scored by each shipped ensemble.")] = 10000,
+    repeats: Annotated[int, typer.Option(help="Runs; the best one is reported.")] = 3,
+) -> None:
+    """Time scoring the shipped capacity models' tree ensembles with onnxruntime and with the
+    tree core (eight rows a vector, and sixteen where the CPU has AVX-512), on the same rows,
+    and say whether every value came out the same, bit for bit."""
+    from bench.tree_scoring import run_tree_bench
+
+    if rows < 1 or repeats < 1:
+        fail("--rows and --repeats must be ≥ 1")
+    try:
+        results = run_tree_bench(rows, repeats)
+    except RuntimeError as error:
+        fail(str(error))
+    widths = sorted(results[0].core_ms) if results else []
+    table = Table("model", "trees", "rows", "onnxruntime ms")
+    for lanes in widths:
+        table.add_column(f"core ×{lanes} ms")
+    table.add_column("× onnxruntime")
+    table.add_column("same bits")
+    for r in results:
+        fastest = min(r.core_ms.values())
+        table.add_row(
+            r.model,
+            str(r.trees),
+            f"{r.rows:,}",
+            f"{r.onnxruntime_ms:.2f}",
+            *(f"{r.core_ms[lanes]:.2f}" for lanes in widths),
+            f"{r.onnxruntime_ms / max(fastest, 1e-9):.1f}",
+            "yes" if r.same_bits else "NO",
+        )
+    out.print(table)
+    total_ort = sum(r.onnxruntime_ms for r in results)
+    total_core = sum(min(r.core_ms.values()) for r in results)
+    out.print(
+        f"all nine: onnxruntime {total_ort:.1f} ms, core {total_core:.1f} ms "
+        f"({total_ort / max(total_core, 1e-9):.1f}×) for {rows:,} rows each"
+    )
+    if not all(r.same_bits for r in results):
+        fail("the core and onnxruntime gave different values")
+
+
 @bench_app.command("faults")
 def bench_faults(
     fault: Annotated[

@@ -4,6 +4,8 @@ ensemble refused with its reason (onnxruntime then scores it, as before)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -364,3 +366,20 @@ def test_the_service_scores_the_shipped_models_with_the_core_alike(access: str) 
     for field in ("estimate_mbps", "lower_mbps", "upper_mbps"):
         np.testing.assert_array_equal(getattr(got, field), getattr(expected, field))
     assert got.refused_rows == expected.refused_rows
+
+
+def test_bench_trees_prints_both_and_the_same_bits() -> None:
+    """`atsss bench trees` times onnxruntime and the core on the same rows of every shipped
+    ensemble and says they gave the same values."""
+    _needs_core()
+    result = subprocess.run(
+        [sys.executable, "-m", "atsss", "bench", "trees", "--rows", "50", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(" yes ") == len(SHIPPED_FILES)
+    assert "onnxruntime ms" in result.stdout
+    assert "all nine" in result.stdout
