@@ -419,7 +419,12 @@ class _Histories:
         slots = self._block_of[places]
         # each block from its head round: its oldest row first, its newest last
         rounds = (self._head[slots][:, None] + np.arange(HISTORY_PERIODS)) % HISTORY_PERIODS
-        blocks = self._rows[slots[:, None], rounds]
+        # (rows taken by their place in the rows of every block one after the other: a take
+        # along one axis copies each row whole, four times as fast as indexing by block and
+        # round)
+        every_row = self._rows.reshape(-1, self._rows.shape[2])
+        at = (slots[:, None] * HISTORY_PERIODS + rounds).ravel()
+        blocks = np.take(every_row, at, axis=0).reshape(len(slots), HISTORY_PERIODS, -1)
         count = self._count[slots]
         # saturation.saturated() of each path's last periods: it carried something in the
         # newest, and each of them whose utilisation is known (one at least) was at the limit.
