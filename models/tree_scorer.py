@@ -1,5 +1,6 @@
-"""A shipped model's tree ensemble scored by our C core (``models/_tree_core.c``) instead of
-onnxruntime, where the ONNX file has the one shape the core is written for.
+"""A capacity model's tree ensemble (shipped, trained here or loaded at run time) scored by our
+C core (``models/_tree_core.c``) instead of onnxruntime, where the ONNX file has the one shape
+the core is written for.
 
 That shape is what skl2onnx writes for scikit-learn's gradient boosting: a graph of a single
 ``TreeEnsembleRegressor`` from the float features to one value, whose nodes are "x <= t" tests
@@ -40,7 +41,7 @@ _KNOWN_ATTRIBUTES = {
     "nodes_truenodeids",
     "nodes_values",
     "post_transform",
-    "aggregate_function",
+    "aggregate_function",  # (SUM only)
     "target_ids",
     "target_nodeids",
     "target_treeids",
