@@ -356,8 +356,10 @@ def test_the_service_scores_the_shipped_models_with_the_core_alike(access: str) 
     onnxruntime scores the ensembles."""
     _needs_core()
     with_core = OnnxCapacityModel.shipped(access)
+    assert with_core.tables_made(timeout=120)
     assert set(with_core.scored_by.values()) == {"tree core"}
     alone = OnnxCapacityModel.shipped(access)
+    assert alone.tables_made(timeout=120)
     alone.trees.clear()
     model = onnx.load(str(SHIPPED / f"{access}.estimate.onnx"))
     x = _rows_at_the_edges(_thresholds(model), len(with_core.card["features"]), 2000, seed=1)
