@@ -283,3 +283,5 @@ def compiled_trees(path: Path) -> tuple[CompiledTrees | None, str]:
         return CompiledTrees.from_onnx(path), ""
     except NotScorableError as error:
         return None, str(error)
+    except Exception as error:  # an attribute of a type no exporter writes, and the like
+        return None, f"its trees could not be read ({type(error).__name__}: {error})"

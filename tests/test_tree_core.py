@@ -304,6 +304,23 @@ def test_a_small_forest_gives_onnxruntimes_bits() -> None:
     np.testing.assert_array_equal(trees.predict(probe).view(np.uint32), expected.view(np.uint32))
 
 
+def test_an_attribute_of_another_type_is_refused_not_raised(tmp_path: Path) -> None:
+    """A model loaded at run time whose node ids are one integer rather than a list (no
+    exporter writes that) leaves the model to onnxruntime with a reason, not a traceback in
+    the thread that makes the tables."""
+    _needs_core()
+    model = _shipped_model()
+    (node,) = model.graph.node
+    for i, attribute in enumerate(node.attribute):
+        if attribute.name == "nodes_featureids":
+            node.attribute[i].CopyFrom(onnx.helper.make_attribute("nodes_featureids", 3))
+    path = tmp_path / "model.onnx"
+    path.write_bytes(model.SerializeToString())
+    trees, why = compiled_trees(path)
+    assert trees is None
+    assert "could not be read (TypeError" in why
+
+
 def test_a_file_that_is_no_model_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "model.onnx"
     path.write_bytes(b"\x08\x07 not protobuf at all")
