@@ -326,6 +326,11 @@ def test_inference_runs_on_the_calling_thread_alone() -> None:
         "    model.predict(np.ones((5000, width), dtype=np.float32))\n"
         "assert every_table_made(timeout=100)\n"
         "model.predict(np.ones((5000, width), dtype=np.float32))\n"
+        # (a joined thread leaves the kernel's list a moment after Python's join returns)
+        "import time\n"
+        "deadline = time.monotonic() + 10\n"
+        "while len(os.listdir('/proc/self/task')) > before and time.monotonic() < deadline:\n"
+        "    time.sleep(0.01)\n"
         "print(before, len(os.listdir('/proc/self/task')))\n"
     )
     done = subprocess.run(
