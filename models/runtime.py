@@ -6,6 +6,7 @@ match this code's feature definitions, so training and serving cannot drift apar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import stat
@@ -39,11 +40,10 @@ _MAKING_TABLES: list[threading.Thread] = []
 
 def every_table_made(timeout: float | None = None) -> bool:
     """Whether every model loaded so far has its scorers settled, waiting at most ``timeout``
-    seconds for each."""
+    seconds for each (a thread leaves the list as it ends)."""
     for thread in list(_MAKING_TABLES):
         thread.join(timeout)
-    _MAKING_TABLES[:] = [thread for thread in _MAKING_TABLES if thread.is_alive()]
-    return not _MAKING_TABLES
+    return not any(thread.is_alive() for thread in list(_MAKING_TABLES))
 
 
 # What a model loaded at run time may weigh: a card is a few kB, each ONNX file under a MB (the
@@ -162,17 +162,22 @@ class OnnxCapacityModel:
             name=f"model-trees-{self.name}",
             daemon=True,
         )
+        _MAKING_TABLES.append(self._tables_made)  # (before it starts: it removes itself)
         self._tables_made.start()
-        _MAKING_TABLES.append(self._tables_made)
 
     def _make_tables(self, paths: dict[str, Path], features: int) -> None:
-        for part, path in paths.items():
-            trees, why_not = compiled_trees(path)
-            if trees is not None and trees.features == features:
-                self.trees[part] = trees
-                self.scored_by[part] = "tree core"
-            else:
-                self.scored_by[part] = f"onnxruntime ({why_not or 'another feature count'})"
+        try:
+            for part, path in paths.items():
+                trees, why_not = compiled_trees(path)
+                if trees is not None and trees.features == features:
+                    self.trees[part] = trees
+                    self.scored_by[part] = "tree core"
+                else:
+                    self.scored_by[part] = f"onnxruntime ({why_not or 'another feature count'})"
+        finally:
+            # (each model reloaded adds one: ended ones are not kept)
+            with contextlib.suppress(ValueError):
+                _MAKING_TABLES.remove(threading.current_thread())
 
     def tables_made(self, timeout: float | None = None) -> bool:
         """Whether every part's scorer is settled (the tree core's tables made, or onnxruntime

@@ -152,12 +152,14 @@ class CompiledTrees:
         # Trees in ascending order (onnxruntime's order of summing), each one's nodes together,
         # its root first.
         order: list[int] = []
+        firsts: list[int] = []  # where each tree's nodes start: its root
         place: dict[tuple[int, int], int] = {}
         for i, (tree, node) in enumerate(zip(tree_ids, node_ids, strict=True)):
             if not order or order[-1] != tree:
                 if order and tree < order[-1]:
                     raise NotScorableError(f"tree {tree}'s nodes are not in order")
                 order.append(tree)
+                firsts.append(i)
             if (tree, node) in place:
                 raise NotScorableError(f"tree {tree} lists node {node} twice")
             place[(tree, node)] = i
@@ -177,10 +179,11 @@ class CompiledTrees:
         leaf_values = np.zeros((len(order), MAX_LEAVES), dtype=np.float32)
         nodes: list[tuple[int, float, int, int, bool]] = []
         thresholds = np.asarray(columns["nodes_values"], dtype=np.float32)
-        for t, tree in enumerate(order):
+        ends = [*firsts[1:], count]
+        for t, (tree, first, end) in enumerate(zip(order, firsts, ends, strict=True)):
             walk = _Walk(tree, t, place, weights, columns, thresholds, features)
-            walk.leaves_under(place[(tree, node_ids[tree_ids.index(tree)])])
-            if len(walk.seen) != tree_ids.count(tree):
+            walk.leaves_under(first)
+            if len(walk.seen) != end - first:
                 raise NotScorableError(f"tree {tree} lists nodes its root does not reach")
             leaf_values[t, : len(walk.leaf_values)] = walk.leaf_values
             nodes += walk.nodes
