@@ -160,7 +160,10 @@ class OnnxCapacityModel:
             target=self._make_tables,
             args=(paths, len(names)),
             name=f"model-trees-{self.name}",
-            daemon=True,
+            # Not a daemon: a process ending while the thread is in onnx's C++ (its import)
+            # aborted ("terminate called without an active exception", `atsss xapp run`
+            # refusing its arguments); the exit waits for the thread instead, a second or two.
+            daemon=False,
         )
         _MAKING_TABLES.append(self._tables_made)  # (before it starts: it removes itself)
         self._tables_made.start()
