@@ -200,6 +200,41 @@ def test_a_fleet_of_tied_capacities_gets_the_same_optimum(
 
 
 @needs_core
+@settings(max_examples=100, deadline=None)
+@given(
+    paths=st.integers(1, 6),
+    capacity=st.one_of(
+        st.floats(5e-324, 1.7e308),
+        st.sampled_from(
+            [5e-324, 1e-310, 2.0**-1000, 1e-300, 12.1, 2.0**1000, 2.0**1001, 1.7976931348623157e308],
+        ),
+    ),
+    max_weight=st.sampled_from([1, 2, 3, 100, 255]),
+    seed=st.integers(0, 2**32 - 1),
+)
+@example(paths=3, capacity=1.7976931348623157e308, max_weight=100, seed=0)  # (the scan: 3)
+@example(paths=3, capacity=2.0**-1000, max_weight=255, seed=0)
+def test_one_path_with_capacity_gets_the_full_scan_s_weights(
+    paths: int, capacity: float, max_weight: int, seed: int
+) -> None:
+    """The core answers a row with one path of capacity and the rest without at once (weight 1
+    there, 0 elsewhere: every candidate of that path is tied, the least weight sum wins),
+    where the scan works out every candidate; kept to the capacities where the scan's
+    arithmetic shows that, which must give numpy's weights on either side of the limits."""
+    rng = np.random.default_rng(seed)
+    capacities = np.zeros((50, paths))
+    capacities[np.arange(50), rng.integers(0, paths, 50)] = capacity * rng.choice(
+        [1.0, 0.5, 0.999, 1e-3], 50
+    )
+    with np.errstate(over="ignore"):  # (the scan's aggregates of 1.8e308 overflow)
+        numpy = optimal_weights_batch(capacities, max_weight, compiled=False)
+    core = optimal_weights_batch(capacities, max_weight, compiled=True)
+    np.testing.assert_array_equal(core, numpy)
+    usual = (capacities.max(axis=1) >= 2.0**-1000) & (capacities.max(axis=1) <= 2.0**1000)
+    np.testing.assert_array_equal(core[usual], (capacities[usual] > 0).astype(np.int64))
+
+
+@needs_core
 def test_scores_whose_aggregates_overflow_are_numpy_s() -> None:
     """The core's order statistic counts instead of swapping, and looks for its pivot between
     bounds that exclude the infinities: beliefs near the largest double, whose aggregates

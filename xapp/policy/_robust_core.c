@@ -51,6 +51,8 @@ static const double FLOOR_GUARD = 1 + 1e-12; /* optimal.py: floor() against c/r 
 static const double TIE = 1 - 1e-9;          /* optimal.py and robust.py: ties */
 /* 2^-1000: c / m stays a normal number for every weight m up to MAX_WEIGHT_LIMIT. */
 static const double OWN_WEIGHT_KNOWN_FROM = 0x1p-1000;
+/* 2^1000: (k + 1) * (c / (k + 1)) stays finite for every weight (optimal_row's one path). */
+static const double ONE_PATH_UP_TO = 0x1p1000;
 
 /* fmin as C99 and numpy define it (a NaN operand gives the other), inline: the library call
  * costs more than the comparison, and this runs a few hundred thousand times a decision. */
@@ -256,6 +258,23 @@ static void optimal_row(const double *c, int paths, int max_weight, double *scra
     /* A path without capacity has every candidate's weights 0 and aggregate 0: the best is at
      * least 0, and none of its candidates can be tied with a best above 0 (nor matter with a
      * best of 0: no weights then). */
+    /* One path with capacity and the rest without (a CPE on one access, or a start with the
+     * others dropped: a tenth of a robust search's starts, two thirds of its candidates
+     * worked out): every candidate of that path carries c_j within an ulp or two, so all of
+     * them are tied, and the least weight sum is its weight 1, the others 0. The full scan
+     * works out all max_weight candidates to find that. (Kept to capacities whose own rate is
+     * known exactly and far from overflow, where the scan's arithmetic shows the same.) */
+    int positive = 0, only = -1;
+    for (int j = 0; j < paths; j++) {
+        if (c[j] > 0) {
+            positive++;
+            only = j;
+        }
+    }
+    if (positive == 1 && c[only] >= OWN_WEIGHT_KNOWN_FROM && c[only] <= ONE_PATH_UP_TO) {
+        for (int i = 0; i < paths; i++) weights[i] = i == only;
+        return;
+    }
     double best = -INFINITY;
     double top = -INFINITY; /* the largest bound, and whose */
     int top_j = -1, top_k = 0;
