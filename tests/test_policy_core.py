@@ -206,7 +206,16 @@ def test_a_fleet_of_tied_capacities_gets_the_same_optimum(
     capacity=st.one_of(
         st.floats(5e-324, 1.7e308),
         st.sampled_from(
-            [5e-324, 1e-310, 2.0**-1000, 1e-300, 12.1, 2.0**1000, 2.0**1001, 1.7976931348623157e308],
+            [
+                5e-324,
+                1e-310,
+                2.0**-1000,
+                1e-300,
+                12.1,
+                2.0**1000,
+                2.0**1001,
+                1.7976931348623157e308,
+            ],
         ),
     ),
     max_weight=st.sampled_from([1, 2, 3, 100, 255]),
