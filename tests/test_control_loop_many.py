@@ -471,6 +471,17 @@ def test_an_outcome_made_fast_is_the_outcome_init_makes() -> None:
     plain = StepOutcome("cpe-1", Direction.UPLINK, pushed, "a gain", delay)
     assert made == plain
     assert list(vars(made).items()) == list(vars(plain).items())
+    # many at once (a fleet's held rows with new reasons), each its own object
+    ids, ways = ["cpe-1", "cpe-2", "cpe-1"], [Direction.UPLINK, Direction.DOWNLINK] * 2
+    reasons = ["unchanged", "held back", "unchanged"]
+    many = StepOutcome.unpushed_many(ids, ways[:3], reasons)
+    plains = [StepOutcome(c, d, None, r) for c, d, r in zip(ids, ways, reasons, strict=False)]
+    assert many == plains
+    assert [list(vars(o).items()) for o in many] == [list(vars(o).items()) for o in plains]
+    assert len({id(o) for o in many}) == 3
+    assert StepOutcome.unpushed_many([], [], []) == []
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        many[1].reason = "changed"  # type: ignore[misc]
 
 
 def test_a_weight_set_made_fast_is_the_weight_set_init_makes() -> None:

@@ -124,6 +124,30 @@ def test_rows_held_at_once_are_those_decide_holds_with_the_same_reason(
             assert decision.push or decision.reason.startswith("current weights")
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.floats(allow_nan=True), st.floats(allow_nan=True)), max_size=30),
+    st.sampled_from([0.0, 0.05, 0.123456, 1.0]),
+    st.text(max_size=12),
+)
+def test_reasons_worded_together_are_those_worded_one_by_one(
+    pairs: list[tuple[float, float]], min_gain: float, proposed_for: str
+) -> None:
+    """The held and pushed rows' reasons are worded many at once (in C, by one format each):
+    the same words as each one's, whatever the figures (NaN, infinities, -0.0, huge)."""
+    hysteresis = Hysteresis(min_gain=min_gain)
+    firsts, seconds = [a for a, _ in pairs], [b for _, b in pairs]
+    assert hysteresis.too_small_many(firsts) == [hysteresis.too_small(g) for g in firsts]
+    assert hysteresis.out_of_reach_many(firsts, seconds) == [
+        hysteresis.out_of_reach(a, b) for a, b in pairs
+    ]
+    assert hysteresis.gain_reasons(firsts, [proposed_for] * len(firsts)) == [
+        f"{hysteresis.gain_reason(g)}: {proposed_for}" for g in firsts
+    ]
+    assert hysteresis.out_of_reach(0.0123, 0.05) == "held back: at most 1.2% to gain, 5.0% needed"
+    assert hysteresis.gain_reason(0.0456) == "predicted gain 4.6%"
+
+
 def budget_after(events: list[tuple[float, str]], rate: float) -> tuple[PushBudget, float]:
     """A budget started empty at 100 s, after these (gap, event) pushes, refunds and refills
     (anything else: time passes), and the time then."""

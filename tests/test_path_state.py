@@ -228,11 +228,20 @@ def test_what_the_loop_heard_in_columns_is_what_the_dictionaries_kept(
                     del history[key]
             for path in [k for k in reference.said if k[0] == "cpe-1"]:
                 del reference.said[path]
+        together = now % 3 == 0  # (read by decisions that push together, by their places)
         for cpe_id, _, direction in paths:
             key = (cpe_id, direction)
             assert heard.first_report_s(key) == reference.first.get(key)
-            if read:  # a decision follows the reports
+            if read and not together:  # a decision follows the reports
                 assert heard.take_received(key) == reference.received.pop(key, None)
+        if read and together:
+            keys = list(dict.fromkeys((c, d) for c, _, d in paths))
+            places = [heard.key_slots.get(k) for k in keys]
+            known = [k for k, place in zip(keys, places, strict=True) if place is not None]
+            taken = heard.take_received_at(
+                np.array([p for p in places if p is not None], dtype=np.intp)
+            )
+            assert taken == [reference.received.pop(k, None) for k in known]
         assert heard.unread() == len(reference.received)
         # no CPE and direction was first heard from after the newest first report
         assert all(first <= heard.newest_first_s for first in reference.first.values())
@@ -253,3 +262,11 @@ def test_reports_read_by_decisions_put_as_rows_are_read_all_at_once() -> None:
     assert heard.take_received(("cpe-0", Direction.DOWNLINK)) is None
     assert heard.take_received(("cpe-1", Direction.DOWNLINK)) == 7.0 + 5
     assert heard.unread() == 1
+    # read all at once by decisions that push together, a place given after the last report
+    # among them: what each had, once
+    cpe_2_up = heard.key_slots.of(("cpe-2", Direction.UPLINK))
+    assert heard.take_received_at(np.array([later, cpe_2_up])) == [None, None]
+    cpe_2 = heard.key_slots.of(("cpe-2", Direction.DOWNLINK))
+    assert heard.take_received_at(np.array([cpe_2, later])) == [7.0 + 8, None]
+    assert heard.take_received_at(np.array([cpe_2])) == [None]
+    assert heard.unread() == 0

@@ -101,6 +101,28 @@ class StepOutcome:
         return cls.made(cpe_id, direction, None, reason, None)
 
     @classmethod
+    def unpushed_many(
+        cls, cpe_ids: Sequence[str], directions: Sequence[Direction], reasons: Sequence[str]
+    ) -> list[StepOutcome]:
+        """``unpushed`` of each CPE, direction and reason: the same objects, made without a
+        Python call each (their dictionaries zipped, each put in its new object, in C). A
+        fleet's step at 100 ms reports words new reasons for most of its held rows (the gain
+        out of reach moves): 0.3 µs each, against 1.2."""
+        count = len(cpe_ids)
+        fields = zip(
+            cpe_ids,
+            directions,
+            itertools.repeat(None),
+            reasons,
+            itertools.repeat(None),
+            strict=True,
+        )
+        contents = map(dict, map(zip, itertools.repeat(_OUTCOME_FIELDS), fields))
+        made = list(map(object.__new__, itertools.repeat(cls, count)))
+        deque(map(object.__setattr__, made, itertools.repeat("__dict__"), contents), maxlen=0)
+        return made
+
+    @classmethod
     def made(
         cls,
         cpe_id: str,
@@ -124,6 +146,10 @@ class StepOutcome:
             },
         )
         return outcome
+
+
+# (the order ``made`` puts them in a StepOutcome's dictionary, as its fields are declared)
+_OUTCOME_FIELDS = ("cpe_id", "direction", "pushed", "reason", "delay")
 
 
 @dataclass(frozen=True)
@@ -481,6 +507,10 @@ _CPE_ID = attrgetter("cpe_id")
 _DIRECTION = attrgetter("direction")
 _RULE = attrgetter("rule")
 _OVERRIDE_REVISION = attrgetter("override_revision")
+_MODE = attrgetter("mode")
+_SEQUENCE = attrgetter("sequence")
+_SPEND = methodcaller("spend")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 _PATHS = attrgetter("paths")
 _ACCESS_NAMES = attrgetter("access_names")
 _KEY_PLACE = attrgetter("key_place")
@@ -1279,7 +1309,7 @@ class ControlLoop:
             # read here from the CPE's budget rather than through a proposal each.
             limited = hysteresis.max_pushes_per_s is not None
             for_gain = judged.for_gain & asked & row_any(answers.usable) & limited
-            members, rise, same = group.members, judged.gain.tolist(), judged.unchanged.tolist()
+            members, rise = group.members, judged.gain.tolist()
             spared = answers.spared if answers.spared is not None else np.zeros(len(members), bool)
             candidates, now_s = group.candidates, group.now_s
             keys = _picked(candidates.keys, members)
@@ -1304,15 +1334,19 @@ class ControlLoop:
                 _picked(rise, gaining_rows),
                 now_s,
             )
+            let_go: list[int] = []
             for row, refusal in zip(gaining_rows, refusals, strict=True):
                 if refusal is None:
-                    # A push for the gain alone, which the budget lets go: decided here (a
-                    # fleet's usual push at 1 s periods, a third of its rows)
-                    outcomes[slots[row]] = self._push_for_gain(
-                        candidates, members[row], made, row, usable_sets[row], rise[row], now_s
-                    )
+                    let_go.append(row)
                 else:
                     reasons[row] = f"{hysteresis.gain_reason(rise[row])}, {refusal}"
+            if let_go:
+                # Pushes for the gain alone, which the budget lets go: decided here together
+                # (a fleet's usual push at 1 s periods, a third of its rows)
+                pushes = self._pushes_for_gain(
+                    group, made, let_go, _picked(usable_sets, let_go), _picked(rise, let_go)
+                )
+                deque(map(outcomes.__setitem__, _picked(slots, let_go), pushes), maxlen=0)
             for row in np.flatnonzero(~spared & ~gaining & ~stays).tolist():
                 outcomes[slots[row]] = candidates.deciding(
                     members[row], now_s, made.proposal(row), judged=True
@@ -1331,21 +1365,16 @@ class ControlLoop:
                 reasons.update(
                     zip(spent_rows, map(PushBudget.spent_reason_for, rates.tolist()), strict=True)
                 )
-                for row in np.flatnonzero(spared & ~spent).tolist():
-                    reasons[row] = hysteresis.out_of_reach(within[row], needed[row])
-            staying_rows = np.flatnonzero(stays).tolist()
-            if staying_rows:  # (each reason worded once per step for rows that gain alike)
-                too_small = hysteresis.too_small
-                reasons.update(
-                    zip(
-                        staying_rows,
-                        [
-                            "unchanged" if same[row] else too_small(rise[row])
-                            for row in staying_rows
-                        ],
-                        strict=True,
-                    )
+                out_of_reach = np.flatnonzero(spared & ~spent).tolist()
+                worded = hysteresis.out_of_reach_many(
+                    _picked(within, out_of_reach), _picked(needed, out_of_reach)
                 )
+                reasons.update(zip(out_of_reach, worded, strict=True))
+            staying_rows = np.flatnonzero(stays & judged.unchanged).tolist()
+            reasons.update(zip(staying_rows, itertools.repeat("unchanged")))
+            staying_rows = np.flatnonzero(stays & ~judged.unchanged).tolist()
+            worded = hysteresis.too_small_many(_picked(rise, staying_rows))
+            reasons.update(zip(staying_rows, worded, strict=True))
             # What a decision remembers, for every row that stays, at once.
             staying = sorted(reasons)
             kept = _picked(keys, staying)
@@ -1360,43 +1389,75 @@ class ControlLoop:
             saids: list[StepOutcome | _NotSaid] = list(
                 map(held_before.get, kept, itertools.repeat(_NOT_SAID))
             )
-            for i in itertools.compress(itertools.count(), map(ne, map(_REASON, saids), said_now)):
-                key = kept[i]
-                saids[i] = held_before[key] = StepOutcome.unpushed(key[0], key[1], said_now[i])
+            changed = list(
+                itertools.compress(itertools.count(), map(ne, map(_REASON, saids), said_now))
+            )
+            if changed:
+                changed_keys = _picked(kept, changed)
+                remade = StepOutcome.unpushed_many(
+                    list(map(_FIRST, changed_keys)),
+                    list(map(_SECOND, changed_keys)),
+                    _picked(said_now, changed),
+                )
+                held_before.update(zip(changed_keys, remade, strict=True))
+                deque(map(saids.__setitem__, changed, remade), maxlen=0)
             made_all = cast(list[StepOutcome], saids)  # (every one said: none is _NOT_SAID)
             deque(map(outcomes.__setitem__, _picked(slots, staying), made_all), maxlen=0)
         self._heard.drop_received(np.array(read, dtype=np.intp))
 
-    def _push_for_gain(
+    def _pushes_for_gain(
         self,
-        candidates: _Candidates,
-        i: int,
+        group: _Rows,
         made: RowProposals,
-        row: int,
-        usable: frozenset[str],
-        gain: float,
-        now_s: float,
-    ) -> _Pending:
-        """``_conclude`` of a row's proposal that ``Hysteresis.held_many`` found to push for its
-        gain alone and that the budget (refilled to ``now_s``) lets go: what ``decide`` and
-        ``admit`` would say of it (``predicted gain …``, the budget spent), without a decision
-        and a proposal made first (tests/test_control_loop_many.py holds them alike)."""
-        key, rule, current = candidates.keys[i], candidates.rules[i], candidates.currents[i]
-        assert current is not None  # (a push for a gain has weights in force)
-        self._last_usable[key] = usable
-        report_received_s = self._heard.take_received(key)
-        # (refilled and noted by ``_budget_refusals``: the note reads it when the rows do)
-        self._budgets[key].spend()
-        weight_set = WeightSet.made(
-            key[0],
-            key[1],
-            made.weights(row),
-            rule.mode,
-            next_after(current.sequence),
-            f"{self._hysteresis.gain_reason(gain)}: {made.reason(row)}",
+        rows: list[int],
+        usable: list[frozenset[str]],
+        gains: list[float],
+    ) -> list[_Pending]:
+        """``_conclude`` of the proposals of these rows of ``group`` that
+        ``Hysteresis.held_many`` found to push for their gain alone and that the budgets
+        (refilled to the step's time) let go: what ``decide`` and ``admit`` would say of each
+        (``predicted gain …``, its budget spent), without a decision and a proposal made
+        first, and for all of them at once: a fleet's step at 1 s periods pushes for a third
+        of its rows (tests/test_control_loop_many.py holds them alike)."""
+        candidates = group.candidates
+        members = _picked(group.members, rows)
+        keys = _picked(candidates.keys, members)
+        currents = cast(list[WeightSet], _picked(candidates.currents, members))
+        rules = _picked(candidates.rules, members)
+        self._last_usable.update(zip(keys, usable, strict=True))
+        received = self._heard.take_received_at(
+            np.array(_picked(group.key_places, rows), dtype=np.intp)
         )
-        return _Pending(
-            key[0], key[1], weight_set, rule, None, current, report_received_s, time.monotonic()
+        # (refilled and noted by ``_budget_refusals``: the note reads them when the rows do)
+        deque(map(_SPEND, map(self._budgets.__getitem__, keys)), maxlen=0)
+        accesses = made.questions.accesses
+        weights = list(map(dict, map(zip, itertools.repeat(accesses), made.weight_rows(rows))))
+        reasons = self._hysteresis.gain_reasons(gains, map(made.reason, rows))
+        cpe_ids, directions = list(map(itemgetter(0), keys)), list(map(itemgetter(1), keys))
+        sets = list(
+            map(
+                WeightSet.made,
+                cpe_ids,
+                directions,
+                weights,
+                map(_MODE, rules),
+                map(next_after, map(_SEQUENCE, currents)),
+                reasons,
+            )
+        )
+        decided_s = time.monotonic()
+        return list(
+            map(
+                _Pending,
+                cpe_ids,
+                directions,
+                sets,
+                rules,
+                itertools.repeat(None),
+                currents,
+                received,
+                itertools.repeat(decided_s),
+            )
         )
 
     def _held_by_budget(

@@ -222,6 +222,15 @@ class HeardReports:
         self._received_s[place] = math.nan
         return None if math.isnan(received) else received
 
+    def take_received_at(self, places: Places) -> list[float | None]:
+        """``take_received`` of the CPEs and directions at these places (distinct; in
+        ``key_slots``), for decisions that push together."""
+        received = np.full(len(places), math.nan)
+        inside = places < len(self._received_s)
+        received[inside] = self._received_s[places[inside]]
+        self._received_s[places[inside]] = math.nan
+        return [None if value != value else value for value in received.tolist()]
+
     def drop_received(self, places: Places) -> None:
         """``take_received`` of the CPEs and directions at these places, for decisions that
         follow their reports without a push to time."""

@@ -4,7 +4,7 @@ reconfiguration of the kernel scheduler, so small predicted gains are not pushed
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from functools import cache, cached_property
 from itertools import repeat
@@ -244,6 +244,11 @@ class PushBudget:
         self.tokens = min(self.size, self.tokens + 1.0)
 
 
+_GAIN_REASON = "predicted gain {:.1%}"
+_GAIN_AND_PROPOSAL_REASON = (_GAIN_REASON + ": {}").format
+_OUT_OF_REACH = "held back: at most {:.1%} to gain, {:.1%} needed"
+
+
 @cache
 def _spent_reason(rate_per_s: float) -> str:
     """(one string for every budget of a rate: a fleet's step words it for most of its CPEs
@@ -322,22 +327,44 @@ class Hysteresis:
     @staticmethod
     def gain_reason(gain: float) -> str:
         """The reason of a push for a gain."""
-        return f"predicted gain {gain:.1%}"
+        return _GAIN_REASON.format(gain)
+
+    @staticmethod
+    def gain_reasons(gains: Iterable[float], proposed_for: Iterable[str]) -> list[str]:
+        """A push for a gain's reason with its proposal's, for each gain and proposal reason
+        (worded in C: a fleet's step at 1 s periods pushes thousands)."""
+        return list(map(_GAIN_AND_PROPOSAL_REASON, gains, proposed_for))
 
     def too_small(self, gain: float) -> str:
         """The reason a gain below the threshold is not pushed."""
         return f"{self.gain_reason(gain)} {self._below}"
 
+    def too_small_many(self, gains: Iterable[float]) -> list[str]:
+        """``too_small`` of each gain, worded in C (a fleet's held rows, every step)."""
+        return list(map(self._too_small_format, gains))
+
     @staticmethod
     def out_of_reach(at_most: float, needed: float) -> str:
         """Why new weights are not worked out when no weights could gain what a push needs
         (``WeightPolicy.answer_rows``' bound)."""
-        return f"held back: at most {at_most:.1%} to gain, {needed:.1%} needed"
+        return _OUT_OF_REACH.format(at_most, needed)
+
+    @staticmethod
+    def out_of_reach_many(at_most: Iterable[float], needed: Iterable[float]) -> list[str]:
+        """``out_of_reach`` of each pair, worded in C (at 100 ms reports, most of a fleet's
+        rows are held back so, with new figures every step)."""
+        return list(map(_OUT_OF_REACH.format, at_most, needed))
 
     @cached_property
     def _below(self) -> str:
         # (worded once: a fleet's step gives this reason to most of its CPEs)
         return f"below {self.min_gain:.1%}"
+
+    @cached_property
+    def _too_small_format(self) -> Callable[[float], str]:
+        # (``too_small``'s words with the threshold in, braces in them kept as they are)
+        below = self._below.replace("{", "{{").replace("}", "}}")
+        return f"{_GAIN_REASON} {below}".format
 
     def held_many(
         self,

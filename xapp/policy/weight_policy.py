@@ -209,6 +209,10 @@ class RowProposals:
         """The row's proposed weights, by access."""
         return dict(zip(self.questions.accesses, self._weights[row], strict=True))
 
+    def weight_rows(self, rows: Sequence[int]) -> list[list[int]]:
+        """The proposed weights of these rows, each in the accesses' order."""
+        return list(map(self._weights.__getitem__, rows))
+
     def reason(self, row: int) -> str:
         """The row's proposal's reason (a row with a usable path)."""
         mask = self._usable[row]
