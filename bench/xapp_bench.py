@@ -2,9 +2,11 @@
 
 E2SM-KPM per-UE indications (Format 3, at most ``chunk`` UEs each, as the simulator's nodes
 send them) are encoded beforehand from the simulator's own reports for a scaled `many-cpes`
-site; then, for every reporting period, they are decoded into KPI samples and the control loop
-decides for every CPE and direction (KPI estimator, optimal policy, pushes to a sink that only
-counts). Figures are per core (one process, one thread), for one replica's budget.
+site; then, for every reporting period, they are decoded into KPI samples, the control loop
+decides for every CPE and direction as the service builds it (``service_loop``; pushes to a sink
+that only counts), and the step's pushes are recorded as the service records them (counted,
+remembered, logged in its JSON lines, which go nowhere here, and counted in its metrics).
+Figures are per core (one process, one thread), for one replica's budget.
 
 ``run_replicas`` runs the same in N processes at once, each on its own share of the CPEs (as
 replicas sharing the CPEs through their leases would), and reports the CPEs all of them
@@ -14,6 +16,7 @@ processed per second of wall time: whether N replicas handle N times the CPEs.
 from __future__ import annotations
 
 import collections
+import io
 import logging
 import math
 import multiprocessing
@@ -27,9 +30,11 @@ from typing import Any
 
 import numpy as np
 import yaml
+from prometheus_client import CollectorRegistry
 
 from core.collector import PassesBetweenSteps, settle_for_service
 from core.domain import Cpe, Direction, KpiSample, ProbeOutcome, ProbeRequest, WeightSet
+from core.logs import JsonLines
 from core.sample_batch import SampleBacklog
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from core.scenario.load import load_scenario, parse_scenario
@@ -49,9 +54,11 @@ from xapp.e2.config import E2NodeConfig
 from xapp.e2.indications import IndicationProcessor
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.live import STEP_PART, LiveSettings
+from xapp.metrics import XappMetrics
 from xapp.operator.state import OperatorState
 from xapp.policy.weight_policy import make_policy
 from xapp.ports import KpiSource, WeightSink
+from xapp.push_record import PushRecord
 
 VERSION = KpmVersion.V3_00
 
@@ -87,7 +94,7 @@ STAGES = (
     "estimator update",  # the period's samples into the estimators
     "state + estimate",  # per CPE and direction: weights in force, override; the beliefs
     "policy",  # the weights for every CPE and direction, in one batch
-    "conclude + push",  # hysteresis, the sets to the sink, saved
+    "conclude + push",  # hysteresis, the sets to the sink, saved; the pushes recorded
 )
 
 
@@ -340,6 +347,8 @@ def run_xapp_bench(
     plain_readers = {name: getattr(module, name) for name, (module, _) in readers.items()}
     for name, (module, stage) in readers.items():
         setattr(module, name, watch.timed(stage, plain_readers[name]))
+    record = PushRecord(_push_log())
+    metrics = XappMetrics(CollectorRegistry(), None)
     settle_for_service()  # as `xapp serve` does once it has started
     before_processing()
     decode_s: list[float] = []
@@ -360,8 +369,15 @@ def run_xapp_bench(
             # a step as the service takes it: the reports in, then the CPEs decided in parts
             now_s = tick * period_s + period_s
             loop.take_reports(now_s)
+            outcomes: list[StepOutcome] = []
             for first in range(0, len(domain_cpes), STEP_PART):
-                loop.decide(domain_cpes[first : first + STEP_PART], now_s)
+                outcomes += loop.decide(domain_cpes[first : first + STEP_PART], now_s)
+            # what the service keeps and says of the step: the pushes counted, remembered and
+            # logged (xapp/live.py), counted in its metrics (xapp/service.py)
+            started = time.perf_counter()
+            record.take(outcomes, now_s)
+            metrics.observe_step(started - period_started, outcomes, downlink_via_cpe=False)
+            seconds["conclude + push"] += time.perf_counter() - started
         busy_s.append(time.perf_counter() - period_started)
         cpu_s.append(time.process_time() - cpu_started)
     for name, (module, _) in readers.items():
@@ -396,6 +412,29 @@ def run_xapp_bench(
         estimator=estimator,
         stage_ms={stage: 1000 * seconds / periods for stage, seconds in watch.seconds.items()},
     )
+
+
+def _push_log() -> logging.Logger:
+    """A logger as the service's (INFO, its JSON lines) that writes nowhere: the push lines'
+    cost is the service's, their text no one's here."""
+    logger = logging.getLogger("bench.xapp.pushes")
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    if not logger.handlers:
+        handler = logging.StreamHandler(_DISCARDED)
+        handler.setFormatter(JsonLines({"service": "atsss-xapp", "host": ""}))
+        logger.addHandler(handler)
+    return logger
+
+
+class _Discarded(io.TextIOBase):
+    """A text stream that keeps nothing (os.devnull without a file to open and close)."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+
+_DISCARDED = _Discarded()
 
 
 def _resident_bytes() -> int:

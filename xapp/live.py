@@ -45,13 +45,14 @@ from xapp.adapters.agent_prober import AgentProber
 from xapp.adapters.agent_sink import AgentWeightSink, HeldListingUnsupportedError, held_set
 from xapp.adapters.cached_state import CachedState
 from xapp.adapters.memory_store import MemoryStateStore
-from xapp.control_loop import ControlDelay, ControlLoop, StepOutcome
+from xapp.control_loop import ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.policy.exploration import Exploration, ExplorationConfig
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
 from xapp.ports import WeightPushError, XappStore
+from xapp.push_record import PushRecord
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +111,6 @@ def gather_cap_s(period_s: float) -> float:
 
 # The control delay is summed up in the log once a minute, over at most this many pushes.
 DELAY_LOG_EVERY_S = 60.0
-MAX_DELAYS_KEPT = 100_000
 
 
 @dataclass(frozen=True)
@@ -197,10 +197,9 @@ class LiveControl:
         self._recheck: set[str] = set()  # agents whose event stream saw a restart
         self._next_progress_log_s = 0.0
         self.steps = 0
-        self.pushes = 0
-        self.push_failures = 0
-        # The control delays of the pushes since the last line about them (the log's summary).
-        self._delays: list[ControlDelay] = []
+        # The pushes and failures counted, the last push per CPE and direction, the control
+        # delays since the last line about them, the log's lines (xapp/push_record.py).
+        self.record = PushRecord()
         self._next_delay_log_s = time.monotonic() + DELAY_LOG_EVERY_S
         self._loop: ControlLoop | None = None
         # kept across reloads: what it learnt of paths known only from below, and its counts
@@ -213,10 +212,6 @@ class LiveControl:
         # of them its first weights went out (seconds, wall clock).
         self._first_heard_s: dict[tuple[str, str], float] = {}
         self.first_push_delay_s: dict[str, float] = {}
-        # The outcome of the latest decision per CPE and direction that did something.
-        self.last_push: dict[tuple[str, Direction], dict[str, object]] = {}
-        # When the weights in force per CPE and direction went out (wall clock).
-        self.applied_at_s: dict[tuple[str, Direction], float] = {}
         self.levers: dict[str, str] = {}
         # Each agent's run (its health's "instance"), to notice restarts; when to look next.
         self._agent_instances: dict[str, str] = {}
@@ -410,31 +405,36 @@ class LiveControl:
         return outcomes
 
     def _handle(self, outcomes: Sequence[StepOutcome], now_s: float) -> None:
-        for outcome in outcomes:
-            self._remember(outcome, now_s)
-            if outcome.delay is not None and len(self._delays) < MAX_DELAYS_KEPT:
-                self._delays.append(outcome.delay)
-            if outcome.pushed is not None:
-                self.pushes += 1
-                log.info(
-                    "pushed %s %s %s: %s",
-                    outcome.cpe_id,
-                    outcome.direction.value,
-                    dict(outcome.pushed.weights),
-                    outcome.reason,
-                )
-                self._note_first_push(outcome.cpe_id)
-                self.on_push(outcome.pushed)
-            elif outcome.reason.startswith("push failed"):
-                self.push_failures += 1
-        if self._delays and time.monotonic() >= self._next_delay_log_s:
+        for outcome in self.record.take(outcomes, now_s):  # (its pushes)
+            self._note_first_push(outcome.cpe_id)
+            assert outcome.pushed is not None  # (a push)
+            self.on_push(outcome.pushed)
+        if self.record.delays and time.monotonic() >= self._next_delay_log_s:
             self._log_delays()
+
+    # What the record keeps, read where the loop's own was (the service's view, the demo).
+    @property
+    def pushes(self) -> int:
+        return self.record.pushes
+
+    @property
+    def push_failures(self) -> int:
+        return self.record.push_failures
+
+    @property
+    def last_push(self) -> dict[tuple[str, Direction], dict[str, object]]:
+        return self.record.last_push
+
+    @property
+    def applied_at_s(self) -> dict[tuple[str, Direction], float]:
+        return self.record.applied_at_s
 
     def _log_delays(self) -> None:
         """One line a minute: how long from a report's arrival to the decision it led to, and
         to the agent's answer (the figures the simulated loop's control delay stands for)."""
-        decided = sorted(d.decided_s for d in self._delays)
-        applied = sorted(d.applied_s for d in self._delays)
+        delays = self.record.take_delays()
+        decided = sorted(d.decided_s for d in delays)
+        applied = sorted(d.applied_s for d in delays)
         log.info(
             "control delay of %d pushes: report → decision p50 %.0f ms, p99 %.0f ms; "
             "report → applied at the agent p50 %.0f ms, p99 %.0f ms",
@@ -444,7 +444,6 @@ class LiveControl:
             1000 * _quantile(applied, 0.5),
             1000 * _quantile(applied, 0.99),
         )
-        self._delays = []
         self._next_delay_log_s = time.monotonic() + DELAY_LOG_EVERY_S
 
     def carrier_down(self, cpe_id: str) -> list[str]:
@@ -756,20 +755,6 @@ class LiveControl:
             direction.value,
             dict(again.weights),
         )
-
-    def _remember(self, outcome: StepOutcome, now_s: float) -> None:
-        key = (outcome.cpe_id, outcome.direction)
-        if outcome.pushed is not None:
-            self.applied_at_s[key] = now_s
-            self.last_push[key] = {
-                "time_s": now_s,
-                "result": "applied",
-                "sequence": outcome.pushed.sequence,
-                "weights": dict(outcome.pushed.weights),
-                "reason": outcome.reason,
-            }
-        elif outcome.reason.startswith("push failed"):
-            self.last_push[key] = {"time_s": now_s, "result": "failed", "reason": outcome.reason}
 
     def _note_first_push(self, cpe_id: str) -> None:
         if cpe_id in self.first_push_delay_s:

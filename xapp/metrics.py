@@ -9,6 +9,8 @@ agent role, not per agent.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import repeat
+from operator import attrgetter, eq
 from typing import Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
@@ -16,7 +18,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from core.domain import CapacityEstimate, Cpe, Direction, WeightSet
+from xapp.control_loop import StepOutcome
 from xapp.e2.node_health import NODE_STATES
+from xapp.push_record import pushes_and_failures
+
+_DIRECTION = attrgetter("direction")
+_DELAY = attrgetter("delay")
 
 
 class Observed(Protocol):
@@ -44,7 +51,12 @@ class Observed(Protocol):
 
 
 class XappMetrics:
-    def __init__(self, registry: CollectorRegistry, observed: Observed, first_cpes: int = 20):
+    """``observed``: what the state collector reads at scrape time (None: the step's metrics
+    alone, as `atsss bench xapp` keeps them)."""
+
+    def __init__(
+        self, registry: CollectorRegistry, observed: Observed | None, first_cpes: int = 20
+    ):
         self.decision_seconds = Histogram(
             "atsss_decision_seconds",
             "Time of one control step (every CPE and direction)",
@@ -65,7 +77,30 @@ class XappMetrics:
             ["role", "result"],
             registry=registry,
         )
-        registry.register(_StateCollector(observed, first_cpes))
+        if observed is not None:
+            registry.register(_StateCollector(observed, first_cpes))
+
+    def observe_step(
+        self, seconds: float, outcomes: Sequence[StepOutcome], downlink_via_cpe: bool
+    ) -> None:
+        """A control step's time, its pushes and failures counted per agent role (one
+        increment per role and result a step: a fleet's step pushes thousands), and each
+        push's control delay."""
+        self.decision_seconds.observe(seconds)
+        pushes, failures = pushes_and_failures(outcomes)
+        for result, counted in (("applied", pushes), ("failed", failures)):
+            if not counted:
+                continue
+            uplink = sum(map(eq, map(_DIRECTION, counted), repeat(Direction.UPLINK)))
+            by_cpe = len(counted) if downlink_via_cpe else uplink
+            for role, count in (("cpe", by_cpe), ("proxy", len(counted) - by_cpe)):
+                if count:
+                    self.pushes.labels(role, result).inc(count)
+        decided = self.control_delay_seconds.labels("decided")
+        applied = self.control_delay_seconds.labels("applied")
+        for delay in filter(None, map(_DELAY, pushes)):
+            decided.observe(delay.decided_s)
+            applied.observe(delay.applied_s)
 
 
 class _StateCollector(Collector):

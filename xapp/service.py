@@ -46,7 +46,7 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from core.collector import settle_for_service
 from core.deployment import AgentConfig, CpeConfig, Deployment, DeploymentError
-from core.domain import Direction, SubscriptionRecord
+from core.domain import SubscriptionRecord
 from kpm.codec import compile_all
 from models.runtime import ModelError, OnnxCapacityModel, find_model_card
 from xapp.adapters.agent_http import AgentEndpoint, AgentSetupError
@@ -420,18 +420,9 @@ class XappService:
             return
 
     def _observe_step(self, seconds: float, outcomes: Sequence[StepOutcome]) -> None:
-        self.metrics.decision_seconds.observe(seconds)
-        via_cpe = self.deployment.agents.downlink_via_cpe
-        for outcome in outcomes:
-            role = "cpe" if outcome.direction == Direction.UPLINK or via_cpe else "proxy"
-            if outcome.pushed is not None:
-                self.metrics.pushes.labels(role, "applied").inc()
-                if outcome.delay is not None:
-                    delays = self.metrics.control_delay_seconds
-                    delays.labels("decided").observe(outcome.delay.decided_s)
-                    delays.labels("applied").observe(outcome.delay.applied_s)
-            elif outcome.reason.startswith("push failed"):
-                self.metrics.pushes.labels(role, "failed").inc()
+        self.metrics.observe_step(
+            seconds, outcomes, downlink_via_cpe=self.deployment.agents.downlink_via_cpe
+        )
 
     def _keep_leases(self) -> None:
         ownership = self.ownership
