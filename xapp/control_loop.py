@@ -148,6 +148,9 @@ class StepOutcome:
         return outcome
 
 
+# The reason of an outcome whose push failed starts so (what the live loop counts as failed).
+PUSH_FAILED = "push failed"
+
 # (the order ``made`` puts them in a StepOutcome's dictionary, as its fields are declared)
 _OUTCOME_FIELDS = ("cpe_id", "direction", "pushed", "reason", "delay")
 
@@ -1370,11 +1373,11 @@ class ControlLoop:
                     _picked(within, out_of_reach), _picked(needed, out_of_reach)
                 )
                 reasons.update(zip(out_of_reach, worded, strict=True))
-            staying_rows = np.flatnonzero(stays & judged.unchanged).tolist()
-            reasons.update(zip(staying_rows, itertools.repeat("unchanged")))
-            staying_rows = np.flatnonzero(stays & ~judged.unchanged).tolist()
-            worded = hysteresis.too_small_many(_picked(rise, staying_rows))
-            reasons.update(zip(staying_rows, worded, strict=True))
+            unchanged_rows = np.flatnonzero(stays & judged.unchanged).tolist()
+            reasons.update(zip(unchanged_rows, itertools.repeat("unchanged")))
+            small_gain_rows = np.flatnonzero(stays & ~judged.unchanged).tolist()
+            worded = hysteresis.too_small_many(_picked(rise, small_gain_rows))
+            reasons.update(zip(small_gain_rows, worded, strict=True))
             # What a decision remembers, for every row that stays, at once.
             staying = sorted(reasons)
             kept = _picked(keys, staying)
@@ -1433,7 +1436,7 @@ class ControlLoop:
         accesses = made.questions.accesses
         weights = list(map(dict, map(zip, itertools.repeat(accesses), made.weight_rows(rows))))
         reasons = self._hysteresis.gain_reasons(gains, map(made.reason, rows))
-        cpe_ids, directions = list(map(itemgetter(0), keys)), list(map(itemgetter(1), keys))
+        cpe_ids, directions = list(map(_FIRST, keys)), list(map(_SECOND, keys))
         sets = list(
             map(
                 WeightSet.made,
@@ -1691,7 +1694,7 @@ class ControlLoop:
                 or is_after(held.sequence, current.sequence)
             ):
                 saves.sets.append(held)
-            return StepOutcome(item.cpe_id, item.direction, None, f"push failed: {failure}")
+            return StepOutcome(item.cpe_id, item.direction, None, f"{PUSH_FAILED}: {failure}")
         saves.sets.append(item.weight_set)
         saves.landed.append(item)
         delay = None

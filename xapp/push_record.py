@@ -19,7 +19,7 @@ from itertools import compress, repeat
 from operator import attrgetter, is_not, methodcaller, not_
 
 from core.domain import Direction
-from xapp.control_loop import ControlDelay, StepOutcome
+from xapp.control_loop import PUSH_FAILED, ControlDelay, StepOutcome
 
 log = logging.getLogger("xapp.live")
 
@@ -27,11 +27,10 @@ log = logging.getLogger("xapp.live")
 PUSH_LINES_PER_STEP = 20
 # Control delays kept for the minute's line about them (the rest of a minute's are left out).
 MAX_DELAYS_KEPT = 100_000
-FAILED = "push failed"
 
 _PUSHED = attrgetter("pushed")
 _REASON = attrgetter("reason")
-_FAILED = methodcaller("startswith", FAILED)
+_FAILED = methodcaller("startswith", PUSH_FAILED)
 
 
 def pushes_and_failures(
