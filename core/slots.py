@@ -10,8 +10,9 @@ paths are few and come back; a forgotten key's place is reset by its owner, not 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, ItemsView, Iterable, Sequence
+from collections.abc import Container, Hashable, ItemsView, Iterable, Iterator, Sequence
 from itertools import repeat
+from operator import not_
 from typing import Generic, TypeVar
 
 import numpy as np
@@ -105,12 +106,31 @@ class Places(Generic[K]):
     def __len__(self) -> int:
         return len(self.keys)
 
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.keys)
+
     def in_slots(self, slots: Slots[K]) -> npt.NDArray[np.intp]:
         """``slots.found(keys)``."""
         known = self._found.get(id(slots))
         if known is None or known[0] is not slots or known[1] not in (-1, len(slots)):
             known = self._keep(slots, slots.found(self.keys))
         return known[2]
+
+    def without(self, dropped: Container[K]) -> Places[K]:
+        """These keys less those in ``dropped``, in order, with the places found so far (a
+        fleet's sweep less the few paths a probe is under way on, looked up once)."""
+        kept = list(map(not_, map(dropped.__contains__, self.keys)))
+        return self if all(kept) else self.picked(np.flatnonzero(kept))
+
+    def picked(self, rows: npt.NDArray[np.intp]) -> Places[K]:
+        """The keys at ``rows``, in that order, with the places found so far."""
+        keys = self.keys
+        less = Places(list(map(keys.__getitem__, rows.tolist())))
+        # (a subset of keys that all had places has them all; one that did not is looked up
+        # again as this one would be, where the slots have grown since)
+        for slots, size, places in self._found.values():
+            less._found[id(slots)] = (slots, size, places[rows])
+        return less
 
     def _keep(
         self, slots: Slots[K], places: npt.NDArray[np.intp]

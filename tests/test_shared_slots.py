@@ -4,7 +4,10 @@ read there: estimators built on one ``Slots`` estimate what estimators with thei
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
+import numpy.typing as npt
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -167,3 +170,70 @@ def test_places_a_caller_has_are_read_as_given_and_kept_while_complete() -> None
     assert missing.in_slots(slots).tolist() == [0, -1]
     slots.of("z")
     assert missing.in_slots(slots).tolist() == [0, 5]
+
+
+class _CountingSlots(Slots[str]):
+    """Slots that count the keys looked up (``found``)."""
+
+    looked_up = 0
+
+    def found(self, keys: Sequence[str]) -> npt.NDArray[np.intp]:
+        self.looked_up += len(keys)
+        return super().found(keys)
+
+
+@given(
+    st.lists(st.sampled_from("abcdefghij"), unique=True, max_size=10),
+    st.sets(st.sampled_from("abcdefghijz")),
+)
+def test_places_less_some_keys_keep_their_places_and_their_order(
+    keys: list[str], dropped: set[str]
+) -> None:
+    """A sweep less the paths a probe is under way on (``Places.without``): the keys left, in
+    order, each with the place it had, read without a look-up; a look-up that missed a key
+    is made again once the slots have grown."""
+    slots = _CountingSlots()
+    slots.many(list("jihgfedcba"))
+    at = Places.known(keys, slots, slots.found(keys))
+    slots.looked_up = 0
+    less = at.without(dropped)
+    assert less.keys == [key for key in keys if key not in dropped]
+    assert less.in_slots(slots).tolist() == [slots.get(key) for key in less.keys]
+    assert slots.looked_up == 0
+    if not dropped & set(keys):
+        assert less is at  # (nothing dropped: the same, not a copy)
+    missing = Places(["a", "y", "b"])
+    missing.in_slots(slots)
+    later = missing.without({"b"})
+    slots.of("y")
+    assert later.in_slots(slots).tolist() == [slots.get("a"), slots.get("y")]
+
+
+def test_a_sweep_reads_a_fleets_paths_by_the_places_it_has() -> None:
+    """A 1,000-CPE fleet's update with the probe planner's sweep (every known path judged):
+    the step's paths are looked up once, for every reader; the sweep's paths, taken by their
+    places in the shared slots, not at all (they were looked up again: three times as many),
+    nor those fusion makes estimates of for its own judging."""
+    slots = _CountingPaths()
+    fused, probe = _estimators(slots)
+    queue = _Queue()
+    for n, samples in enumerate(_steps(1000, 2)):
+        now_s = n + 1.0
+        queue.keep(list(samples))
+        step = StepSamples(queue.poll(now_s))
+        slots.looked_up = 0
+        fused.update(step, now_s)
+        assert probe._last_sweep_s == now_s  # (swept)
+        assert len(probe._history.known()) == len(step.paths)  # (every path judged)
+        # (and a few more: the paths their nodes report down, marked by place)
+        assert slots.looked_up < len(step.paths) * 1.05
+
+
+class _CountingPaths(Slots[Path]):
+    """``_CountingSlots`` of paths."""
+
+    looked_up = 0
+
+    def found(self, keys: Sequence[Path]) -> npt.NDArray[np.intp]:
+        self.looked_up += len(keys)
+        return super().found(keys)

@@ -181,7 +181,7 @@ class FusedEstimator:
         served, own_mbps, own_at_s = self._served.take(at)
         unserved = np.flatnonzero(~served)
         if len(unserved):  # made together, as ``estimate_rows`` makes them (not served, though)
-            made = self._fused_rows([paths[i] for i in unserved.tolist()], now_s)
+            made = self._fused_rows(at.picked(unserved), now_s)
             exact = made.available & ~made.lower_bound
             own_mbps[unserved] = np.where(exact, made.capacity, np.nan)
             own_at_s[unserved] = np.where(exact, made.measured_at, np.nan)

@@ -103,6 +103,15 @@ class ProbeSettings:
 
 _UNASKED: Any = object()  # (a CPE and direction whose advisors are not asked yet)
 
+# The paths one group of advisors is asked about: a sweep's, with their places; or a list.
+_Considered = list[Path] | Places[Path]
+
+
+def _listed(paths: _Considered) -> list[Path]:
+    """A group's paths, where they are being gathered one by one (always a list then)."""
+    assert isinstance(paths, list)
+    return paths
+
 
 @dataclass
 class ProbeStats:
@@ -193,7 +202,10 @@ class ProbeEstimator:
         # xApp's time at 1 s periods, and at 100 ms it did so ten times a second.
         if now_s - self._last_sweep_s >= self.settings.down_check_s:
             self._last_sweep_s = now_s
-            self._plan(now_s, self._results.slots.keys_at(self._history.known().tolist()))
+            # (the paths with their places in the shared slots, which the advisors' tables
+            # and the sweep read: a fleet's every path not looked up again)
+            slots, known = self._results.slots, self._history.known()
+            self._plan(now_s, Places.known(slots.keys_at(known.tolist()), slots, known))
         else:
             # (a fleet's usual: neither, and the step's paths are not walked)
             seen_at, new = self._seen_first_at
@@ -382,7 +394,7 @@ class ProbeEstimator:
                 self.stats.timed_out += 1
                 log.warning("probe of %s %s %s timed out after %.0f s", *path, now_s - started)
 
-    def _plan(self, now_s: float, paths: Iterable[Path]) -> None:
+    def _plan(self, now_s: float, paths: Iterable[Path] | Places[Path]) -> None:
         # (each tested only where it holds any path: a fleet's usual is none)
         in_flight, down, carrier_word = self._in_flight, self._down, self._carrier_word
         if carrier_word:
@@ -398,10 +410,13 @@ class ProbeEstimator:
             ]
         elif in_flight or down:  # (a fleet's usual: a few probes under way; read in C)
             skipped = in_flight.keys() | down
-            paths = list(filterfalse(skipped.__contains__, paths))
+            if isinstance(paths, Places):
+                paths = paths.without(skipped)
+            else:
+                paths = list(filterfalse(skipped.__contains__, paths))
         # The paths a probe may be for, grouped by who their advisors are (advisors_for may
         # give a new sequence of the same estimators each time), in the order given.
-        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]] = {}
+        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], _Considered]] = {}
         everywhere = self.advisors_everywhere() if self.advisors_everywhere is not None else None
         if everywhere is not None:  # (a fleet's usual: the same for every CPE)
             self._group_by_direction(paths, everywhere, by_advisors)
@@ -420,7 +435,7 @@ class ProbeEstimator:
     def _group_by_cpe(
         self,
         paths: Iterable[Path],
-        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]],
+        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], _Considered]],
     ) -> None:
         """``paths`` put in ``by_advisors``, each CPE and direction's advisors asked once."""
         asked: dict[tuple[str, Direction], tuple[int, ...] | None] = {}
@@ -435,13 +450,13 @@ class ProbeEstimator:
                     by_advisors.setdefault(group, (advisors, []))
                 asked[key] = group
             if group is not None:
-                by_advisors[group][1].append(path)
+                _listed(by_advisors[group][1]).append(path)
 
     @staticmethod
     def _group_by_direction(
-        paths: Iterable[Path],
+        paths: Iterable[Path] | Places[Path],
         everywhere: Mapping[Direction, Sequence[CapacityEstimator] | None],
-        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], list[Path]]],
+        by_advisors: dict[tuple[int, ...], tuple[Sequence[CapacityEstimator], _Considered]],
     ) -> None:
         """``_group_by_cpe`` where the advisors are the same for every CPE in a direction."""
         groups = {
@@ -449,28 +464,32 @@ class ProbeEstimator:
             for direction, advisors in everywhere.items()
             if advisors is not None
         }
-        paths = list(paths)
-        if paths and len(groups) == len(Direction) and len(set(groups.values())) == 1:
+        given = paths if isinstance(paths, Places) else None
+        keys = given.keys if given is not None else list(paths)
+        if keys and len(groups) == len(Direction) and len(set(groups.values())) == 1:
             # one group whatever the direction (fusion's, both ways): every path, as given
             (only,) = set(groups.values())
-            by_advisors[only] = (next(a for a in everywhere.values() if a is not None), paths)
+            advisors = next(a for a in everywhere.values() if a is not None)
+            by_advisors[only] = (advisors, given if given is not None else list(keys))
             return
-        for path in paths:
+        for path in keys:
             group = groups.get(path[2])
             if group is not None:
                 if group not in by_advisors:
                     by_advisors[group] = (everywhere[path[2]] or (), [])
-                by_advisors[group][1].append(path)
+                _listed(by_advisors[group][1]).append(path)
 
     def _candidates(
-        self, paths: list[Path], advisors: Sequence[CapacityEstimator], now_s: float
+        self, considered: _Considered, advisors: Sequence[CapacityEstimator], now_s: float
     ) -> list[tuple[int, Path, str]]:
         """The probes these paths need, as (priority, path, reason), from what the advisors
         say of them (each asked once for all the paths). A sweep judges a fleet's every path:
         what each row needs is read as arrays, and only the rows that need a probe, or that a
         silence, an earlier probe or a return from an outage concerns (a fleet's few), are
         read one by one."""
-        at = Places(paths)  # (looked up once for the advisors and the silence tracker)
+        # (looked up once for the advisors and the silence tracker, if a sweep has not)
+        at = places_of(considered)
+        paths = at.keys
         said = said_table(advisors, at, now_s)
         since = self._silence.silent_times(at)
         # NaN (not silent) compares False: seen back only from a silence
