@@ -58,7 +58,7 @@ from xapp.metrics import XappMetrics
 from xapp.operator.state import OperatorState
 from xapp.policy.weight_policy import make_policy
 from xapp.ports import KpiSource, WeightSink
-from xapp.push_record import PushRecord
+from xapp.push_record import PushRecord, pushes_and_failures
 
 VERSION = KpmVersion.V3_00
 
@@ -375,8 +375,9 @@ def run_xapp_bench(
             # what the service keeps and says of the step: the pushes counted, remembered and
             # logged (xapp/live.py), counted in its metrics (xapp/service.py)
             started = time.perf_counter()
-            record.take(outcomes, now_s)
-            metrics.observe_step(started - period_started, outcomes, downlink_via_cpe=False)
+            sifted = pushes_and_failures(outcomes)
+            metrics.observe_step(started - period_started, outcomes, False, sifted)
+            record.take(outcomes, now_s, sifted)
             seconds["conclude + push"] += time.perf_counter() - started
         busy_s.append(time.perf_counter() - period_started)
         cpu_s.append(time.process_time() - cpu_started)

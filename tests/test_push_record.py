@@ -10,11 +10,11 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Histogram
 
 from core.domain import Direction, SteeringMode, WeightSet
 from xapp.control_loop import ControlDelay, StepOutcome
-from xapp.metrics import XappMetrics
+from xapp.metrics import StageHistogram, XappMetrics
 from xapp.push_record import PUSH_LINES_PER_STEP, PushRecord, pushes_and_failures
 
 CPES = 1000
@@ -177,3 +177,84 @@ def test_a_step_s_pushes_are_counted_per_role_as_one_by_one(via_cpe: bool) -> No
         observed = registry.get_sample_value("atsss_control_delay_seconds_count", {"stage": stage})
         assert observed == delays
     assert registry.get_sample_value("atsss_decision_seconds_count") == 2
+
+
+BUCKETS = (0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(
+                st.floats(allow_nan=True, allow_infinity=True),
+                st.sampled_from([*BUCKETS, 0.0, -0.0]),
+                st.floats(min_value=0, max_value=12),
+            ),
+            max_size=30,
+        ),
+        max_size=4,
+    )
+)
+def test_a_stage_histogram_exposes_what_prometheus_histogram_does(
+    steps: list[list[float]],
+) -> None:
+    """``StageHistogram.observe_many`` of a step's values against ``Histogram.observe`` of
+    each: the same samples on a scrape (buckets, counts, sums bit for bit; NaN counted in no
+    bucket, as there), but Histogram's creation times; both stages from the start."""
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    histogram = StageHistogram("delay_seconds", "d", ("decided", "applied"), BUCKETS)
+    ours.register(histogram)
+    reference = Histogram("delay_seconds", "d", ["stage"], buckets=BUCKETS, registry=theirs)
+    for stage in ("decided", "applied"):
+        reference.labels(stage)
+    for values in steps:
+        histogram.observe_many("decided", values)
+        histogram.observe_many("applied", values[::-1])
+        for value in values:
+            reference.labels("decided").observe(value)
+        for value in values[::-1]:
+            reference.labels("applied").observe(value)
+    assert _samples(ours) == _samples(theirs)
+
+
+def _samples(registry: CollectorRegistry) -> list[tuple[str, dict[str, str], str]]:
+    """What a scrape reads, but the creation times (repr: NaN and -0.0 told apart)."""
+    return [
+        (s.name, s.labels, repr(s.value))
+        for family in registry.collect()
+        for s in family.samples
+        if not s.name.endswith("_created")
+    ]
+
+
+def test_last_pushes_are_read_whole_while_a_step_replaces_them() -> None:
+    """A fleet's last pushes read from another thread (the operator API) while a step keeps
+    its own: what a read took is whole (a copy of the outcomes kept when it was taken)."""
+    record = PushRecord()
+    record.take(fleet_step(6), 1.0)
+    before = record.last_push.items()
+    keys = iter(record.last_push)
+    record.take(fleet_step(7), 2.0)
+    assert {push["time_s"] for _, push in before} == {1.0}
+    assert len(list(keys)) == len(before)
+    assert {push["time_s"] for _, push in record.last_push.items()} == {1.0, 2.0}
+
+
+def test_a_step_sifted_once_is_counted_and_kept_as_sifted_twice() -> None:
+    """The service sifts a step's outcomes once for the metrics and the record
+    (``pushes_and_failures``): the same counts, delays and last pushes as each sifting
+    them on its own."""
+    outcomes = fleet_step(8)
+    sifted = pushes_and_failures(outcomes)
+    registries = CollectorRegistry(), CollectorRegistry()
+    records = PushRecord(), PushRecord()
+    for registry, record, handed in zip(registries, records, (sifted, None), strict=True):
+        XappMetrics(registry, None).observe_step(0.3, outcomes, True, handed)
+        record.take(outcomes, 4.0, handed)
+    assert _samples(registries[0]) == _samples(registries[1])
+    assert registries[0].get_sample_value(
+        "atsss_weight_pushes_total", {"role": "cpe", "result": "applied"}
+    )
+    assert records[0].last_push == records[1].last_push
+    assert records[0].take_delays() == records[1].take_delays()

@@ -52,7 +52,7 @@ from xapp.policy.exploration import Exploration, ExplorationConfig
 from xapp.policy.hysteresis import Hysteresis
 from xapp.policy.weight_policy import PolicyConfig, make_policy
 from xapp.ports import WeightPushError, XappStore
-from xapp.push_record import PushRecord
+from xapp.push_record import LastPushes, PushRecord, StepPushes, pushes_and_failures
 
 log = logging.getLogger(__name__)
 
@@ -143,12 +143,14 @@ class LiveControl:
         settings: LiveSettings,
         store: XappStore | None = None,
         on_push: Callable[[WeightSet], None] = lambda weight_set: None,
-        on_step: Callable[[float, Sequence[StepOutcome]], None] = lambda seconds, outcomes: None,
+        on_step: Callable[[float, Sequence[StepOutcome], StepPushes], None] = (
+            lambda seconds, outcomes, sifted: None
+        ),
         owned: Callable[[], set[str]] | None = None,
     ) -> None:
-        """``on_step``: after every step, how long it took and what it decided (metrics).
-        ``owned``: the CPEs this replica may act on now (leases shared with other replicas);
-        None: all of them."""
+        """``on_step``: after every step, how long it took, what it decided, and of that what
+        pushed and what failed to (metrics). ``owned``: the CPEs this replica may act on now
+        (leases shared with other replicas); None: all of them."""
         if settings.period_s <= 0:
             raise ValueError(f"the control period must be > 0 s, got {settings.period_s}")
         self.settings = settings
@@ -399,13 +401,17 @@ class LiveControl:
             outcomes += self._loop.decide(cpes[first : first + STEP_PART], now_s, push_until)
             if first + STEP_PART < len(cpes):
                 self._react_if_waiting()
-        self.on_step(time.perf_counter() - started, outcomes)
+        seconds = time.perf_counter() - started
+        sifted = pushes_and_failures(outcomes)  # (once, for the metrics and the record)
+        self.on_step(seconds, outcomes, sifted)
         self.steps += 1
-        self._handle(outcomes, now_s)
+        self._handle(outcomes, now_s, sifted)
         return outcomes
 
-    def _handle(self, outcomes: Sequence[StepOutcome], now_s: float) -> None:
-        for outcome in self.record.take(outcomes, now_s):  # (its pushes)
+    def _handle(
+        self, outcomes: Sequence[StepOutcome], now_s: float, sifted: StepPushes | None = None
+    ) -> None:
+        for outcome in self.record.take(outcomes, now_s, sifted):  # (its pushes)
             self._note_first_push(outcome.cpe_id)
             assert outcome.pushed is not None  # (a push)
             self.on_push(outcome.pushed)
@@ -422,7 +428,7 @@ class LiveControl:
         return self.record.push_failures
 
     @property
-    def last_push(self) -> dict[tuple[str, Direction], dict[str, object]]:
+    def last_push(self) -> LastPushes:
         return self.record.last_push
 
     @property

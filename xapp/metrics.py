@@ -8,22 +8,31 @@ agent role, not per agent.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import math
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from functools import reduce
 from itertools import repeat
-from operator import attrgetter, eq
+from operator import add, attrgetter, eq
 from typing import Protocol
 
+import numpy as np
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from core.domain import CapacityEstimate, Cpe, Direction, WeightSet
 from xapp.control_loop import StepOutcome
 from xapp.e2.node_health import NODE_STATES
-from xapp.push_record import pushes_and_failures
+from xapp.push_record import StepPushes, pushes_and_failures
 
 _DIRECTION = attrgetter("direction")
 _DELAY = attrgetter("delay")
+_DECIDED = attrgetter("decided_s")
+# a bucket's bound as Histogram writes it in its ``le`` label ("0.005", "1.0", "+Inf")
+_LE: Callable[[float], str] = floatToGoString
+_APPLIED = attrgetter("applied_s")
 
 
 class Observed(Protocol):
@@ -63,14 +72,14 @@ class XappMetrics:
             buckets=(0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0),
             registry=registry,
         )
-        self.control_delay_seconds = Histogram(
+        self.control_delay_seconds = StageHistogram(
             "atsss_control_delay_seconds",
             "From the arrival of the report a push was decided from to the decision (stage "
             "decided) and to the agent's answer that it is in force (stage applied)",
-            ["stage"],
+            ("decided", "applied"),
             buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0),
-            registry=registry,
         )
+        registry.register(self.control_delay_seconds)
         self.pushes = Counter(
             "atsss_weight_pushes",
             "Weight sets pushed to agents, by the agent's role and the result",
@@ -81,13 +90,18 @@ class XappMetrics:
             registry.register(_StateCollector(observed, first_cpes))
 
     def observe_step(
-        self, seconds: float, outcomes: Sequence[StepOutcome], downlink_via_cpe: bool
+        self,
+        seconds: float,
+        outcomes: Sequence[StepOutcome],
+        downlink_via_cpe: bool,
+        sifted: StepPushes | None = None,
     ) -> None:
         """A control step's time, its pushes and failures counted per agent role (one
         increment per role and result a step: a fleet's step pushes thousands), and each
-        push's control delay."""
+        push's control delay (observed together). ``sifted``: the outcomes' pushes and
+        failures, where the caller has them (``pushes_and_failures``)."""
         self.decision_seconds.observe(seconds)
-        pushes, failures = pushes_and_failures(outcomes)
+        pushes, failures = sifted if sifted is not None else pushes_and_failures(outcomes)
         for result, counted in (("applied", pushes), ("failed", failures)):
             if not counted:
                 continue
@@ -96,11 +110,55 @@ class XappMetrics:
             for role, count in (("cpe", by_cpe), ("proxy", len(counted) - by_cpe)):
                 if count:
                     self.pushes.labels(role, result).inc(count)
-        decided = self.control_delay_seconds.labels("decided")
-        applied = self.control_delay_seconds.labels("applied")
-        for delay in filter(None, map(_DELAY, pushes)):
-            decided.observe(delay.decided_s)
-            applied.observe(delay.applied_s)
+        delays = list(filter(None, map(_DELAY, pushes)))
+        if delays:
+            self.control_delay_seconds.observe_many("decided", list(map(_DECIDED, delays)))
+            self.control_delay_seconds.observe_many("applied", list(map(_APPLIED, delays)))
+
+
+class StageHistogram(Collector):
+    """A histogram per stage, exposed as ``prometheus_client.Histogram`` with a ``stage``
+    label exposes one (each stage's cumulative buckets, count and sum; every stage from the
+    start), observed many values at once: ``Histogram.observe`` takes a lock and walks the
+    buckets for each value, and a fleet's step observes two values a push, thousands of
+    pushes (some 30 ms of a step at 10,000 CPEs). Each value is counted in the first bucket
+    whose bound it is at most (a NaN in none, as ``observe``), and added to the sum in turn,
+    as one ``observe`` after another adds it."""
+
+    def __init__(
+        self, name: str, documentation: str, stages: Sequence[str], buckets: Sequence[float]
+    ) -> None:
+        self._name, self._documentation = name, documentation
+        bounds = sorted(float(b) for b in buckets)
+        self._bounds = np.array(bounds if bounds[-1:] == [math.inf] else [*bounds, math.inf])
+        self._counts = {stage: np.zeros(len(self._bounds), dtype=np.int64) for stage in stages}
+        self._sums = dict.fromkeys(stages, 0.0)
+        self._lock = threading.Lock()  # (a scrape reads from another thread)
+
+    def observe_many(self, stage: str, values: Sequence[float]) -> None:
+        """``observe`` of each value, in order, in ``stage``."""
+        at = np.searchsorted(self._bounds, np.asarray(values, dtype=np.float64), side="left")
+        counted = np.bincount(at, minlength=len(self._bounds) + 1)[: len(self._bounds)]
+        with self._lock:
+            self._counts[stage] += counted
+            self._sums[stage] = reduce(add, values, self._sums[stage])
+
+    def describe(self) -> Iterator[HistogramMetricFamily]:
+        yield HistogramMetricFamily(self._name, self._documentation, labels=["stage"])
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        family = HistogramMetricFamily(self._name, self._documentation, labels=["stage"])
+        bounds = list(map(_LE, self._bounds.tolist()))
+        with self._lock:
+            taken = [
+                (stage, counts.cumsum().tolist(), self._sums[stage])
+                for stage, counts in self._counts.items()
+            ]
+        for stage, cumulative, total in taken:
+            family.add_metric(
+                [stage], list(zip(bounds, map(float, cumulative), strict=True)), total
+            )
+        yield family
 
 
 class _StateCollector(Collector):

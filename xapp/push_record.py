@@ -14,9 +14,10 @@ push has its line. A CPE or a few see every push as they did. The outcomes that 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from itertools import compress, repeat
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import compress, islice, repeat
 from operator import attrgetter, is_not, methodcaller, not_
+from typing import NamedTuple
 
 from core.domain import Direction
 from xapp.control_loop import PUSH_FAILED, ControlDelay, StepOutcome
@@ -30,19 +31,68 @@ MAX_DELAYS_KEPT = 100_000
 
 _PUSHED = attrgetter("pushed")
 _REASON = attrgetter("reason")
+_DELAY = attrgetter("delay")
+_KEY = attrgetter("cpe_id", "direction")
 _FAILED = methodcaller("startswith", PUSH_FAILED)
 
 
-def pushes_and_failures(
-    outcomes: Sequence[StepOutcome],
-) -> tuple[list[StepOutcome], list[StepOutcome]]:
-    """The outcomes that pushed a set, and those whose push failed, in order (sifted in C)."""
+class StepPushes(NamedTuple):
+    """A step's outcomes that pushed a set, and those whose push failed, in order."""
+
+    pushes: list[StepOutcome]
+    failures: list[StepOutcome]
+
+
+def pushes_and_failures(outcomes: Sequence[StepOutcome]) -> StepPushes:
+    """The outcomes that pushed a set, and those whose push failed, in order (sifted in C;
+    once a step, for the record and the metrics)."""
     pushed = list(map(is_not, map(_PUSHED, outcomes), repeat(None)))
     pushes = list(compress(outcomes, pushed))
     if len(pushes) == len(outcomes):
-        return pushes, []
+        return StepPushes(pushes, [])
     unpushed = list(compress(outcomes, map(not_, pushed)))
-    return pushes, list(compress(unpushed, map(_FAILED, map(_REASON, unpushed))))
+    return StepPushes(pushes, list(compress(unpushed, map(_FAILED, map(_REASON, unpushed)))))
+
+
+class LastPushes(Mapping[tuple[str, Direction], dict[str, object]]):
+    """The outcome of the latest decision per CPE and direction that did something, as the
+    operator API shows it (``time_s``, ``result``: applied or failed, ``reason``; a push's
+    ``sequence`` and ``weights``), made when it is read. A fleet's step replaces thousands;
+    the API reads a few (or the whole fleet's now and then). Read from other threads than
+    the loop's: each read takes what it reads whole (a dictionary's item, or a copy of
+    them all) before making anything of it."""
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[str, Direction], tuple[float, StepOutcome]] = {}
+
+    def keep(self, outcomes: Sequence[StepOutcome], now_s: float) -> None:
+        """These outcomes (pushes and failures) as their CPE and direction's latest."""
+        self._kept.update(zip(map(_KEY, outcomes), zip(repeat(now_s), outcomes), strict=True))
+
+    def __getitem__(self, key: tuple[str, Direction]) -> dict[str, object]:
+        return _shown(*self._kept[key])
+
+    def __iter__(self) -> Iterator[tuple[str, Direction]]:
+        return iter(list(self._kept))
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def items(self) -> list[tuple[tuple[str, Direction], dict[str, object]]]:  # type: ignore[override]
+        return [(key, _shown(*kept)) for key, kept in list(self._kept.items())]
+
+
+def _shown(time_s: float, outcome: StepOutcome) -> dict[str, object]:
+    pushed = outcome.pushed
+    if pushed is None:
+        return {"time_s": time_s, "result": "failed", "reason": outcome.reason}
+    return {
+        "time_s": time_s,
+        "result": "applied",
+        "sequence": pushed.sequence,
+        "weights": dict(pushed.weights),
+        "reason": outcome.reason,
+    }
 
 
 class PushRecord:
@@ -53,38 +103,28 @@ class PushRecord:
         self.pushes = 0
         self.push_failures = 0
         # The outcome of the latest decision per CPE and direction that did something.
-        self.last_push: dict[tuple[str, Direction], dict[str, object]] = {}
+        self.last_push = LastPushes()
         # When the weights in force per CPE and direction went out (the step's time).
         self.applied_at_s: dict[tuple[str, Direction], float] = {}
         # The control delays of the pushes since they were last taken (``take_delays``).
         self.delays: list[ControlDelay] = []
 
-    def take(self, outcomes: Sequence[StepOutcome], now_s: float) -> list[StepOutcome]:
-        """A step's outcomes counted, remembered and logged; its pushes returned, in order."""
-        pushes, failures = pushes_and_failures(outcomes)
+    def take(
+        self, outcomes: Sequence[StepOutcome], now_s: float, sifted: StepPushes | None = None
+    ) -> list[StepOutcome]:
+        """A step's outcomes counted, remembered and logged; its pushes returned, in order.
+        ``sifted``: its pushes and failures, where the caller has them (``pushes_and_failures``
+        of the same outcomes)."""
+        pushes, failures = sifted if sifted is not None else pushes_and_failures(outcomes)
         self.pushes += len(pushes)
         self.push_failures += len(failures)
-        applied_at, last_push, delays = self.applied_at_s, self.last_push, self.delays
-        for outcome in pushes:
-            pushed = outcome.pushed
-            assert pushed is not None  # (sifted)
-            key = (outcome.cpe_id, outcome.direction)
-            applied_at[key] = now_s
-            last_push[key] = {
-                "time_s": now_s,
-                "result": "applied",
-                "sequence": pushed.sequence,
-                "weights": dict(pushed.weights),
-                "reason": outcome.reason,
-            }
-            if outcome.delay is not None and len(delays) < MAX_DELAYS_KEPT:
-                delays.append(outcome.delay)
-        for outcome in failures:
-            last_push[(outcome.cpe_id, outcome.direction)] = {
-                "time_s": now_s,
-                "result": "failed",
-                "reason": outcome.reason,
-            }
+        # (each push's and failure's key and time put in C: thousands a step)
+        self.applied_at_s.update(zip(map(_KEY, pushes), repeat(now_s)))
+        self.last_push.keep(pushes, now_s)
+        self.last_push.keep(failures, now_s)
+        room = MAX_DELAYS_KEPT - len(self.delays)
+        if room > 0:
+            self.delays += islice(filter(None, map(_DELAY, pushes)), room)
         self._log(pushes)
         return pushes
 

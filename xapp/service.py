@@ -75,6 +75,7 @@ from xapp.platform import Check, Readiness, RicPlatform, evaluate
 from xapp.policy.exploration import ExplorationConfig
 from xapp.policy.weight_policy import PolicyConfig
 from xapp.ports import XappStore
+from xapp.push_record import StepPushes
 from xapp.service_view import XappView
 
 log = logging.getLogger(__name__)
@@ -419,9 +420,11 @@ class XappService:
                 self.control.start()
             return
 
-    def _observe_step(self, seconds: float, outcomes: Sequence[StepOutcome]) -> None:
+    def _observe_step(
+        self, seconds: float, outcomes: Sequence[StepOutcome], sifted: StepPushes
+    ) -> None:
         self.metrics.observe_step(
-            seconds, outcomes, downlink_via_cpe=self.deployment.agents.downlink_via_cpe
+            seconds, outcomes, self.deployment.agents.downlink_via_cpe, sifted
         )
 
     def _keep_leases(self) -> None:
