@@ -381,12 +381,42 @@ static void count_unbounded(const double *values, int count, int *negative, int 
     *nan = missing;
 }
 
+/* Values left between the bounds at which ``order_statistic`` stops counting: it gathers them
+ * and picks the answer among them. */
+#define FEW_LEFT 24
+
+/* The values strictly between ``low`` and ``high`` (NaN is not) into ``into``, in order; how
+ * many. A select per value the compiler may vectorise, and no branch on the values. */
+static int gathered_between(const double *values, int count, double low, double high,
+                            double *into) {
+    int taken = 0;
+    for (int d = 0; d < count; d++) {
+        into[taken] = values[d];
+        taken += values[d] > low && values[d] < high;
+    }
+    return taken;
+}
+
+/* The value of rank ``rank`` among ``few`` values (none NaN), by insertion: a handful. */
+static double picked_among(double *few, int count, int rank) {
+    for (int i = 1; i < count; i++) {
+        const double value = few[i];
+        int j = i;
+        for (; j > 0 && few[j - 1] > value; j--) few[j] = few[j - 1];
+        few[j] = value;
+    }
+    return few[rank];
+}
+
 /* The value of rank ``rank`` if ``values`` were sorted as numpy sorts (NaN last), without
  * moving them: the answer's bounds narrowed by counting around a pivot drawn from the values
  * still between them. Quickselect's swaps took a fifth of a decision, most of it in branches
  * on the draws that the predictor cannot learn; a count is a plain loop. Each pass takes at
  * least the pivot out of the bounds, and the answer stays strictly between them (infinities
- * and NaN are answered first), so the search ends. */
+ * and NaN are answered first), so the search ends. Once at most FEW_LEFT values are left
+ * between the bounds, they are gathered in one more pass and the answer picked among them:
+ * the last passes' pivots were the dearest part, each found by walking the values for one
+ * of the few still between the bounds, a branch a value. */
 static double order_statistic(const double *values, int count, int rank) {
     int negative, positive, nan;
     count_unbounded(values, count, &negative, &positive, &nan);
@@ -394,19 +424,30 @@ static double order_statistic(const double *values, int count, int rank) {
     if (rank >= count - nan - positive) return INFINITY;
     if (rank < negative) return -INFINITY;
     double low = -INFINITY, high = INFINITY; /* the answer lies strictly between */
+    int at_or_below = negative;              /* how many values are at most low */
+    int at_or_above = positive + nan;        /* how many are at least high, or NaN */
     unsigned int next = 2654435761u;         /* where the next pivot is looked for */
     for (;;) {
+        const int left = count - at_or_below - at_or_above;
+        if (left <= FEW_LEFT) {
+            double few[FEW_LEFT + 1]; /* (the gather writes one past the last taken) */
+            gathered_between(values, count, low, high, few);
+            return picked_among(few, left, rank - at_or_below);
+        }
         int at = (int)(next % (unsigned int)count);
         while (!(values[at] > low && values[at] < high)) at = at + 1 == count ? 0 : at + 1;
         const double pivot = values[at];
         int below, equal;
         count_around(values, count, pivot, &below, &equal);
-        if (rank < below)
+        if (rank < below) {
             high = pivot;
-        else if (rank < below + equal)
+            at_or_above = count - below;
+        } else if (rank < below + equal) {
             return pivot;
-        else
+        } else {
             low = pivot;
+            at_or_below = below + equal;
+        }
         next = next * 1664525u + 1013904223u;
     }
 }
