@@ -30,9 +30,9 @@ from xapp.push_record import StepPushes, pushes_and_failures
 _DIRECTION = attrgetter("direction")
 _DELAY = attrgetter("delay")
 _DECIDED = attrgetter("decided_s")
+_APPLIED = attrgetter("applied_s")
 # a bucket's bound as Histogram writes it in its ``le`` label ("0.005", "1.0", "+Inf")
 _LE: Callable[[float], str] = floatToGoString
-_APPLIED = attrgetter("applied_s")
 
 
 class Observed(Protocol):
