@@ -401,7 +401,10 @@ def decode(data: bytes, *, fast: bool = True) -> E2apMessage:
     some 40 times faster), which hands anything it cannot show canonical to pycrate."""
     from pycrate_asn1dir import E2AP
 
+    from kpm import pycrate_fixes
     from kpm.fast_e2ap import read_indication  # here: it builds on this module's messages
+
+    pycrate_fixes.apply()  # (its fragmented open types, read as X.691 lays them out)
 
     if fast and (indication := read_indication(data)) is not None:
         return indication

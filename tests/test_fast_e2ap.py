@@ -165,3 +165,72 @@ def test_lengths_in_a_longer_form_than_needed_are_refused_by_both() -> None:
     assert read_indication(handmade(long_lengths=False)) == canonical
     assert read_indication(handmade(long_lengths=True)) is None
     assert isinstance(generic(handmade(long_lengths=True)), CodecError)
+
+
+def _length(n: int) -> bytes:
+    return bytes([n]) if n < 128 else bytes([0x80 | n >> 8, n & 0xFF])
+
+
+def _open_type(content: bytes) -> bytes:
+    """``content`` behind its length determinant, in fragments from 16K octets on (X.691
+    §11.9.3.8: full fragments of up to four 16K blocks, then the rest with its own length)."""
+    out, at = b"", 0
+    while len(content) - at >= FRAGMENT:
+        blocks = min(4, (len(content) - at) // FRAGMENT)
+        out += bytes([0xC0 | blocks]) + content[at : at + blocks * FRAGMENT]
+        at += blocks * FRAGMENT
+    return out + _length(len(content) - at) + content[at:]
+
+
+def _ie(ie_id: int, value: bytes) -> bytes:
+    return ie_id.to_bytes(2, "big") + b"\x00" + _open_type(value)
+
+
+def _indication(ies: list[bytes]) -> bytes:
+    body = b"\x00" + len(ies).to_bytes(2, "big") + b"".join(ies)
+    return b"\x00\x05\x40" + _open_type(body)
+
+
+@pytest.mark.parametrize("size", [16383, 16384 + 16381, 4 * FRAGMENT - 3, 5 * FRAGMENT + 7])
+def test_a_large_message_before_another_ie_is_read_alike_by_both(size: int) -> None:
+    """A RIC indication whose message is fragmented and followed by another IE: the header
+    after it (IEs in another order), or a RICcallProcessID (which the fast reader hands to
+    pycrate). pycrate 0.8.1 lost its place after such a fragment (kpm/pycrate_fixes.py): it
+    refused both, where the fast reader read the first; both now read them alike."""
+    message = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    indication = e2ap.Indication(e2ap.RicRequestId(1001, 1), 2, 1, b"abc", message)
+    request, function = _ie(29, b"\x00\x03\xe9\x00\x01"), _ie(5, b"\x00\x02")
+    action, kind = _ie(15, b"\x01"), _ie(28, b"\x00")
+    header, body = _ie(25, _open_type(b"abc")), _ie(26, _open_type(message))
+    canonical = _indication([request, function, action, kind, header, body])
+    assert canonical == e2ap.encode(indication)
+    reordered = _indication([request, function, action, kind, body, header])
+    assert read_indication(reordered) == indication
+    assert generic(reordered) == indication
+    with_call_process = _indication(
+        [request, function, action, kind, header, body, _ie(20, _open_type(b"\x07\x08"))]
+    )
+    assert read_indication(with_call_process) is None
+    assert generic(with_call_process) == indication
+    assert e2ap.decode(with_call_process) == indication  # (the service's path)
+
+
+@pytest.mark.parametrize("size", [FRAGMENT, FRAGMENT + 13, 3 * FRAGMENT + 5, 4 * FRAGMENT + 1])
+def test_pycrate_reads_fragmented_strings_whole(size: int) -> None:
+    """A BIT STRING and an OCTET STRING of ``size`` bits and octets, written by pycrate in
+    fragments, read back whole (pycrate 0.8.1 gave a fragmented BIT STRING the length of the
+    fragments after the first, the last twice: 26 bits of 16,397)."""
+    from pycrate_asn1rt.asnobj_str import BIT_STR, OCT_STR
+
+    from kpm import pycrate_fixes
+
+    pycrate_fixes.apply()
+    bits, octets = BIT_STR(), OCT_STR()
+    bits.set_val((5, size))
+    content = bytes(range(251)) * (size // 251) + bytes(size % 251)
+    octets.set_val(content)
+    bits_again, octets_again = BIT_STR(), OCT_STR()
+    bits_again.from_aper(bits.to_aper())
+    octets_again.from_aper(octets.to_aper())
+    assert bits_again.get_val() == (5, size)
+    assert octets_again.get_val() == content
