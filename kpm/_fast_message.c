@@ -236,6 +236,8 @@ static int real(const unsigned char *raw, Py_ssize_t size, double *out) {
     if ((mantissa & 1) == 0 || (mantissa_size != (bits + 7) / 8 && mantissa_size != bits / 8 + 1))
         return HAND_OVER;
     if (exponent_size == 2 && exponent >= -128 && exponent <= 127) return HAND_OVER;
+    /* kpm/reals.py (LEAST_EXACT_EXPONENT): below 2^-1074 no double holds M · 2^E exactly */
+    if (exponent < -1074) return HAND_OVER;
     if (bit_length(mantissa) > 53) return HAND_OVER;
     double value = ldexp((double)mantissa, (int)exponent);
     if (isinf(value)) return HAND_OVER; /* math.ldexp raises OverflowError there */

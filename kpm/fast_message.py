@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from core.compiled import compiled_core
-from kpm.reals import mantissa_length_allowed
+from kpm.reals import LEAST_EXACT_EXPONENT, mantissa_length_allowed
 from kpm.reports import IndicationColumns, IndicationReport, MeasurementRecord, ReportProblem
 from kpm.ueid import ue_keys
 from kpm.versions import KpmVersion
@@ -527,6 +527,8 @@ def _real(octets: bytes) -> float:
         raise _HandOverError  # kpm/reals.py: the octets the clauses and asn1tools write
     if exponent_size == 2 and -128 <= exponent <= 127:
         raise _HandOverError  # the one-octet exponent was required
+    if exponent < LEAST_EXACT_EXPONENT:
+        raise _HandOverError  # kpm/reals.py: no double holds it exactly
     value = math.ldexp(float(mantissa), exponent)
     if mantissa.bit_length() > 53:
         raise _HandOverError  # more precision than a double: the generic reader rounds

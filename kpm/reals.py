@@ -13,6 +13,13 @@ Any other length of N (a second leading zero octet, or a missing one) is not rea
 
 from __future__ import annotations
 
+# The least exponent a REAL (with its odd mantissa M, X.690 §11.3.1) may have and still be a
+# double exactly: M's lowest bit is worth 2^exponent, and the least subnormal double is 2^-1074.
+# Below it the value rounds (3 × 2^-1075 to 2^-1074, 2^-1076 to 0), and neither reader gives a
+# value other than the one sent: the generic path's round trip refuses it, and the fast reader
+# hands it over.
+LEAST_EXACT_EXPONENT = -1074
+
 
 def mantissa_length_allowed(octets: int, bit_length: int) -> bool:
     """Whether N of ``bit_length`` bits may take ``octets`` octets: the fewest as an unsigned

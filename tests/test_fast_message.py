@@ -223,6 +223,37 @@ def test_a_real_s_mantissa_is_read_in_the_forms_the_clauses_and_asn1tools_write(
         assert_agrees(data, layout, ("A",))
 
 
+@pytest.mark.parametrize(
+    ("written", "value"),
+    [
+        ("0481fbce03", 3 * 2.0**-1074),  # M's lowest bit at 2^-1074: a subnormal double exactly
+        ("0481fbcd03", None),  # 3 × 2^-1075: rounds to 2^-1073 as a double
+        ("0481fbcc01", None),  # 2^-1076: rounds to 0
+        ("04c1fbcd01", None),  # -2^-1075: rounds to -0
+    ],
+)
+def test_a_real_no_double_holds_exactly_is_read_by_neither(
+    written: str, value: float | None
+) -> None:
+    """A REAL below the doubles' least exponent (kpm/reals.py, LEAST_EXACT_EXPONENT): the
+    generic path's round trip refuses it, and the fast reader hands it over rather than give
+    a rounded value (a differential fuzz of the two found it read as 1e-323, 0.0 or -0.0)."""
+    for layout in FAST_LAYOUTS:
+        canonical = codec_for(layout).encode(
+            KpmPdu.MESSAGE, builders.message_format1(["A"], [[3 * 2.0**-300]], None)
+        )
+        data = canonical.replace(bytes.fromhex("0481fed403"), bytes.fromhex(written))
+        assert data != canonical
+        for compiled in READERS:
+            fast = read_message(data, layout, ("A",), compiled=compiled)
+            assert (None if fast is None else [r.value for r in fast.records]) == (
+                None if value is None else [value]
+            ), (layout, compiled)
+        generic = generic_or_none(data, layout, ("A",))
+        assert (generic is not None) == (value is not None), layout
+        assert_agrees(data, layout, ("A",))
+
+
 def test_a_message_may_mix_the_two_forms_of_a_real() -> None:
     """Each REAL is read in its own form: one of each in a message, both readers alike."""
     layout = KpmVersion.V3_00
