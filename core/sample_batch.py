@@ -6,9 +6,10 @@ again: per access and direction, each field and measurement as an array over the
 samples (xapp/estimators/columns.py). Read back sample by sample, that was some fifty passes
 over a step's 6,000 objects or a group of them at 1,000 CPEs and 100 ms, about 8 ms of a
 140 ms period. A
-``SampleBatch`` is the list of samples as before, and also says what it was made from, so a
-step whose samples are batches builds its columns from these arrays (tests/test_sample_batch.py
-holds the two readings equal).
+``SampleBatch`` is a sequence of the samples, and also says what it was made from, so a step
+whose samples are batches builds its columns from these arrays (tests/test_sample_batch.py
+holds the two readings equal); and as the estimators then read a fleet's step as columns, a
+batch makes each sample only when it is read (most never are).
 
 What a batch can say without its samples: every field of each (the throughput and link state
 per sample; time, period and arrival one for all; round-trip time and loss never said), and,
@@ -18,9 +19,12 @@ place. A measurement whose key differs by UE (NR's CQI bin) is read from the sam
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
+from typing import overload
 
 import numpy as np
 import numpy.typing as npt
@@ -43,8 +47,16 @@ class BatchGroup:
     keys: frozenset[str]
 
 
-class SampleBatch(list[KpiSample]):
-    """Samples of one access made from columns, with those columns (``made``)."""
+# Makes the samples at some rows of a batch (ascending, none made yet), in that order.
+Maker = Callable[[npt.NDArray[np.intp]], list[KpiSample]]
+
+
+class SampleBatch(Sequence[KpiSample]):
+    """Samples of one access made from columns, with those columns; each sample is made when
+    first read (``maker``) and kept. A fleet's estimators read the columns, and only a few
+    samples a step one by one (a probe's record, an NR path's CQI): making every one up front
+    was a fleet step's dearest Python after the policy, and its many short-lived objects kept
+    the allocator asking the kernel for fresh pages."""
 
     access: str
     time_s: float
@@ -56,10 +68,15 @@ class SampleBatch(list[KpiSample]):
     groups: tuple[BatchGroup, ...]
     paths: list[tuple[str, str, Direction]]  # each sample's (CPE, access, direction)
 
+    _made: list[KpiSample | None]
+    _unmade: int
+    _maker: Maker | None
+
     @classmethod
     def made(
         cls,
-        samples: list[KpiSample],
+        count: int,
+        maker: Maker | None,
         access: str,
         time_s: float,
         period_s: float,
@@ -68,14 +85,72 @@ class SampleBatch(list[KpiSample]):
         available: FloatArray,
         groups: Sequence[BatchGroup],
         paths: list[tuple[str, str, Direction]],
+        samples: list[KpiSample] | None = None,
     ) -> SampleBatch:
-        batch = cls(samples)
+        """A batch of ``count`` samples: ``samples`` if made already, else made by ``maker``
+        when read."""
+        batch = cls()
+        if samples is not None:
+            batch._made, batch._unmade, batch._maker = list(samples), 0, None
+        else:
+            batch._made, batch._unmade, batch._maker = [None] * count, count, maker
         batch.access, batch.time_s, batch.period_s = access, time_s, period_s
         batch.received_s = received_s
         batch.throughput, batch.available = throughput, available
         batch.groups = tuple(sorted(groups, key=lambda g: int(g.rows[0])))
         batch.paths = paths
         return batch
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, index: int) -> KpiSample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[KpiSample]: ...
+
+    def __getitem__(self, index: int | slice) -> KpiSample | list[KpiSample]:
+        if isinstance(index, slice):
+            return self.made_at(range(len(self._made))[index])
+        sample = self._made[index]  # (raises IndexError as a list does)
+        if sample is None:
+            row = index + len(self._made) if index < 0 else index
+            sample = self.made_at([row])[0]
+        return sample
+
+    def __iter__(self) -> Iterator[KpiSample]:
+        return iter(self.made_at(None))
+
+    def made_at(self, rows: Iterable[int] | None) -> list[KpiSample]:
+        """The samples at these rows (None: every one), in that order; those not made yet are
+        made now, together."""
+        made = self._made
+        if rows is not None and not isinstance(rows, range | list):
+            rows = list(rows)
+        if self._unmade:
+            wanted = range(len(made)) if rows is None else rows
+            missing = sorted({row for row in wanted if made[row] is None})
+            if missing:
+                assert self._maker is not None  # (unmade samples have their maker)
+                fresh = self._maker(np.array(missing, dtype=np.intp))
+                for row, sample in zip(missing, fresh, strict=True):
+                    made[row] = sample
+                self._unmade -= len(missing)
+        if rows is None:
+            return list(made)  # type: ignore[arg-type]  # (every one made)
+        return [made[row] for row in rows]  # type: ignore[misc]  # (made above)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same samples (a list, as the batch was before)."""
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (a sequence that compares by content)
+
+    def __repr__(self) -> str:
+        return f"SampleBatch({self.access}, {len(self)} samples, {self._unmade} not made yet)"
 
     def field(self, name: str) -> FloatArray | None:
         """Each sample's numeric field ``name`` as ``StepSamples.field`` reads it (NaN where
@@ -123,11 +198,91 @@ def fixed_columns(
     return fixed, frozenset(every)
 
 
-class Pieces(list[KpiSample]):
-    """Samples that came in pieces (batches among them), with the pieces: a step reads its
-    columns from the batches (``StepSamples.joined``)."""
+class Pieces(Sequence[KpiSample]):
+    """Samples that came in pieces (batches among them), read through the pieces: nothing is
+    copied, and a batch's samples are made only when read. A step reads its columns from the
+    batches (``StepSamples.joined``)."""
 
-    pieces: tuple[Sequence[KpiSample], ...] = ()
+    def __init__(self, pieces: Iterable[Sequence[KpiSample]] = ()) -> None:
+        self.pieces: tuple[Sequence[KpiSample], ...] = tuple(p for p in pieces if len(p))
+        self._ends = list(accumulate(len(piece) for piece in self.pieces))
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    @overload
+    def __getitem__(self, index: int) -> KpiSample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[KpiSample]: ...
+
+    def __getitem__(self, index: int | slice) -> KpiSample | list[KpiSample]:
+        if isinstance(index, slice):
+            return self.made_at(range(len(self))[index])
+        count = len(self)
+        row = index + count if index < 0 else index
+        if not 0 <= row < count:
+            raise IndexError("sample index out of range")
+        at = bisect_right(self._ends, row)
+        return self.pieces[at][row - (self._ends[at - 1] if at else 0)]
+
+    def __iter__(self) -> Iterator[KpiSample]:
+        for piece in self.pieces:
+            yield from piece
+
+    def made_at(self, rows: Iterable[int]) -> list[KpiSample]:
+        """The samples at these rows (none negative), in that order: each batch's made
+        together."""
+        wanted = np.fromiter(rows, np.intp)
+        if len(self.pieces) == 1:
+            return made_at(self.pieces[0], wanted.tolist())
+        found: list[KpiSample | None] = [None] * len(wanted)
+        piece_of = np.searchsorted(self._ends, wanted, side="right")
+        for at in np.unique(piece_of).tolist():
+            picked = np.flatnonzero(piece_of == at)
+            start = self._ends[at - 1] if at else 0
+            local = (wanted[picked] - start).tolist()
+            for i, sample in zip(picked.tolist(), made_at(self.pieces[at], local), strict=True):
+                found[i] = sample
+        return found  # type: ignore[return-value]  # (every one found)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same samples (a list, as it was before)."""
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # (a sequence that compares by content)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} samples in {len(self.pieces)} pieces)"
+
+
+def made_at(samples: Sequence[KpiSample], rows: list[int]) -> list[KpiSample]:
+    """``samples[row]`` of each row: made together where the samples are made when read."""
+    if isinstance(samples, SampleBatch | Pieces):
+        return samples.made_at(rows)
+    return [samples[row] for row in rows]
+
+
+def holders_of(
+    samples: Sequence[KpiSample],
+) -> tuple[npt.NDArray[np.object_], npt.NDArray[np.intp]]:
+    """Where each sample is held: a sequence and the sample's row in it (``holder[row]`` is
+    the sample), so that it can be kept without being made (``SampleRings``)."""
+    if isinstance(samples, Pieces) and len(samples.pieces) != 1:
+        parts = [holders_of(piece) for piece in samples.pieces]
+        if not parts:
+            return np.empty(0, dtype=object), np.empty(0, dtype=np.intp)
+        return (
+            np.concatenate([holders for holders, _ in parts]),
+            np.concatenate([rows for _, rows in parts]),
+        )
+    if isinstance(samples, Pieces):
+        return holders_of(samples.pieces[0])
+    holders = np.empty(len(samples), dtype=object)
+    holders.fill(samples)
+    return holders, np.arange(len(samples), dtype=np.intp)
 
 
 class SampleBacklog:
@@ -157,10 +312,7 @@ class SampleBacklog:
 
     def take(self) -> Pieces:
         """Every sample kept, oldest first, and none kept any more."""
-        taken = Pieces()
-        for piece in self._pieces:
-            taken.extend(piece)
-        taken.pieces = tuple(self._pieces)
+        taken = Pieces(self._pieces)
         self._pieces.clear()
         self._count = 0
         return taken

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -56,7 +57,7 @@ def columns(draw: st.DrawFn) -> IndicationColumns:
     )
 
 
-def measurement_orders(samples: list[KpiSample]) -> list[list[str]]:
+def measurement_orders(samples: Sequence[KpiSample]) -> list[list[str]]:
     return [list(sample.measurements) for sample in samples]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -15,12 +16,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain import Direction, KpiSample
-from core.sample_batch import Pieces, SampleBacklog, SampleBatch, fixed_columns
+from core.sample_batch import Pieces, SampleBacklog, SampleBatch, fixed_columns, holders_of
+from core.slots import Slots
 from tests.test_sample_rows import message_rows
 from xapp.e2 import sample_rows
 from xapp.e2.kpi_source import E2KpiSource
 from xapp.e2.sample_rows import DirectionRows, batch_of, samples_of_rows_in_python
-from xapp.estimators.columns import SampleColumns, StepSamples, as_step
+from xapp.estimators.columns import SampleColumns, SampleRings, StepSamples, as_step
 
 FIELDS = (
     "throughput_mbps",
@@ -65,7 +67,7 @@ def _assert_read_alike(from_batches: StepSamples, from_samples: StepSamples) -> 
 
 def _batch(
     rows: tuple[list[str], list[DirectionRows]], access: str, received_s: float | None
-) -> list[KpiSample]:
+) -> Sequence[KpiSample]:
     ids, directions = rows
     return sample_rows.samples_of_rows(ids, access, 3.25, 0.1, received_s, directions)
 
@@ -225,3 +227,125 @@ def test_the_e2_source_hands_the_loop_its_batches() -> None:
     assert not step._batches  # (a batch cut short is plain samples)
     _assert_read_alike(step, StepSamples([first[1], *second]))
     assert isinstance(SampleColumns(step), SampleColumns)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    message_rows(),
+    st.sampled_from(["nr", "wifi"]),
+    st.booleans(),
+    st.lists(
+        st.one_of(
+            st.integers(-30, 30).map(lambda i: ("index", i)),
+            st.tuples(st.integers(-30, 30), st.integers(-30, 30), st.sampled_from([1, 2, -1])).map(
+                lambda s: ("slice", slice(*s))
+            ),
+            st.lists(st.integers(0, 30), max_size=20).map(lambda rows: ("rows", rows)),
+        ),
+        max_size=8,
+    ),
+    st.sampled_from([0, 1, sample_rows.FEW]),
+)
+def test_a_batch_makes_each_sample_when_read_as_python_makes_it(
+    rows: tuple[list[str], list[DirectionRows]],
+    access: str,
+    with_core: bool,
+    reads: list[tuple[str, object]],
+    few: int,
+) -> None:
+    """Read one by one, by slices or by rows, in any order, with the core or without, one at
+    a time or together (``FEW``): each sample is the one the Python twin makes up front, made
+    once (read again, the same object), and a list's errors are a list's."""
+    ids, directions = rows
+    expected = samples_of_rows_in_python(ids, access, 2.0, 1.0, 7.5, directions)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(sample_rows, "FEW", few)
+        if not with_core:
+            patched.setattr(sample_rows, "_core", None)
+        batch = sample_rows.samples_of_rows(ids, access, 2.0, 1.0, 7.5, directions)
+        if not isinstance(batch, SampleBatch):
+            assert batch == expected  # (no sample at all)
+            return
+        first: dict[int, KpiSample] = {}
+        for kind, what in reads:
+            if kind == "index":
+                assert isinstance(what, int)
+                if not -len(expected) <= what < len(expected):
+                    with pytest.raises(IndexError):
+                        batch[what]
+                    continue
+                got, want, at = [batch[what]], [expected[what]], [what % len(expected)]
+            elif kind == "slice":
+                assert isinstance(what, slice)
+                got, want = batch[what], expected[what]
+                at = list(range(len(expected)))[what]
+            else:
+                at = [row for row in what if row < len(expected)]  # type: ignore[attr-defined]
+                got, want = batch.made_at(at), [expected[row] for row in at]
+            assert got == want
+            for row, sample in zip(at, got, strict=True):
+                assert first.setdefault(row, sample) is sample
+        assert list(batch) == expected
+        assert batch._unmade == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(message_rows(), st.booleans()), max_size=4),
+    st.lists(st.integers(-40, 40), max_size=10),
+)
+def test_pieces_read_as_the_list_of_their_samples(
+    messages: list[tuple[tuple[list[str], list[DirectionRows]], bool]], reads: list[int]
+) -> None:
+    """Batches and plain lists joined (``Pieces``, a step's ``StepSamples``): indexing, slicing,
+    rows read together and every sample held where it is (``holders_of``) as the list of all
+    the samples reads them."""
+    pieces = [
+        _batch(rows, "wifi", None) if as_batch else list(_batch(rows, "wifi", None))
+        for rows, as_batch in messages
+    ]
+    every = [s for piece in pieces for s in piece]
+    for joined in (Pieces(pieces), StepSamples.joined(pieces)):
+        assert len(joined) == len(every)
+        for at in reads:
+            if -len(every) <= at < len(every):
+                assert joined[at] is every[at]
+            else:
+                with pytest.raises(IndexError):
+                    joined[at]
+        assert joined[1::2] == every[1::2]
+        rows = [at % len(every) for at in reads] if every else []
+        assert Pieces.made_at(joined, rows) == [every[row] for row in rows]
+        holders, places = holders_of(joined)
+        assert [holder[row] for holder, row in zip(holders, places, strict=True)] == every
+        assert joined == every
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(message_rows(), min_size=1, max_size=5), st.integers(1, 4))
+def test_rings_keep_a_batchs_samples_unmade_and_give_them_back(
+    messages: list[tuple[list[str], list[DirectionRows]]], depth: int
+) -> None:
+    """``SampleRings`` fed a step of batches, message after message (one per step), keeps
+    where each sample is held, makes none, and gives back each path's history as rings fed
+    the same samples made up front do."""
+    lazy, eager = SampleRings(depth), SampleRings(depth)
+    slots: Slots[tuple[str, str, Direction]] = Slots()
+    batches = []
+    for ids, directions in messages:
+        unique = [f"{cpe}-{ue}" for ue, cpe in enumerate(ids)]  # (a path once per step)
+        batch = _batch((unique, directions), "lifi", None)
+        plain = list(_batch((unique, directions), "lifi", None))
+        if not isinstance(batch, SampleBatch):
+            continue
+        batches.append(batch)
+        step = StepSamples.joined([batch])
+        places = slots.many(step.paths)
+        for rings in (lazy, eager):
+            rings.grow(len(slots))
+        lazy.put(places, step)
+        eager.put(places, plain)
+    assert all(batch._unmade == len(batch) for batch in batches)
+    for place in range(len(slots)):
+        assert lazy.history(place) == eager.history(place)
+        assert lazy.newest(place) == eager.newest(place)

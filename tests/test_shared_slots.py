@@ -5,6 +5,7 @@ read there: estimators built on one ``Slots`` estimate what estimators with thei
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from bench.xapp_bench import _NoAgents, _Queue, encoded_periods, scaled_site
 from core.domain import Direction, KpiSample
+from core.sample_batch import SampleBatch
 from core.scenario.e2_identities import DEFAULT_SUBSCRIBED, e2_cpes, node_name
 from core.slots import Places, Slots, distinct
 from xapp.e2.config import E2NodeConfig
@@ -237,3 +239,51 @@ class _CountingPaths(Slots[Path]):
     def found(self, keys: Sequence[Path]) -> npt.NDArray[np.intp]:
         self.looked_up += len(keys)
         return super().found(keys)
+
+
+def _processor(scenario: object) -> IndicationProcessor:
+    processor = IndicationProcessor(e2_cpes(scenario))  # type: ignore[arg-type]
+    for access in scenario.access_names:  # type: ignore[attr-defined]
+        config = E2NodeConfig(
+            node=node_name(access), access=access, measurements=DEFAULT_SUBSCRIBED[access]
+        )
+        processor.set_node(config, None)
+    return processor
+
+
+def _as_batch(samples: Sequence[KpiSample]) -> SampleBatch:
+    assert isinstance(samples, SampleBatch)
+    return samples
+
+
+def test_a_fleets_batches_are_estimated_as_samples_made_up_front_and_few_are_made() -> None:
+    """A 1,000-CPE fleet over four periods, its messages read into batches whose samples are
+    made only when read (core/sample_batch.py): the fused estimates and the probe planner's
+    state are those of the same samples all made up front, while the estimators make only a
+    fraction of them (the NR downlinks, whose rate per PRB keeps its KPIs, and a few read one
+    by one: a probe's record, a path's history)."""
+    scenario = scaled_site(1000, 5)
+    lazy, eager = _processor(scenario), _processor(scenario)
+    (lazy_fused, lazy_probe), (eager_fused, eager_probe) = _estimators(Slots()), _estimators(None)
+    for n, period in enumerate(encoded_periods(scenario, 4, 1.0, 1000)):
+        now_s = n + 1.0
+        batches = [_as_batch(lazy.handle_payload(node, payload)) for node, payload in period]
+        made_up_front = [list(eager.handle_payload(node, payload)) for node, payload in period]
+        lazy_fused.update(StepSamples.joined(batches), now_s)
+        eager_fused.update(StepSamples([s for piece in made_up_front for s in piece]), now_s)
+        samples = sum(len(batch) for batch in batches)
+        made = sum(len(batch) - batch._unmade for batch in batches)
+        assert samples > 5000
+        assert made < samples * 0.3
+        paths = sorted(path for batch in batches for path in batch.paths)
+        found = [
+            np.column_stack([r.present, r.capacity, r.stddev, r.measured_at, r.available])
+            for r in (f.estimate_rows(paths, now_s) for f in (lazy_fused, eager_fused))
+        ]
+        np.testing.assert_array_equal(found[0], found[1])
+        # (the same samples but for when each message arrived: each was read twice)
+        assert [[replace(s, received_s=None) for s in batch] for batch in batches] == [
+            [replace(s, received_s=None) for s in piece] for piece in made_up_front
+        ]
+    assert lazy_probe.stats == eager_probe.stats
+    assert lazy_probe._down == eager_probe._down

@@ -47,6 +47,7 @@ from xapp.adapters.cached_state import CachedState
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.control_loop import ControlLoop, StepOutcome
 from xapp.e2.kpi_source import E2KpiSource
+from xapp.estimators.columns import paths_of
 from xapp.estimators.selection import EstimatorSelection, EstimatorSettings
 from xapp.policy.exploration import Exploration, ExplorationConfig
 from xapp.policy.hysteresis import Hysteresis
@@ -247,8 +248,9 @@ class LiveControl:
 
     def _heard(self, samples: Sequence[KpiSample]) -> None:
         now = time.time()
-        for sample in samples:
-            self._first_heard_s.setdefault((sample.cpe_id, sample.access), now)
+        first_heard = self._first_heard_s
+        for cpe_id, access, _ in paths_of(samples):  # (a batch's paths: its samples unmade)
+            first_heard.setdefault((cpe_id, access), now)
 
     def reconfigure(self, cpes: Sequence[Cpe], settings: LiveSettings) -> None:
         """A reloaded configuration: CPEs added or removed, agents changed. What the loop knows

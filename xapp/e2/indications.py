@@ -121,7 +121,7 @@ class IndicationProcessor:
         context = self._nodes.get(node)
         return context.version if context else None
 
-    def handle_payload(self, node: str, payload: bytes) -> list[KpiSample]:
+    def handle_payload(self, node: str, payload: bytes) -> Sequence[KpiSample]:
         """An E2AP RIC indication PDU as it arrives over RMR or the standalone stream."""
         indication = self.read_payload(node, payload)
         return [] if indication is None else self.handle_indication(node, indication)
@@ -161,7 +161,7 @@ class IndicationProcessor:
 
     def handle_indication(
         self, node: str, indication: e2ap.Indication, received_s: float | None = None
-    ) -> list[KpiSample]:
+    ) -> Sequence[KpiSample]:
         """The indication's samples; ``received_s``: when it arrived (monotonic), if it
         waited before being decoded (the control delay of what it leads to starts then)."""
         with self.decode_seconds.time():
@@ -169,7 +169,7 @@ class IndicationProcessor:
 
     def _handle_indication(
         self, node: str, indication: e2ap.Indication, received_s: float | None
-    ) -> list[KpiSample]:
+    ) -> Sequence[KpiSample]:
         if received_s is None:
             received_s = time.monotonic()
         context = self._nodes.get(node)
@@ -407,7 +407,7 @@ class IndicationProcessor:
         start_s: float,
         columns: IndicationColumns,
         received_s: float | None,
-    ) -> list[KpiSample] | None:
+    ) -> Sequence[KpiSample] | None:
         """``_samples`` of a message read as columns, in a fleet's usual case: every
         measurement known, every value in its range (or none), every UE of a CPE of its own.
         None otherwise: the message is then read as records, and ``_samples`` words what is

@@ -1,12 +1,12 @@
 """The KPI samples of a message read as columns: one ``KpiSample`` per UE and direction.
 
 The E2 reader works a message out as arrays (``IndicationProcessor._samples_of_columns``); the
-loop's estimators still take one sample object per CPE, access and direction. Making those
-objects is the last per-UE step of reading a report, and at 1,000 CPEs the biggest: 6,000 a
-period, about 3 µs each in Python (a dictionary of measurements, a call with eleven fields).
-``xapp/_samples.c`` makes the same objects in C, where ``pip install`` could build it;
-``samples_of_rows_in_python`` is its twin, the reference it is tested against
-(tests/test_sample_rows.py) and what runs without a compiler.
+loop's estimators take a sequence of sample objects per CPE, access and direction, and read
+most of it as the columns it carries (``core.sample_batch.SampleBatch``). A sample is made
+only when read one by one (a few a step), in C where ``pip install`` could build
+``xapp/_samples.c`` (a dictionary of measurements, eleven fields); ``samples_of_rows_in_python``
+is its twin, the reference it is tested against (tests/test_sample_rows.py) and what runs
+without a compiler.
 """
 
 from __future__ import annotations
@@ -27,6 +27,10 @@ _core = compiled_core("xapp._samples")
 
 _LINK_STATE: dict[int, bool | None] = {-1: None, 0: False, 1: True}
 
+# Up to this many samples of a batch read at once are made one by one in Python (a call to
+# the core costs more than a few made so); more, together in the core.
+FEW = 16
+
 
 class DirectionRows(NamedTuple):
     """One direction's part of a message's UEs, row by row (one row per UE)."""
@@ -45,29 +49,43 @@ def samples_of_rows(
     period_s: float,
     received_s: float | None,
     directions: Sequence[DirectionRows],
-) -> list[KpiSample]:
+) -> Sequence[KpiSample]:
     """Per UE (``cpe_ids[ue]`` its CPE), then per direction in the order given, the sample
     ``KpiSample.made`` makes: its measurements the row's values that are not NaN, keyed as
     ``keys_by_ue`` says, in column order; no sample where a row has no value at all. They
-    come as a ``SampleBatch``, with the columns they were made from (core/sample_batch.py)."""
+    come as a ``SampleBatch``, with the columns they were made from (core/sample_batch.py),
+    each made when first read; as a list where a direction repeats."""
+    if _core is not None:  # (the core reads each array's memory as it lies: C order, these types)
+        directions = [
+            DirectionRows(
+                d.direction,
+                np.ascontiguousarray(d.values, dtype=np.float64),
+                d.keys_by_ue,
+                np.ascontiguousarray(d.throughput, dtype=np.float64),
+                np.ascontiguousarray(d.link, dtype=np.int8),
+            )
+            for d in directions
+        ]
+    if len({d.direction for d in directions}) < len(directions):
+        return _made(cpe_ids, access, time_s, period_s, received_s, directions)
+    return _batch(None, cpe_ids, access, time_s, period_s, received_s, directions)
+
+
+def _made(
+    cpe_ids: list[str],
+    access: str,
+    time_s: float,
+    period_s: float,
+    received_s: float | None,
+    directions: Sequence[DirectionRows],
+) -> list[KpiSample]:
+    """Every sample of the rows, made now: in C where built."""
     if _core is None:
-        twin = samples_of_rows_in_python(cpe_ids, access, time_s, period_s, received_s, directions)
-        return batch_of(twin, cpe_ids, access, time_s, period_s, received_s, directions)
-    # (the core reads each array's memory as it lies: C order, these types)
-    rows = [
-        DirectionRows(
-            d.direction,
-            np.ascontiguousarray(d.values, dtype=np.float64),
-            d.keys_by_ue,
-            np.ascontiguousarray(d.throughput, dtype=np.float64),
-            np.ascontiguousarray(d.link, dtype=np.int8),
-        )
-        for d in directions
-    ]
+        return samples_of_rows_in_python(cpe_ids, access, time_s, period_s, received_s, directions)
     made: list[KpiSample] = _core.samples_of_rows(
-        KpiSample, cpe_ids, access, time_s, period_s, received_s, rows
+        KpiSample, cpe_ids, access, time_s, period_s, received_s, list(directions)
     )
-    return batch_of(made, cpe_ids, access, time_s, period_s, received_s, directions)
+    return made
 
 
 def batch_of(
@@ -78,27 +96,48 @@ def batch_of(
     period_s: float,
     received_s: float | None,
     directions: Sequence[DirectionRows],
-) -> list[KpiSample]:
-    """The samples ``samples_of_rows`` made from these rows as a ``SampleBatch``: where each
-    sample came from (a UE with a value in a direction made one, UE by UE, then direction by
-    direction) and the columns it was made of. A plain list where a direction repeats."""
+) -> Sequence[KpiSample]:
+    """The samples ``samples_of_rows`` made from these rows, made already, as a
+    ``SampleBatch``; a plain list where a direction repeats."""
     if not made or len({d.direction for d in directions}) < len(directions):
         return made
+    return _batch(made, cpe_ids, access, time_s, period_s, received_s, directions)
+
+
+def _batch(
+    made: list[KpiSample] | None,
+    cpe_ids: list[str],
+    access: str,
+    time_s: float,
+    period_s: float,
+    received_s: float | None,
+    directions: Sequence[DirectionRows],
+) -> Sequence[KpiSample]:
+    """The rows' samples as a ``SampleBatch`` (``made``: made already, else made when read):
+    where each sample comes from (a UE with a value in a direction makes one, UE by UE, then
+    direction by direction) and the columns it is made of."""
     ues = len(cpe_ids)
-    # (UEs × directions): which made a sample, and its place among the samples
+    if not ues or not directions:
+        if made:
+            raise AssertionError("the samples are not those of the rows")  # (a caller's mistake)
+        return []
+    # (UEs × directions): which make a sample, and its place among the samples
     has = np.column_stack(
         [~np.isnan(d.values.reshape(ues, -1)).all(axis=1) for d in directions]
     ).reshape(ues, len(directions))
-    place = (np.cumsum(has.ravel()) - 1).reshape(has.shape)
-    if int(has.sum()) != len(made):
+    count = int(has.sum())
+    if made is not None and count != len(made):
         raise AssertionError("the samples are not those of the rows")  # (a caller's mistake)
+    if not count:
+        return []
+    place = (np.cumsum(has.ravel()) - 1).reshape(has.shape)
     # each sample's path, (CPE, access, direction): its UE's and its direction's, in order
     ue_of, column_of = np.nonzero(has)
     ids = np.array(cpe_ids, dtype=object)[ue_of].tolist()
     ways = np.array([d.direction for d in directions], dtype=object)[column_of].tolist()
     paths = list(zip(ids, repeat(access), ways))
-    throughput = np.full(len(made), np.nan)
-    available = np.full(len(made), np.nan)
+    throughput = np.full(count, np.nan)
+    available = np.full(count, np.nan)
     groups = []
     for column, d in enumerate(directions):
         ues_in = np.flatnonzero(has[:, column])
@@ -112,8 +151,71 @@ def batch_of(
         values = d.values.reshape(ues, -1)
         measurements = {key: values[ues_in, at] for key, at in fixed.items()}
         groups.append(BatchGroup(d.direction, rows, measurements, keys))
+
+    def made_one(ue: int, column: int) -> KpiSample:
+        """The sample of one UE in one direction, as ``samples_of_rows_in_python`` makes it."""
+        d = directions[column]
+        values = d.values.reshape(ues, -1)[ue].tolist()
+        measurements = {
+            key: value
+            for key, value in zip(d.keys_by_ue[ue], values, strict=True)
+            if not math.isnan(value)
+        }
+        carried = float(d.throughput[ue])
+        return KpiSample.made(
+            cpe_ids[ue],
+            access,
+            d.direction,
+            time_s,
+            period_s,
+            None if carried != carried else carried,
+            None,
+            None,
+            _LINK_STATE[int(d.link[ue])],
+            measurements,
+            received_s,
+        )
+
+    def make(rows: npt.NDArray[np.intp]) -> list[KpiSample]:
+        """The samples at these rows of the batch (ascending): per direction, its UEs' rows
+        made as ``samples_of_rows`` makes them (each has a value: each makes one)."""
+        if len(rows) <= FEW:
+            return [
+                made_one(ue, column)
+                for ue, column in zip(ue_of[rows].tolist(), column_of[rows].tolist(), strict=True)
+            ]
+        found: list[KpiSample | None] = [None] * len(rows)
+        ues_at, columns_at = ue_of[rows], column_of[rows]
+        for column in np.unique(columns_at).tolist():
+            picked = np.flatnonzero(columns_at == column)
+            ues_picked = ues_at[picked]  # (ascending, as the rows)
+            d = directions[column]
+            keys_by_ue = d.keys_by_ue
+            these = DirectionRows(
+                d.direction,
+                d.values.reshape(ues, -1)[ues_picked],
+                [keys_by_ue[ue] for ue in ues_picked.tolist()],
+                d.throughput[ues_picked],
+                d.link[ues_picked],
+            )
+            ids_picked = [cpe_ids[ue] for ue in ues_picked.tolist()]
+            fresh = _made(ids_picked, access, time_s, period_s, received_s, [these])
+            for i, sample in zip(picked.tolist(), fresh, strict=True):
+                found[i] = sample
+        return found  # type: ignore[return-value]  # (one each)
+
     return SampleBatch.made(
-        made, access, time_s, period_s, received_s, throughput, available, groups, paths
+        count,
+        make,
+        access,
+        time_s,
+        period_s,
+        received_s,
+        throughput,
+        available,
+        groups,
+        paths,
+        samples=made,
     )
 
 

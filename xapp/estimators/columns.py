@@ -18,17 +18,16 @@ runs without a compiler.
 from __future__ import annotations
 
 import math
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from functools import cached_property
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
 
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
-from core.sample_batch import BatchGroup, Pieces, SampleBatch
+from core.sample_batch import BatchGroup, Pieces, SampleBatch, holders_of, made_at
 from core.slots import Slots, grown
 
 _core = compiled_core("xapp._samples")
@@ -40,31 +39,27 @@ BoolArray = npt.NDArray[np.bool_]
 Path = tuple[str, str, Direction]
 
 
-class StepSamples(list[KpiSample]):
+class StepSamples(Pieces):
     """A step's samples, with their columns and paths made once, when first asked for: from
     the batches they came in where every one is a ``SampleBatch`` (``joined``), else read
-    from the samples."""
+    from the samples. Read through the pieces they came in (``Pieces``): a batch's samples
+    are made only when read one by one."""
 
     # (start in the step, batch) of each batch the samples came in; empty: read the samples
     _batches: tuple[tuple[int, SampleBatch], ...] = ()
+
+    def __init__(self, samples: Iterable[KpiSample] = ()) -> None:
+        super().__init__([list(samples)])
 
     @classmethod
     def joined(cls, pieces: Iterable[Sequence[KpiSample]]) -> StepSamples:
         """The samples of every piece, in order; their columns from the batches they carry
         where every non-empty piece is one."""
-        step = cls()
-        batches: list[tuple[int, SampleBatch]] = []
-        whole = True
-        for piece in pieces:
-            if not piece:
-                continue
-            if isinstance(piece, SampleBatch):
-                batches.append((len(step), piece))
-            else:
-                whole = False
-            step.extend(piece)
-        if whole:
-            step._batches = tuple(batches)
+        step = cls.__new__(cls)
+        Pieces.__init__(step, pieces)
+        starts = [0, *step._ends][: len(step.pieces)]
+        if all(isinstance(piece, SampleBatch) for piece in step.pieces):
+            step._batches = tuple(zip(starts, step.pieces, strict=True))  # type: ignore[arg-type]
         return step
 
     @cached_property
@@ -166,7 +161,7 @@ def _float_field(samples: Sequence[KpiSample], name: str) -> FloatArray:
 def paths_of(samples: Sequence[KpiSample]) -> list[Path]:
     """Each sample's path, (CPE, access, direction): those the samples carry, or made now (a
     fleet's step has each estimator look its paths up, and each made the same tuples)."""
-    if isinstance(samples, StepSamples):
+    if isinstance(samples, StepSamples | SampleBatch):
         return samples.paths
     return _paths(samples)
 
@@ -200,7 +195,7 @@ class Group:
         self,
         access: str,
         direction: Direction,
-        samples: list[KpiSample],
+        samples: Sequence[KpiSample],
         parts: Sequence[tuple[SampleBatch, BatchGroup]] = (),
     ) -> None:
         """``parts``: the batches the samples are, in order, and each one's group of this
@@ -322,8 +317,7 @@ class SampleColumns:
         columns.count = len(samples)
         columns.places = {key: _joined(at) for key, at in rows.items()}
         columns.groups = {
-            key: Group(*key, [samples[i] for i in columns.places[key].tolist()], parts[key])
-            for key in parts
+            key: Group(*key, Picked(samples, columns.places[key]), parts[key]) for key in parts
         }
         return columns
 
@@ -345,42 +339,85 @@ class SampleColumns:
         return out
 
 
+class Picked(Sequence[KpiSample]):
+    """Some rows of a step's samples (a group's), read through the step: one read alone is
+    made alone, and reading them all makes them together (``core.sample_batch.made_at``)."""
+
+    def __init__(self, samples: Sequence[KpiSample], rows: npt.NDArray[np.intp]) -> None:
+        self._samples, self._rows = samples, rows
+        self._all: list[KpiSample] | None = None
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> KpiSample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[KpiSample]: ...
+
+    def __getitem__(self, index: int | slice) -> KpiSample | list[KpiSample]:
+        if isinstance(index, slice) or self._all is not None:
+            return self.made()[index]
+        return self._samples[int(self._rows[index])]
+
+    def __iter__(self) -> Iterator[KpiSample]:
+        return iter(self.made())
+
+    def made(self) -> list[KpiSample]:
+        if self._all is None:
+            self._all = made_at(self._samples, self._rows.tolist())
+        return self._all
+
+
 class SampleRings:
-    """The last ``depth`` samples of each path, by the path's place (core/slots.py): one list
-    holding ``depth`` samples a place, written in turn, and how many each place was given. A
-    step stores its thousands of samples in one call (a list's item assignment mapped in C);
-    a path's samples are read back only when asked for (a probe's record, a label)."""
+    """The last ``depth`` samples of each path, by the path's place (core/slots.py): each
+    kept as where it is held (``core.sample_batch.holders_of``: a batch, made into a sample
+    only when read), ``depth`` a place, written in turn, and how many each place was given. A
+    step stores its thousands of samples in two array assignments; a path's samples are read
+    back (and made) only when asked for (a probe's record, a label)."""
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
-        self._samples: list[KpiSample | None] = []
+        self._holders: npt.NDArray[np.object_] = np.empty(0, dtype=object)
+        self._rows: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
         self.counts = np.zeros(0, dtype=np.int64)  # samples given, per place
 
     def grow(self, size: int) -> None:
         """Room for ``size`` places."""
         if size > len(self.counts):
             self.counts = grown(self.counts, size, 0)
-            self._samples.extend([None] * (self.depth * len(self.counts) - len(self._samples)))
+            cells = self.depth * len(self.counts)
+            holders = np.empty(cells, dtype=object)
+            holders[: len(self._holders)] = self._holders
+            self._holders, self._rows = holders, grown(self._rows, cells, 0)
 
-    def put(self, places: npt.NDArray[np.intp], samples: Sequence[KpiSample]) -> None:
-        """Each sample as its path's newest (the paths at these distinct places)."""
+    def put(
+        self, places: npt.NDArray[np.intp], samples: Sequence[KpiSample], run: slice | None = None
+    ) -> None:
+        """Each sample (of ``run`` of them, if given) as its path's newest (the paths at these
+        distinct places)."""
         count = self.counts[places]
-        into = (places * self.depth + count % self.depth).tolist()
-        deque(map(self._samples.__setitem__, into, samples), maxlen=0)  # (stored, in C)
+        into = places * self.depth + count % self.depth
+        holders, rows = holders_of(samples)
+        if run is not None:
+            holders, rows = holders[run], rows[run]
+        self._holders[into] = holders
+        self._rows[into] = rows
         self.counts[places] = count + 1
+
+    def _at(self, cell: int) -> KpiSample:
+        return self._holders[cell][int(self._rows[cell])]  # type: ignore[no-any-return]
 
     def history(self, place: int) -> tuple[KpiSample, ...]:
         """The path's samples, oldest first (at most ``depth``)."""
         total = int(self.counts[place]) if place < len(self.counts) else 0
         base, depth = place * self.depth, self.depth
-        return tuple(
-            self._samples[base + n % depth]  # type: ignore[misc]  # (written)
-            for n in range(max(0, total - depth), total)
-        )
+        return tuple(self._at(base + n % depth) for n in range(max(0, total - depth), total))
 
     def newest(self, place: int) -> KpiSample | None:
         total = int(self.counts[place]) if place < len(self.counts) else 0
-        return self._samples[place * self.depth + (total - 1) % self.depth] if total else None
+        return self._at(place * self.depth + (total - 1) % self.depth) if total else None
 
     def known(self) -> npt.NDArray[np.intp]:
         """The places given a sample."""

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
 from core.slots import Places, Slots, grown, places_of
-from xapp.estimators.columns import columns_of, places_of_paths
+from xapp.estimators.columns import columns_of, paths_of, places_of_paths
 
 Path = tuple[str, str, Direction]
 # (cpe_id, direction) → the weights in force, or None when none were pushed yet (the kernel
@@ -84,8 +84,9 @@ class SilenceTracker:
         # Whether the weights in force give each path that carried nothing a share (asked of
         # those only: a fleet's few).
         weighted = np.zeros(len(places), dtype=bool)
+        paths = paths_of(samples)  # (not the samples: a batch's are made only when read)
         for row in np.flatnonzero(~(throughput > 0)).tolist():
-            weighted[row] = self._weighted(samples[row])
+            weighted[row] = self._weighted(*paths[row])
         self._walk(
             places,
             time_s,
@@ -164,9 +165,9 @@ class SilenceTracker:
             self._since[place] = math.nan
             self._silent -= 1
 
-    def _weighted(self, sample: KpiSample) -> bool:
-        weights = self._weights(sample.cpe_id, sample.direction)
-        return weights is None or weights.get(sample.access, 0) > 0
+    def _weighted(self, cpe_id: str, access: str, direction: Direction) -> bool:
+        weights = self._weights(cpe_id, direction)
+        return weights is None or weights.get(access, 0) > 0
 
 
 def _walk(

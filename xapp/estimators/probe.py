@@ -321,16 +321,19 @@ class ProbeEstimator:
         concerned[places[gone]] = True
         maybe = concerned[places]
         paths = paths_of(samples)
-        for row in np.flatnonzero(maybe).tolist():
-            sample, path = samples[row], paths[row]
-            if sample.available is False:
+        # (read from the step's columns: a sample's ``available`` False is 0.0, True 1.0,
+        # None NaN; its ``throughput_mbps or 0.0`` above 0 is the column above 0)
+        rows = np.flatnonzero(maybe)
+        said_up = field_of(samples, "available")[rows] == 1.0
+        carried = field_of(samples, "throughput_mbps")[rows] > 0
+        for row, going, up in zip(
+            rows.tolist(), gone[rows].tolist(), (said_up | carried).tolist(), strict=True
+        ):
+            path = paths[row]
+            if going:
                 down.add(path)
                 recovered.discard(path)
-            elif (
-                down
-                and path in down
-                and (sample.available is True or (sample.throughput_mbps or 0.0) > 0)
-            ):
+            elif down and path in down and up:
                 down.discard(path)
                 recovered.add(path)
 

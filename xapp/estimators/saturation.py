@@ -106,7 +106,7 @@ class SaturationLabeller:
         among them to keep (in order, up to MAX_KEPT_PER_UPDATE in the update)."""
         at = places[run]
         count = self._history.counts[at]
-        self._history.put(at, samples[run])
+        self._history.put(at, samples, run)
         self._shares[at, count % SATURATED_PERIODS] = shares_now[run]
         count = count + 1
         if len(kept) >= MAX_KEPT_PER_UPDATE:

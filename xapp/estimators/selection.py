@@ -163,12 +163,10 @@ class EstimatorSelection:
             if samples:
                 by_mode[modes] = step
         else:
+            split: dict[str, list[KpiSample]] = {}
             for sample in samples:
-                mode = modes[sample.cpe_id, sample.direction]
-                chosen = by_mode.get(mode)
-                if chosen is None:
-                    chosen = by_mode[mode] = StepSamples()
-                chosen.append(sample)
+                split.setdefault(modes[sample.cpe_id, sample.direction], []).append(sample)
+            by_mode = {mode: StepSamples(chosen) for mode, chosen in split.items()}
         if "fused" in by_mode:
             self.fused.update(by_mode["fused"], now_s)
         for mode in ("kpi-only", "model-only"):
