@@ -6,7 +6,9 @@ does."""
 
 from __future__ import annotations
 
+import gc
 import math
+import weakref
 from collections import deque
 from collections.abc import Sequence
 
@@ -327,8 +329,8 @@ def test_rings_keep_a_batchs_samples_unmade_and_give_them_back(
     messages: list[tuple[list[str], list[DirectionRows]]], depth: int
 ) -> None:
     """``SampleRings`` fed a step of batches, message after message (one per step), keeps
-    where each sample is held, makes none, and gives back each path's history as rings fed
-    the same samples made up front do."""
+    where each sample is held, makes none of the newest, and gives back each path's history
+    as rings fed the same samples made up front do."""
     lazy, eager = SampleRings(depth), SampleRings(depth)
     slots: Slots[tuple[str, str, Direction]] = Slots()
     batches = []
@@ -345,7 +347,45 @@ def test_rings_keep_a_batchs_samples_unmade_and_give_them_back(
             rings.grow(len(slots))
         lazy.put(places, step)
         eager.put(places, plain)
-    assert all(batch._unmade == len(batch) for batch in batches)
+    if batches:  # (the newest put's samples are kept unmade; older ones may be made)
+        assert batches[-1]._unmade == len(batches[-1])
     for place in range(len(slots)):
         assert lazy.history(place) == eager.history(place)
         assert lazy.newest(place) == eager.newest(place)
+
+
+def test_rings_let_go_of_the_batches_of_paths_gone_quiet() -> None:
+    """A 1,000-CPE message's paths, then only one of them reporting: once their samples were
+    not written over for ``depth`` puts, the quiet paths keep their samples (equal, read
+    back) but no longer the batch they came in, which is freed."""
+    depth = 3
+    ues = 1000
+    rows = [
+        DirectionRows(
+            Direction.UPLINK,
+            np.arange(ues * 2, dtype=np.float64).reshape(ues, 2) + 1,
+            [["x", "y"]] * ues,
+            np.arange(ues, dtype=np.float64),
+            np.ones(ues, dtype=np.int8),
+        )
+    ]
+    ids = [f"cpe-{ue:04d}" for ue in range(ues)]
+    rings = SampleRings(depth)
+    slots: Slots[tuple[str, str, Direction]] = Slots()
+    first = _batch((ids, rows), "wifi", None)
+    assert isinstance(first, SampleBatch)
+    expected = samples_of_rows_in_python(ids, "wifi", 3.25, 0.1, None, rows)
+    gone = weakref.ref(first)
+    step = StepSamples.joined([first])
+    places = slots.many(step.paths)
+    rings.grow(len(slots))
+    rings.put(places, step)
+    del first, step
+    for _ in range(2 * depth):
+        alone = _batch((ids[:1], [r._replace(values=r.values[:1]) for r in rows]), "wifi", None)
+        alone_step = StepSamples.joined([alone])
+        rings.put(slots.many(alone_step.paths), alone_step)
+    gc.collect()
+    assert gone() is None
+    for place in places[1:].tolist():
+        assert rings.history(place) == (expected[place],)

@@ -375,12 +375,21 @@ class SampleRings:
     kept as where it is held (``core.sample_batch.holders_of``: a batch, made into a sample
     only when read), ``depth`` a place, written in turn, and how many each place was given. A
     step stores its thousands of samples in two array assignments; a path's samples are read
-    back (and made) only when asked for (a probe's record, a label)."""
+    back (and made) only when asked for (a probe's record, a label).
+
+    A batch is kept alive by any sample of it kept so. A path that reports keeps its last
+    ``depth`` steps' batches (shared with the fleet's other paths); one that stopped (a CPE
+    gone quiet, or removed) would keep a whole message's columns each, for as long as its
+    place lives: every ``depth`` puts, a sample not written over within the last ``depth`` is
+    made and kept itself (``_unpin``)."""
 
     def __init__(self, depth: int) -> None:
         self.depth = depth
         self._holders: npt.NDArray[np.object_] = np.empty(0, dtype=object)
         self._rows: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        # per cell: the put that wrote it while it is held in a batch (0: held by itself)
+        self._written: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
+        self._puts = 0
         self.counts = np.zeros(0, dtype=np.int64)  # samples given, per place
 
     def grow(self, size: int) -> None:
@@ -391,6 +400,7 @@ class SampleRings:
             holders = np.empty(cells, dtype=object)
             holders[: len(self._holders)] = self._holders
             self._holders, self._rows = holders, grown(self._rows, cells, 0)
+            self._written = grown(self._written, cells, 0)
 
     def put(
         self, places: npt.NDArray[np.intp], samples: Sequence[KpiSample], run: slice | None = None
@@ -402,9 +412,24 @@ class SampleRings:
         holders, rows = holders_of(samples)
         if run is not None:
             holders, rows = holders[run], rows[run]
+        self._puts += 1
         self._holders[into] = holders
         self._rows[into] = rows
+        self._written[into] = self._puts
         self.counts[places] = count + 1
+        if self._puts % self.depth == 0:
+            self._unpin()
+
+    def _unpin(self) -> None:
+        """Each sample not written over within the last ``depth`` puts, and still held in a
+        batch, made and held by itself: its path's batches are let go."""
+        written = self._written
+        stale = np.flatnonzero((written > 0) & (written <= self._puts - self.depth))
+        for cell in stale.tolist():
+            sample = self._at(cell)
+            self._holders[cell] = (sample,)
+            self._rows[cell] = 0
+        written[stale] = 0
 
     def _at(self, cell: int) -> KpiSample:
         return self._holders[cell][int(self._rows[cell])]  # type: ignore[no-any-return]
