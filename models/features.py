@@ -387,28 +387,78 @@ def features_from_blocks(
     need neither flattening into rows nor sorting by path, and the row predicted reads only
     the periods before it. Where ``names`` hold STORED_REFERENCE and STORED_FROM_RESOURCES
     (``references_of_rows`` of each period, kept as it came), the window reads them, and only
-    the last two periods' inputs are derived again. The same IEEE operations on the same
-    values in the same order as ``features_from_columns``: tests/test_models.py holds the two
-    equal bit for bit."""
+    the last two periods' inputs are derived again (``features_from_kept``). The same IEEE
+    operations on the same values in the same order as ``features_from_columns``:
+    tests/test_models.py holds the two equal bit for bit."""
     paths, periods, _ = blocks.shape
     if periods < WINDOW:
         raise ValueError(f"blocks of {periods} periods: the features read {WINDOW} back")
+    if STORED_REFERENCE in names and STORED_FROM_RESOURCES in names:
+        return features_from_kept(
+            blocks[:, periods - INPUTS_READ :, :],
+            names,
+            count,
+            blocks[:, :, names.index(STORED_REFERENCE)],
+            blocks[:, :, names.index(STORED_FROM_RESOURCES)],
+            access,
+        )
+    # Without the references kept: every period's inputs derived, and its reference.
+    data = _inputs_of(blocks.reshape(paths * periods, len(names)), names, access)
+    _derive(data, access)
+    flat_reference, flat_from = reference_mbps(data, access)
+    return _features_of_recent(
+        data,
+        periods,
+        flat_reference.reshape(paths, periods),
+        flat_from.reshape(paths, periods),
+        count,
+        access,
+    )
+
+
+# The periods whose inputs the features derive again where the references are kept: the radio
+# one back, and its change two back.
+INPUTS_READ = 2
+
+
+def features_from_kept(
+    last: npt.NDArray[np.float64],
+    names: tuple[str, ...],
+    count: npt.NDArray[np.int64],
+    reference: npt.NDArray[np.float64],
+    from_resources: npt.NDArray[np.float64],
+    access: str,
+) -> npt.NDArray[np.float32]:
+    """``features_from_blocks`` of blocks with the references kept, given as only what it
+    reads of them: the last INPUTS_READ periods' inputs (paths, INPUTS_READ, ``names``), and
+    every period's STORED_REFERENCE and STORED_FROM_RESOURCES (paths, periods). A fleet's
+    histories hand over these parts rather than whole blocks: a fifth of the bytes."""
+    paths, read, _ = last.shape
+    periods = reference.shape[1]
+    if periods < WINDOW or read != INPUTS_READ:
+        raise ValueError(
+            f"{read} periods of inputs and {periods} of references: the features read "
+            f"{INPUTS_READ} and {WINDOW} back"
+        )
+    data = _inputs_of(last.reshape(paths * read, len(names)), names, access)
+    _derive(data, access)
+    return _features_of_recent(data, read, reference, from_resources, count, access)
+
+
+def _features_of_recent(
+    data: Columns,
+    read: int,
+    reference: npt.NDArray[np.float64],
+    from_resources: npt.NDArray[np.float64],
+    count: npt.NDArray[np.int64],
+    access: str,
+) -> npt.NDArray[np.float32]:
+    """The features from the last ``read`` periods' derived inputs (``data``, path after
+    path) and every period's reference (paths, periods; a path's ``count`` real periods at
+    the end, newest last)."""
+    paths, periods = reference.shape
     # a period k back from the one predicted: the block's k-th row from its end, where real
     real = np.arange(periods)[None, :] >= (periods - count)[:, None]
-    stored = STORED_REFERENCE in names and STORED_FROM_RESOURCES in names
-    # The periods whose inputs are read, derived: the last two (the radio one back, its
-    # change two back) where the references are kept, else every one.
-    read = 2 if stored else periods
-    recent = blocks[:, periods - read :, :].reshape(paths * read, len(names))
-    data = _inputs_of(recent, names, access)
-    _derive(data, access)
-    if stored:
-        reference = blocks[:, :, names.index(STORED_REFERENCE)]
-        from_resources = blocks[:, :, names.index(STORED_FROM_RESOURCES)]
-    else:
-        flat_reference, flat_from = reference_mbps(data, access)
-        reference = flat_reference.reshape(paths, periods)
-        from_resources = flat_from.reshape(paths, periods)
 
     def earlier(values: FloatArray, k: int) -> FloatArray:
         if values.ndim == 1:  # (one of ``data``: the periods read)

@@ -13,11 +13,18 @@ import math
 from collections import deque
 
 import numpy as np
+import numpy.typing as npt
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.domain import CapacityEstimate, Direction, KpiSample
-from models.features import SATURATED, THROUGHPUT, feature_names, features_from_columns
+from models.features import (
+    INPUTS_READ,
+    SATURATED,
+    THROUGHPUT,
+    feature_names,
+    features_from_columns,
+)
 from xapp.estimators.kpi import KpiEstimator, reported_cqi, utilisation
 from xapp.estimators.model import (
     KPI_COLUMNS,
@@ -234,10 +241,27 @@ def test_a_batch_of_rows_is_appended_as_one_row_after_another() -> None:
     assert batched.places() == one_by_one.places() == list(dict.fromkeys(keys))
     for key in dict.fromkeys(keys):
         a, b = one_by_one.recent(np.array([key])), batched.recent(np.array([key]))
-        np.testing.assert_array_equal(a.blocks, b.blocks)
+        np.testing.assert_array_equal(a.last, b.last)
+        np.testing.assert_array_equal(a.reference, b.reference)
+        np.testing.assert_array_equal(a.from_resources, b.from_resources)
+        # what the features read of the path's whole block, oldest period first
+        block = _whole_blocks(batched, np.array([key]))
+        width = len(batched.columns)
+        np.testing.assert_array_equal(b.last, block[:, -INPUTS_READ:])
+        np.testing.assert_array_equal(b.reference, block[:, :, width])
+        np.testing.assert_array_equal(b.from_resources, block[:, :, width + 1])
         np.testing.assert_array_equal(a.lengths, b.lengths)
         np.testing.assert_array_equal(a.saturated, b.saturated)
         np.testing.assert_array_equal(a.newest, b.newest)
         # the newest said is the last row's of the path
         last = max(i for i, k in enumerate(keys) if k == key)
         np.testing.assert_array_equal(b.newest[0], said[last])
+
+
+def _whole_blocks(histories: _Histories, places: npt.NDArray[np.intp]) -> npt.NDArray[np.float64]:
+    """(paths, HISTORY_PERIODS, stored): each path's whole block from its head round, its
+    oldest period first (what ``recent`` once handed over)."""
+    blocks = histories._block_of[places]
+    rounds = (histories._head[blocks][:, None] + np.arange(HISTORY_PERIODS)) % HISTORY_PERIODS
+    whole: npt.NDArray[np.float64] = histories._rows[blocks[:, None], rounds]
+    return whole

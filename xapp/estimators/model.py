@@ -26,12 +26,13 @@ from core.domain import MAX_CAPACITY_MBPS, CapacityEstimate, Direction, KpiSampl
 from core.rowwise import row_all, row_any
 from core.slots import Places, Slots, grown
 from models.features import (
+    INPUTS_READ,
     SATURATED,
     STORED_FROM_RESOURCES,
     STORED_REFERENCE,
     THROUGHPUT,
     feature_names,
-    features_from_blocks,
+    features_from_kept,
     references_of_rows,
 )
 from models.runtime import ModelError, OnnxCapacityModel, Prediction
@@ -229,7 +230,14 @@ class ModelEstimator:
             histories = self._histories[access]
             recent = histories.recent(places)
             # the input of the period to predict, read from the periods before it
-            features = features_from_blocks(recent.blocks, histories.stored, recent.lengths, access)
+            features = features_from_kept(
+                recent.last,
+                histories.stored,
+                recent.lengths,
+                recent.reference,
+                recent.from_resources,
+                access,
+            )
             started = time.perf_counter()
             try:
                 prediction = self._models[access].predict(features)
@@ -312,9 +320,12 @@ NEWEST_DOWN, NEWEST_CARRIED, NEWEST_AT = range(3)
 
 
 class _Recent(NamedTuple):
-    """Paths' recent periods, cut from an access's histories (``_Histories.recent``)."""
+    """Paths' recent periods, cut from an access's histories (``_Histories.recent``): what the
+    features read of them (``features_from_kept``; real periods at the end, newest last)."""
 
-    blocks: npt.NDArray[np.float64]  # (paths, HISTORY_PERIODS, inputs): real rows at the end
+    last: npt.NDArray[np.float64]  # (paths, INPUTS_READ, stored): the last periods' rows
+    reference: npt.NDArray[np.float64]  # (paths, HISTORY_PERIODS): each period's reference
+    from_resources: npt.NDArray[np.float64]  # (paths, HISTORY_PERIODS): from resource KPIs
     lengths: npt.NDArray[np.int64]  # per path: its real rows
     saturated: npt.NDArray[np.bool_]  # per path: carried all it could of late
     newest: npt.NDArray[np.float64]  # (paths, 3): what its newest period said (NEWEST_*)
@@ -414,26 +425,36 @@ class _Histories:
         self._rows, self._count, self._newest, self._head = rows, count, newest, head
 
     def recent(self, places: npt.NDArray[np.intp]) -> _Recent:
-        """For the paths at these places (each with a history), in their order: each one's
-        block of recent periods."""
+        """For the paths at these places (each with a history), in their order: what the
+        features read of each one's block of recent periods (``features_from_kept``)."""
         slots = self._block_of[places]
         # each block from its head round: its oldest row first, its newest last
         rounds = (self._head[slots][:, None] + np.arange(HISTORY_PERIODS)) % HISTORY_PERIODS
-        # (rows taken by their place in the rows of every block one after the other: a take
-        # along one axis copies each row whole, four times as fast as indexing by block and
-        # round)
+        at = slots[:, None] * HISTORY_PERIODS + rounds  # (every row of every block in turn)
+        # The last periods' rows whole (a take along one axis copies each row whole, four
+        # times as fast as indexing by block and round), and of the others only what is read:
+        # the references kept, whether each of the last was saturated. A whole block is five
+        # times those bytes, and a fleet's were most of a step's model time.
         every_row = self._rows.reshape(-1, self._rows.shape[2])
-        at = (slots[:, None] * HISTORY_PERIODS + rounds).ravel()
-        blocks = np.take(every_row, at, axis=0).reshape(len(slots), HISTORY_PERIODS, -1)
+        last = np.take(every_row, at[:, -INPUTS_READ:].ravel(), axis=0)
+        reference = every_row[at, len(self.columns)]
+        from_resources = every_row[at, len(self.columns) + 1]
         count = self._count[slots]
         # saturation.saturated() of each path's last periods: it carried something in the
         # newest, and each of them whose utilisation is known (one at least) was at the limit.
-        recent = blocks[:, -SATURATED_PERIODS:, self._saturated]
+        recent = every_row[at[:, -SATURATED_PERIODS:], self._saturated]
         in_history = np.arange(SATURATED_PERIODS)[None, :] >= (SATURATED_PERIODS - count)[:, None]
         known = in_history & ~np.isnan(recent)
         at_limit = row_all(np.where(known, recent == 1.0, True))
-        carried = blocks[:, -1, self._throughput] > 0
-        return _Recent(blocks, count, carried & row_any(known) & at_limit, self._newest[slots])
+        carried = every_row[at[:, -1], self._throughput] > 0
+        return _Recent(
+            last.reshape(len(slots), INPUTS_READ, -1),
+            reference,
+            from_resources,
+            count,
+            carried & row_any(known) & at_limit,
+            self._newest[slots],
+        )
 
 
 def _cqi(measurements: Mapping[str, float]) -> float:
