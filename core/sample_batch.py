@@ -41,10 +41,18 @@ class BatchGroup:
     direction: Direction
     rows: npt.NDArray[np.intp]  # their places in the batch, in order
     # name → the measurement of each of them (NaN where absent), for the names every sample
-    # of the direction keeps at one place under that key
+    # of the direction keeps at one place under that key, and (``keyed_columns``) for those
+    # keyed per UE where no UE lists a key twice
     measurements: dict[str, FloatArray]
     # every key any of them could carry (a name outside it is absent from every sample)
     keys: frozenset[str]
+
+    def names(self) -> set[str] | None:
+        """Every name some sample of the group carries (a value that is not NaN), where every
+        key has its column; None otherwise (read from the samples)."""
+        if len(self.measurements) < len(self.keys):
+            return None
+        return {name for name, column in self.measurements.items() if not np.isnan(column).all()}
 
 
 # Makes the samples at some rows of a batch (ascending, none made yet), in that order.
@@ -196,6 +204,36 @@ def fixed_columns(
         if same and counted[key] == 1 and key not in varying
     }
     return fixed, frozenset(every)
+
+
+def keyed_columns(
+    values: FloatArray, keys_by_ue: list[list[str]], fixed: dict[str, int]
+) -> dict[str, FloatArray]:
+    """Of a direction's values (UEs × measurements) keyed per UE, the column of each key
+    that is not ``fixed`` (``fixed_columns``): each UE's value at the place it keys so (NaN
+    where it has none), as the UE's sample's dictionary keeps it. Nothing where some UE lists
+    a key twice (its dictionary keeps one of the values: read from the samples). A fleet's
+    NR message keys each UE's CQI bin so."""
+    if not keys_by_ue:
+        return {}
+    distinct = {tuple(keys) for keys in keys_by_ue}
+    if any(len(set(keys)) < len(keys) for keys in distinct):
+        return {}
+    width = len(keys_by_ue[0])
+    table = values.reshape(len(keys_by_ue), width)
+    columns: dict[str, FloatArray] = {}
+    for place in range(width):
+        at_place = {keys[place] for keys in distinct} - fixed.keys()
+        if not at_place:
+            continue
+        keyed = np.array([keys[place] for keys in keys_by_ue], dtype=object)
+        for key in at_place:
+            column = columns.get(key)
+            if column is None:
+                column = columns[key] = np.full(len(keys_by_ue), np.nan)
+            here = keyed == key
+            column[here] = table[here, place]
+    return columns
 
 
 class Pieces(Sequence[KpiSample]):

@@ -143,7 +143,25 @@ def test_a_measurement_keyed_per_ue_is_read_from_the_samples() -> None:
     batch = _batch((["a", "b"], [rows]), "nr", None)
     assert isinstance(batch, SampleBatch)
     (group,) = batch.groups
-    assert sorted(group.measurements) == ["x"]
+    # (each key keyed by UE has its column too: no UE lists a key twice)
+    assert sorted(group.measurements) == ["bin1", "bin2", "x", "y"]
+    np.testing.assert_array_equal(group.measurements["bin1"], [2.0, 6.0])
+    np.testing.assert_array_equal(group.measurements["bin2"], [math.nan, math.nan])
+    np.testing.assert_array_equal(group.measurements["y"], [3.0, math.nan])
+    assert group.names() == {"x", "bin1", "y"}
+    twice = DirectionRows(
+        Direction.DOWNLINK,
+        values,
+        [["x", "bin1", "bin1"], ["x", "bin2", "y"]],
+        np.array([5.0, -0.0]),
+        np.array([1, 0], dtype=np.int8),
+    )
+    listed_twice = _batch((["a", "b"], [twice]), "nr", None)
+    assert isinstance(listed_twice, SampleBatch)
+    (group_twice,) = listed_twice.groups
+    assert sorted(group_twice.measurements) == ["x"]  # (a UE's own value read from it)
+    assert group_twice.names() is None
+    _assert_read_alike(StepSamples.joined([listed_twice]), StepSamples(list(listed_twice)))
     _assert_read_alike(StepSamples.joined([batch]), StepSamples(list(batch)))
 
 

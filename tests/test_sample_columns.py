@@ -340,3 +340,39 @@ def test_the_cqi_of_each_sample_read_from_the_bins_columns_is_reported_cqi(
         kpi.reported_cqis_of(group),
         np.array([math.nan if c is None else c for c in expected], dtype=np.float64),
     )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.dictionaries(
+            st.sampled_from([f"{kpi.CQI_BINS}{n}" for n in (0, 1, 2, 4, 12, 15, 16, 30)]),
+            st.integers(0, 40),
+            max_size=2,
+        ).flatmap(
+            lambda bins: st.one_of(
+                st.just(bins),
+                st.floats(-3.0, 9.0).map(lambda layers: {**bins, "CARR.AverageLayersDl": layers}),
+                st.sampled_from([0.5, 1.5, 2.5, -0.0, 0.0, 0.4]).map(
+                    lambda layers: {**bins, "CARR.AverageLayersDl": layers}
+                ),
+            )
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_each_samples_channel_read_from_the_columns_is_channel_product(
+    reported: list[dict[str, float]],
+) -> None:
+    """What a resource element carries on each NR downlink's channel (``nr_channel``: the CQI's
+    efficiency × its layers, rounded half to even, 1 where absent or rounded to 0; NaN
+    without a CQI), read from a fleet step's columns, is ``channel_product`` of each
+    sample's KPIs, bit for bit: the KPI estimator keeps it rather than the KPIs."""
+    step = [
+        KpiSample(f"cpe-{i}", "nr", Direction.DOWNLINK, 1.0, 1.0, 5.0, measurements=m)
+        for i, m in enumerate(reported)
+    ]
+    (group,) = SampleColumns(step).groups.values()
+    expected = np.array([kpi.channel_product(m) for m in reported], dtype=np.float64)
+    np.testing.assert_array_equal(kpi.channel_products_of(group), expected)

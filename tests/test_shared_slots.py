@@ -259,9 +259,8 @@ def _as_batch(samples: Sequence[KpiSample]) -> SampleBatch:
 def test_a_fleets_batches_are_estimated_as_samples_made_up_front_and_few_are_made() -> None:
     """A 1,000-CPE fleet over four periods, its messages read into batches whose samples are
     made only when read (core/sample_batch.py): the fused estimates and the probe planner's
-    state are those of the same samples all made up front, while the estimators make only a
-    fraction of them (the NR downlinks, whose rate per PRB keeps its KPIs, and a few read one
-    by one: a probe's record, a path's history)."""
+    state are those of the same samples all made up front, while the estimators make few of
+    them, if any (those read one by one: a probe's record, a path's history)."""
     scenario = scaled_site(1000, 5)
     lazy, eager = _processor(scenario), _processor(scenario)
     (lazy_fused, lazy_probe), (eager_fused, eager_probe) = _estimators(Slots()), _estimators(None)
@@ -274,7 +273,7 @@ def test_a_fleets_batches_are_estimated_as_samples_made_up_front_and_few_are_mad
         samples = sum(len(batch) for batch in batches)
         made = sum(len(batch) - batch._unmade for batch in batches)
         assert samples > 5000
-        assert made < samples * 0.3
+        assert made < samples * 0.05
         paths = sorted(path for batch in batches for path in batch.paths)
         found = [
             np.column_stack([r.present, r.capacity, r.stddev, r.measured_at, r.available])

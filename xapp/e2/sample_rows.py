@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 from core.compiled import compiled_core
 from core.domain import Direction, KpiSample
-from core.sample_batch import BatchGroup, SampleBatch, fixed_columns
+from core.sample_batch import BatchGroup, SampleBatch, fixed_columns, keyed_columns
 
 _core = compiled_core("xapp._samples")
 
@@ -150,6 +150,9 @@ def _batch(
         fixed, keys = fixed_columns(d.values, d.keys_by_ue)
         values = d.values.reshape(ues, -1)
         measurements = {key: values[ues_in, at] for key, at in fixed.items()}
+        if len(fixed) < len(keys):  # (keys by UE: NR's CQI bins)
+            keyed = keyed_columns(values, d.keys_by_ue, fixed)
+            measurements.update({key: column[ues_in] for key, column in keyed.items()})
         groups.append(BatchGroup(d.direction, rows, measurements, keys))
 
     def made_one(ue: int, column: int) -> KpiSample:

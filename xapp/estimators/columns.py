@@ -261,7 +261,12 @@ class Group:
         return _joined(out)
 
     def names(self) -> set[str]:
-        """Every measurement name any sample of the group carries."""
+        """Every measurement name any sample of the group carries: from the batches' columns
+        where each has every key's, else read from the samples."""
+        if self._parts:
+            found = [group.names() for _, group in self._parts]
+            if all(names is not None for names in found):
+                return set().union(*found)  # type: ignore[arg-type]  # (none None)
         return set().union(*self._measurements)
 
     def memo(self, name: str, make: Callable[[], FloatArray]) -> FloatArray:

@@ -141,11 +141,11 @@ class KpiEstimator:
                 held = nr_rate_per_prb.get(path)
             elif access == "nr":
                 rate = measured_nr_rate_per_prb(sample)
-                before = self._nr_downlink.get_with_kpis(path)
+                before = self._nr_downlink.get_with_channel(path)
                 if rate is not None:  # (it carried: its own PRBs tell, as _downlink_rates)
-                    self._nr_downlink.put(path, rate, sample.measurements)
+                    self._nr_downlink.put(path, rate, channel_product(sample.measurements))
                 elif before is not None:
-                    held = nr_rate_now(*before, sample.measurements)
+                    held = nr_rate_now(*before, channel_product(sample.measurements))
             reading = _reading(sample, wifi_efficiency.get(path), held)
             if reading is not None:
                 self._keep(path, sample.time_s, *reading)
@@ -155,15 +155,16 @@ class KpiEstimator:
         something) into ``_nr_downlink``; then, for each path (at these distinct places) that
         carried nothing, what that rate is worth on its channel now (NaN: never measured, or
         the path carried: its own PRBs tell)."""
-        samples = group.samples
         measured = measured_nr_rate_per_prb_of(group)
+        channel = channel_products_of(group)
         kept = self._nr_downlink
-        kept.measured(places, measured, [s.measurements for s in samples])
+        kept.measured(places, measured, channel)
         rates = np.full(len(places), math.nan)
         idle = np.flatnonzero(np.isnan(measured))
-        for row, before in zip(idle.tolist(), kept.with_kpis_at(places[idle]), strict=True):
-            if before is not None:
-                rates[row] = nr_rate_now(*before, samples[row].measurements)
+        before, then = kept.with_channel_at(places[idle])
+        now = channel[idle]
+        # nr_rate_now of each: scaled where both channels are known (NaN: never measured)
+        rates[idle] = np.where(np.isnan(then) | np.isnan(now), before, before * (now / then))
         return rates
 
     def change_variance(self, path: Path) -> float | None:
@@ -461,15 +462,37 @@ def nr_channel(m: Mapping[str, float]) -> tuple[float, int] | None:
     return nr_standard.CQI_TABLE_256QAM[min(cqi, len(nr_standard.CQI_TABLE_256QAM) - 1)][2], layers
 
 
-def nr_rate_now(rate_per_prb: float, then: Mapping[str, float], now: Mapping[str, float]) -> float:
-    """A downlink rate per PRB measured with the KPIs ``then``, on the channel the KPIs
-    ``now`` report: scaled by the change of the channel's efficiency (as is, where either
-    period has no CQI)."""
-    before, after = nr_channel(then), nr_channel(now)
-    if before is None or after is None:
+def channel_product(m: Mapping[str, float]) -> float:
+    """What a resource element carries on the channel the KPIs ``m`` report (``nr_channel``:
+    CQI efficiency × layers), NaN without a CQI."""
+    channel = nr_channel(m)
+    return math.nan if channel is None else channel[0] * channel[1]
+
+
+_CQI_EFFICIENCY = np.array([row[2] for row in nr_standard.CQI_TABLE_256QAM], dtype=np.float64)
+
+
+def channel_products_of(group: Group) -> FloatArray:
+    """``channel_product`` of each sample of the group, from its columns (the CQI from the
+    bins', ``reported_cqis_of``; the layers rounded half to even, as ``round``, 1 where
+    absent or rounded to 0)."""
+    cqi = reported_cqis_of(group)
+    known = cqi >= 1  # (NaN: no CQI)
+    index = np.minimum(np.where(known, cqi, 1.0), len(_CQI_EFFICIENCY) - 1).astype(np.intp)
+    said = group.column("CARR.AverageLayersDl")
+    layers = np.round(np.where(np.isnan(said), 1.0, said))
+    layers = np.where(layers == 0, 1.0, layers)
+    products: FloatArray = np.where(known, _CQI_EFFICIENCY[index] * layers, math.nan)
+    return products
+
+
+def nr_rate_now(rate_per_prb: float, then: float, now: float) -> float:
+    """A downlink rate per PRB measured on the channel ``then`` (``channel_product``), on the
+    channel ``now``: scaled by the change of what a resource element carries (as is, where
+    either period has no CQI: NaN)."""
+    if math.isnan(then) or math.isnan(now):
         return rate_per_prb
-    # what a resource element carries: CQI efficiency × layers
-    return rate_per_prb * ((after[0] * after[1]) / (before[0] * before[1]))
+    return rate_per_prb * (now / then)
 
 
 def measured_wifi_efficiency(sample: KpiSample) -> float | None:
@@ -501,18 +524,19 @@ def _wifi(m: Mapping[str, float], direction: Direction, efficiency: float | None
 
 class LastMeasured:
     """A value of each path as last measured (NaN: never), in a column by the kept estimates'
-    slots, with what else the period that measured it said where asked (``kpis``): a fleet's
-    step measures thousands at once, and reads them back for the periods that could not."""
+    slots, with the channel the period that measured it reported where asked (``channel``,
+    ``channel_product``; NaN: none): a fleet's step measures thousands at once, and reads
+    them back for the periods that could not."""
 
     def __init__(self, slots: Slots[Path]) -> None:
         self.slots = slots
         self._values = np.zeros(0)
-        self._kpis = np.zeros(0, dtype=object)  # (None where none was kept)
+        self._channel = np.zeros(0)
 
-    def put(self, path: Path, value: float, kpis: Mapping[str, float] | None = None) -> None:
+    def put(self, path: Path, value: float, channel: float = math.nan) -> None:
         place = self.slots.of(path)
         self._make_room()
-        self._values[place], self._kpis[place] = value, kpis
+        self._values[place], self._channel[place] = value, channel
 
     def get(self, path: Path) -> float | None:
         place = self.slots.get(path)
@@ -520,35 +544,28 @@ class LastMeasured:
             return None
         return float(self._values[place])
 
-    def get_with_kpis(self, path: Path) -> tuple[float, Mapping[str, float]] | None:
+    def get_with_channel(self, path: Path) -> tuple[float, float] | None:
         value = self.get(path)
-        return None if value is None else (value, self._kpis[self.slots.of(path)])
+        return None if value is None else (value, float(self._channel[self.slots.of(path)]))
 
     def measured(
         self,
         places: npt.NDArray[np.intp],
         values: FloatArray,
-        kpis: Sequence[Mapping[str, float]] | None = None,
+        channel: FloatArray | None = None,
     ) -> FloatArray:
         """The paths' (at these distinct places) newly measured values (NaN: not measurable)
-        kept, with their periods' ``kpis``; then what is kept for each (NaN: nothing)."""
+        kept, with their periods' ``channel``; then what is kept for each (NaN: nothing)."""
         self._make_room()
         found = np.flatnonzero(~np.isnan(values))
         self._values[places[found]] = values[found]
-        if kpis is not None:
-            self._kpis[places[found]] = [kpis[row] for row in found.tolist()]
+        self._channel[places[found]] = math.nan if channel is None else channel[found]
         return self._values[places]
 
-    def with_kpis_at(
-        self, places: npt.NDArray[np.intp]
-    ) -> list[tuple[float, Mapping[str, float]] | None]:
-        """``get_with_kpis`` of the paths at these places."""
+    def with_channel_at(self, places: npt.NDArray[np.intp]) -> tuple[FloatArray, FloatArray]:
+        """``get_with_channel`` of the paths at these places, as two columns (NaN: none)."""
         self._make_room()
-        values, kpis = self._values[places].tolist(), self._kpis[places].tolist()
-        return [
-            None if value != value else (value, kpi)  # (NaN: never measured)
-            for value, kpi in zip(values, kpis, strict=True)
-        ]
+        return self._values[places], self._channel[places]
 
     def as_dict(self) -> dict[Path, float]:
         """Every path's value kept (for comparisons)."""
@@ -562,7 +579,7 @@ class LastMeasured:
         size = len(self.slots)
         if size > len(self._values):
             self._values = grown(self._values, size, math.nan)
-            self._kpis = grown(self._kpis, size, None)
+            self._channel = grown(self._channel, size, math.nan)
 
 
 # ---------------------------------------------------------------- the formulas on columns
