@@ -13,6 +13,14 @@ from xapp.policy.weight_policy import PathView
 # one worker of the parallel suite, one after another (make unit: --dist loadgroup).
 host_network = pytest.mark.xdist_group("host-network")
 
+
+def sharing(fixture: str) -> pytest.MarkDecorator:
+    """The mark of the tests that share a module-scoped ``fixture`` that is slow to make (a
+    model trained, a wheel installed, a service started): one worker runs them all, so it is
+    made once. Spread over two workers, each made its own (a model trained twice: 80 s)."""
+    return pytest.mark.xdist_group(f"sharing-{fixture}")
+
+
 DL = Direction.DOWNLINK
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"

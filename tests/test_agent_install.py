@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 from agent.backends.wrr import WEIGHTS
+from tests.helpers import sharing
 from tests.test_agent_api import GOLDEN, agent, write_config
 from tests.wheels import build_wheel, run, virtualenv_with
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("sklearn", "onnxruntime", "pycrate", "asn1tools", "ricxappframe", "ricsdl", "pandas")
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, sharing("agent_env")]
 
 
 @pytest.fixture(scope="module")

@@ -17,6 +17,7 @@ from core.domain import MAX_CAPACITY_MBPS, Direction, KpiSample
 from core.scenario.e2_identities import e2_cpes
 from core.slots import Slots
 from kpm.catalogue import load_catalogue
+from tests.helpers import sharing
 from xapp.adapters.memory_store import MemoryStateStore
 from xapp.estimators.columns import StepSamples
 from xapp.estimators.fusion import FusedEstimator
@@ -27,6 +28,8 @@ from xapp.estimators.said import Path
 
 from .test_model_history_equivalence import SHARED
 from .test_shared_slots import _steps
+
+pytestmark = sharing("steps")
 
 CPES, PERIODS = 1000, 4
 BAD = "cpe-0007"

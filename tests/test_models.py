@@ -35,6 +35,7 @@ from models.features import (
 )
 from models.runtime import SHIPPED, ModelError, OnnxCapacityModel
 from models.train import TrainingError, train
+from tests.helpers import sharing
 
 RACA = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "raca5g-download"
 HEADER = "Timestamp,Speed,CellID,NetworkMode,RSRP,RSRQ,SNR,CQI,RSSI,DL_bitrate,UL_bitrate,State\n"
@@ -187,6 +188,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@sharing("trained")
 def test_training_end_to_end_beats_both_baselines(trained: Path) -> None:
     card = json.loads((trained / "nr.card.json").read_text())
     cv = card["cross_validation"]
@@ -199,6 +201,7 @@ def test_training_end_to_end_beats_both_baselines(trained: Path) -> None:
     assert 0.5 < card["interval"]["coverage"] <= 1.0
 
 
+@sharing("trained")
 def test_eval_command_and_report(trained: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [
@@ -229,6 +232,7 @@ def test_eval_command_and_report(trained: Path, tmp_path: Path) -> None:
     assert (tmp_path / "r" / "predicted_vs_measured.png").stat().st_size > 1000
 
 
+@sharing("trained")
 def test_runtime_refuses_a_card_that_drifted_from_the_features(
     trained: Path, tmp_path: Path
 ) -> None:

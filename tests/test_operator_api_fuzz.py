@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from bench.live_system import Xapp, agent_process, start_xapp, write_xapp_config
+from tests.helpers import sharing
 from tests.test_operator_api import OPERATOR, VIEWER, tokens_file
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, sharing("service")]
 
 
 @pytest.fixture(scope="module")

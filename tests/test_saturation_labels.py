@@ -25,7 +25,7 @@ from xapp.estimators.columns import StepSamples
 from xapp.estimators.kpi import utilisations
 from xapp.estimators.saturation import (
     HISTORY_PERIODS,
-    MAX_KEPT_PER_UPDATE,
+    MAX_KEPT_PER_S,
     SATURATED_PERIODS,
     SATURATED_UTILISATION,
     SaturationLabeller,
@@ -114,10 +114,9 @@ class CountingStore(MemoryStateStore):
 
 
 def test_a_fleet_saturating_at_once_is_kept_in_bounded_batches() -> None:
-    """1,000 CPEs whose paths all saturate in the same period: one write per update, of at most
-    MAX_KEPT_PER_UPDATE periods; the paths left out are kept at the next periods."""
-    from xapp.estimators.saturation import MAX_KEPT_PER_UPDATE
-
+    """1,000 CPEs whose paths all saturate in the same period, reporting every second: one
+    write per update, of at most MAX_KEPT_PER_S periods; the paths left out are kept at the
+    next periods."""
     store = CountingStore()
     labeller = SaturationLabeller(store, every_s=1000.0, per_path=1)
     scenario = load_scenario("paper-static").cut(8.0)
@@ -128,9 +127,40 @@ def test_a_fleet_saturating_at_once_is_kept_in_bounded_batches() -> None:
         one = kpis.samples(k, float(truth.times_s[k]), 1.0, capacity, capacity)
         labeller.update([replace(s, cpe_id=f"cpe-{n:04d}") for n in range(1000) for s in one])
     assert store.batches, "nothing was kept"
-    assert max(store.batches) == MAX_KEPT_PER_UPDATE
+    assert max(store.batches) == MAX_KEPT_PER_S
     assert len(store.batches) == len(truth.times_s) - 1  # one write per update, never more
     assert len(store.load_saturated_periods()) == labeller.kept == sum(store.batches)
+
+
+def test_a_fleet_reporting_every_100_ms_is_kept_at_the_same_rate_a_second() -> None:
+    """1,000 CPEs whose LiFi paths all stay at their limit, reporting every 100 ms: a second's
+    burst at first, then MAX_KEPT_PER_S a second (a tenth of it an update), as at 1 s reports;
+    no stretch of time keeps more than its seconds' worth and one second's burst."""
+    store = CountingStore()
+    labeller = SaturationLabeller(store, every_s=1000.0, per_path=1)
+    updates = 30
+    for step in range(1, updates + 1):
+        labeller.update(
+            [
+                KpiSample(
+                    f"cpe-{n:04d}",
+                    "lifi",
+                    DL,
+                    step / 10,
+                    0.1,
+                    throughput_mbps=50.0,
+                    measurements={"LIFI.StaPhyRateDl": 60.0},
+                )
+                for n in range(1000)
+            ]
+        )
+    first = SATURATED_PERIODS - 1  # the first update a path can be kept at
+    assert store.batches[:first] == [0] * first
+    assert store.batches[first] == MAX_KEPT_PER_S
+    assert store.batches[first + 1 :] == [MAX_KEPT_PER_S // 10] * (updates - first - 1)
+    for start in range(updates - 9):
+        assert sum(store.batches[start : start + 10]) <= MAX_KEPT_PER_S * (1 + 0.9)
+    assert labeller.kept == len(store.load_saturated_periods()) == sum(store.batches)
 
 
 class ReferenceLabeller:
@@ -140,9 +170,24 @@ class ReferenceLabeller:
     def __init__(self, every_s: float, per_path: int) -> None:
         self.every_s, self.per_path = every_s, per_path
         self.paths: dict[tuple[str, str, Direction], list[Any]] = {}
+        self.budget: float | None = None  # what may be kept, as of the newest time `then`
+        self.then: float | None = None
+
+    def _most(self, samples: list[KpiSample]) -> int:
+        """MAX_KEPT_PER_S a second of the samples' time, a second's worth at most."""
+        if self.budget is None:
+            self.budget = float(MAX_KEPT_PER_S)
+        times = [s.time_s for s in samples if math.isfinite(s.time_s)]
+        if times and (self.then is None or max(times) > self.then):
+            if self.then is not None:
+                gained = MAX_KEPT_PER_S * (max(times) - self.then)
+                self.budget = min(float(MAX_KEPT_PER_S), self.budget + gained)
+            self.then = max(times)
+        return math.floor(self.budget + 1e-9)
 
     def update(self, samples: list[KpiSample]) -> list[tuple[SaturatedPeriod, int]]:
         kept: list[tuple[SaturatedPeriod, int]] = []
+        most = self._most(samples) if samples else 0
         for sample, share in zip(samples, utilisations(samples).tolist(), strict=True):
             key = (sample.cpe_id, sample.access, sample.direction)
             # history, shares, when last kept, periods kept
@@ -151,7 +196,7 @@ class ReferenceLabeller:
             )
             path[0].append(sample)
             path[1].append(None if math.isnan(share) else share)
-            if len(kept) >= MAX_KEPT_PER_UPDATE or sample.time_s - path[2] < self.every_s:
+            if len(kept) >= most or sample.time_s - path[2] < self.every_s:
                 continue
             shares = path[1]
             if len(shares) < SATURATED_PERIODS or shares[-1] is None:
@@ -164,6 +209,8 @@ class ReferenceLabeller:
             kept.append((SaturatedPeriod(tuple(path[0])), path[3] % self.per_path))
             path[3] += 1
             path[2] = sample.time_s
+        if self.budget is not None:
+            self.budget -= len(kept)
         return kept
 
 
@@ -209,7 +256,7 @@ def test_the_labeller_keeps_what_its_reference_keeps(
     updates: list[list[KpiSample]], every_s: float, per_path: int, most: int, shared: bool
 ) -> None:
     """Updates of any samples (a path twice in one, periods back in time, throughputs none, 0
-    or NaN, utilisations unknown, at the limit or not, more to keep than an update keeps):
+    or NaN, utilisations unknown, at the limit or not, more to keep than the budget lets):
     the same periods kept, with the same histories, in the same slots, as the reference.
     ``shared``: the paths' places are the estimators' (other paths placed first), read from
     the step's samples as the service gives them."""
@@ -223,8 +270,8 @@ def test_the_labeller_keeps_what_its_reference_keeps(
         ReferenceLabeller(every_s, per_path),
     )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(saturation, "MAX_KEPT_PER_UPDATE", most)
-        patch.setattr(sys.modules[__name__], "MAX_KEPT_PER_UPDATE", most)
+        patch.setattr(saturation, "MAX_KEPT_PER_S", most)
+        patch.setattr(sys.modules[__name__], "MAX_KEPT_PER_S", most)
         for samples in updates:
             labeller.update(StepSamples(samples) if shared else samples)
             expected = reference.update(samples)

@@ -28,9 +28,13 @@ from xapp.ports import SaturatedPeriodStore
 SATURATED_UTILISATION = 0.8
 SATURATED_PERIODS = 3  # in a row: one period at the limit may be a burst
 HISTORY_PERIODS = 11  # what the models read: the period and the 10 before it
-# Kept per update at most: a fleet whose paths all saturate at once (a start, a busy hour) would
-# otherwise write thousands of 5 kB periods in one step; the others are kept at a later period.
-MAX_KEPT_PER_UPDATE = 50
+# Kept per second at most, of the samples' own time: a fleet whose paths all saturate at once (a
+# start, a busy hour) would otherwise write thousands of 5 kB periods in one step; the others are
+# kept later. A budget refilled as the samples' time passes (one second's worth at most), not a
+# number per update: at 100 ms reports a number per update wrote ten times as much to SDL a
+# second as at 1 s (2.5 MB/s over a fleet's first minutes), and the labelling had the step's
+# time to match.
+MAX_KEPT_PER_S = 50
 
 Key = tuple[str, str, Direction]
 
@@ -81,18 +85,41 @@ class SaturationLabeller:
         self._last_kept_s = np.empty(0)  # when a period of the path was last kept
         self._written = np.zeros(0, dtype=np.int64)  # periods kept (next slot: modulo per_path)
         self.kept = 0
+        # what may still be kept (MAX_KEPT_PER_S at the first update), as of the newest time
+        self._budget: float | None = None
+        self._budget_s = -math.inf
 
     def update(self, samples: Sequence[KpiSample]) -> None:
         kept: list[tuple[SaturatedPeriod, int]] = []
         if samples:
+            most = self._refilled(columns_of(samples).time_s)
             # each sample's utilisation, worked out for the step's columns at once (NaN for None)
             shares = utilisations(samples)
             places = places_of_paths(samples, self._slots)
             self._grow(len(self._slots))
             for run in _runs_of_distinct(samples, places):
-                self._take(samples, places, shares, run, kept)
+                self._take(samples, places, shares, run, kept, most)
+            assert self._budget is not None  # (set by _refilled)
+            self._budget -= len(kept)
         self.store.put_saturated_periods(kept)
         self.kept += len(kept)
+
+    def _refilled(self, times_s: npt.NDArray[np.float64]) -> int:
+        """How many periods this update may keep: the budget, refilled by MAX_KEPT_PER_S for
+        each second from the newest time seen before to the update's newest (times that go
+        back, or are not finite, add nothing)."""
+        if self._budget is None:
+            self._budget = float(MAX_KEPT_PER_S)
+        finite = times_s[np.isfinite(times_s)]
+        if len(finite):
+            newest = float(finite.max())
+            if newest > self._budget_s:
+                if self._budget_s > -math.inf:
+                    refill = MAX_KEPT_PER_S * (newest - self._budget_s)
+                    self._budget = min(float(MAX_KEPT_PER_S), self._budget + refill)
+                self._budget_s = newest
+        # (a refill worked out from times that are not exact, 4.999… for 5: not a period less)
+        return math.floor(self._budget + 1e-9)
 
     def _take(
         self,
@@ -101,15 +128,16 @@ class SaturationLabeller:
         shares_now: npt.NDArray[np.float64],
         run: slice,
         kept: list[tuple[SaturatedPeriod, int]],
+        most: int,
     ) -> None:
         """The samples of ``run`` (no path twice) into their paths' rows, then the periods
-        among them to keep (in order, up to MAX_KEPT_PER_UPDATE in the update)."""
+        among them to keep (in order, up to ``most`` in the update)."""
         at = places[run]
         count = self._history.counts[at]
         self._history.put(at, samples, run)
         self._shares[at, count % SATURATED_PERIODS] = shares_now[run]
         count = count + 1
-        if len(kept) >= MAX_KEPT_PER_UPDATE:
+        if len(kept) >= most:
             return
         # _at_capacity's reading of the utilisations: the path's last SATURATED_PERIODS, the
         # period's own known, every known one at the limit (the rows that pass, a fleet's few,
@@ -130,7 +158,7 @@ class SaturationLabeller:
         due &= (carried > 0) | np.isnan(carried)
         first = run.start or 0
         for row in rows[due].tolist():
-            if len(kept) >= MAX_KEPT_PER_UPDATE:
+            if len(kept) >= most:
                 break
             sample, place = samples[first + row], int(at[row])
             if (sample.throughput_mbps or 0.0) <= 0:
