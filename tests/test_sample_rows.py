@@ -12,6 +12,7 @@ import math
 import os
 import tracemalloc
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -19,6 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.domain import Direction, KpiSample
+from core.sample_batch import SampleBatch
+from models.runtime import every_table_made
 from xapp.e2 import sample_rows
 from xapp.e2.sample_rows import DirectionRows, samples_of_rows_in_python
 from xapp.estimators.columns import SampleColumns
@@ -191,6 +194,9 @@ def test_the_core_keeps_no_memory_once_its_samples_are_gone() -> None:
             assert not group.down.any()
 
     churn(20)  # (the allocator's pools settle)
+    # Models an earlier test of this worker loaded make their tree tables in a thread of their
+    # own (models/runtime.py), parsing ONNX protobufs: megabytes that tracemalloc would count.
+    assert every_table_made(timeout=300), "a model's tree tables still being made"
     gc.collect()
     tracemalloc.start()
     try:
@@ -267,3 +273,40 @@ def test_the_core_reads_the_samples_as_they_were_when_reading_runs_code() -> Non
     mappings: list[dict[str, Shrinking]] = [{"x": Shrinking()} for _ in range(50)]
     core.measurement(mappings, "x", out)
     assert out.tolist() == [2.0] * 50
+
+
+def test_a_paths_key_is_one_tuple_in_every_batch_that_names_it() -> None:
+    """A fleet's batches name the same paths every period: each batch's paths are its
+    samples' (CPE, access, direction), and a path's key is the same tuple in every batch (made
+    once, not once a period for the collector to walk), also where a UE says nothing in one
+    direction."""
+    ues = 1000
+    ids = [f"cpe-{ue:04d}" for ue in range(ues)]
+
+    def rows(silent: set[int]) -> list[DirectionRows]:
+        made = []
+        for direction in (Direction.DOWNLINK, Direction.UPLINK):
+            values = np.arange(ues * 2, dtype=np.float64).reshape(ues, 2)
+            if direction is Direction.UPLINK:
+                values[sorted(silent)] = np.nan
+            made.append(
+                DirectionRows(
+                    direction,
+                    values,
+                    [["a", "b"]] * ues,
+                    np.full(ues, np.nan),
+                    np.full(ues, -1, dtype=np.int8),
+                )
+            )
+        return made
+
+    batches = [
+        sample_rows.samples_of_rows(ids, "wifi", t, 1.0, None, rows(silent))
+        for t, silent in ((1.0, set()), (2.0, set()), (3.0, {3, 500}))
+    ]
+    for batch in batches:
+        assert isinstance(batch, SampleBatch)
+        assert batch.paths == [(s.cpe_id, s.access, s.direction) for s in list(batch)]
+    first, second, third = (cast(SampleBatch, batch).paths for batch in batches)
+    assert all(a is b for a, b in zip(first, second, strict=True))
+    assert len(third) == 2 * ues - 2

@@ -471,10 +471,7 @@ class IndicationProcessor:
             keys = [shared_keys] * len(order)
             for i, m in enumerate(measured):
                 if m in keys_of:  # (its key differs by UE: the UE's own at its place)
-                    by_ue = keys_of[m]
-                    keys = [
-                        [*k[:i], by_ue[ue], *k[i + 1 :]] for k, ue in zip(keys, order, strict=True)
-                    ]
+                    keys = _keys_with(keys, i, [keys_of[m][ue] for ue in order])
             throughput = np.full(len(order), np.nan)
             link = np.full(len(order), -1, dtype=np.int8)  # -1: not said, 0: down, 1: up
             for m in measured:
@@ -546,6 +543,21 @@ class IndicationProcessor:
             if cpe_id is not None:
                 return cpe_id
         return None
+
+
+def _keys_with(keys: list[list[str]], at: int, own: list[str]) -> list[list[str]]:
+    """Each UE's keys with its ``own`` key at place ``at``: one list for the UEs whose keys
+    are alike (NR's UEs name a dozen CQI bins between them). The samples' batch keeps the
+    lists: one per UE was a thousand more objects a step for the collector to walk."""
+    alike: dict[tuple[str, ...], list[str]] = {}
+    out = []
+    for k, key in zip(keys, own, strict=True):
+        content = (*k[:at], key, *k[at + 1 :])
+        found = alike.get(content)
+        if found is None:
+            found = alike[content] = list(content)
+        out.append(found)
+    return out
 
 
 _UNSEEN: Any = object()

@@ -65,7 +65,10 @@ class StepSamples(Pieces):
     @cached_property
     def columns(self) -> SampleColumns:
         if self._batches:
-            return SampleColumns.of_batches(self._batches, self)
+            # (read through a view of the same pieces, not through the step itself: the step
+            # holds its columns, and columns holding the step would make a cycle, which only
+            # the collector frees, walking the step's paths and samples first)
+            return SampleColumns.of_batches(self._batches, Pieces(self.pieces))
         return SampleColumns(self)
 
     @cached_property
