@@ -76,7 +76,7 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 # Installed again when the dependencies or a C core change (the cores are built at install).
-stamp=.venv/.installed-$(sha256sum pyproject.toml setup.py kpm/_fast_message.c xapp/policy/_robust_core.c xapp/_samples.c xapp/estimators/_silence.c xapp/estimators/_fusion_core.c | sha256sum | cut -c1-16)
+stamp=.venv/.installed-$(sha256sum pyproject.toml setup.py kpm/_fast_message.c xapp/policy/_robust_core.c xapp/_samples.c xapp/estimators/_silence.c xapp/estimators/_fusion_core.c models/_tree_core.c | sha256sum | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing the project and its dependencies into .venv"
   .venv/bin/python -m pip install --quiet --upgrade pip
