@@ -24,9 +24,13 @@ lint: setup
 # one group on one worker (--dist loadgroup), so that no two change it at once. A test that
 # hangs fails after pytest's `timeout` (pyproject.toml) and takes its worker with it; no new
 # worker is started, because loadgroup would give it the same test again.
+# One OpenMP thread a process: the workers already fill the cores. scikit-learn's boosting runs
+# a thread per core; two trainings side by side, each with two threads, took 472 s a test
+# where one training on one thread takes 29 s.
 TEST_WORKERS ?= 2
 unit: setup
-	.venv/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 --durations=25
+	OMP_NUM_THREADS=1 .venv/bin/pytest -n $(TEST_WORKERS) --dist loadgroup --max-worker-restart 0 \
+		--durations=25
 
 test: lint unit
 
