@@ -170,13 +170,11 @@ class ReferenceLabeller:
     def __init__(self, every_s: float, per_path: int) -> None:
         self.every_s, self.per_path = every_s, per_path
         self.paths: dict[tuple[str, str, Direction], list[Any]] = {}
-        self.budget: float | None = None  # what may be kept, as of the newest time `then`
+        self.budget = float(MAX_KEPT_PER_S)  # what may be kept, as of the newest time `then`
         self.then: float | None = None
 
     def _most(self, samples: list[KpiSample]) -> int:
         """MAX_KEPT_PER_S a second of the samples' time, a second's worth at most."""
-        if self.budget is None:
-            self.budget = float(MAX_KEPT_PER_S)
         times = [s.time_s for s in samples if math.isfinite(s.time_s)]
         if times and (self.then is None or max(times) > self.then):
             if self.then is not None:
@@ -209,8 +207,7 @@ class ReferenceLabeller:
             kept.append((SaturatedPeriod(tuple(path[0])), path[3] % self.per_path))
             path[3] += 1
             path[2] = sample.time_s
-        if self.budget is not None:
-            self.budget -= len(kept)
+        self.budget -= len(kept)
         return kept
 
 
@@ -265,13 +262,13 @@ def test_the_labeller_keeps_what_its_reference_keeps(
     if shared:
         slots = Slots()
         slots.many([(f"other-{n}", "nr", DL) for n in range(5)])
-    labeller, reference = (
-        SaturationLabeller(store, every_s, per_path, slots=slots),
-        ReferenceLabeller(every_s, per_path),
-    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(saturation, "MAX_KEPT_PER_S", most)
         patch.setattr(sys.modules[__name__], "MAX_KEPT_PER_S", most)
+        labeller, reference = (
+            SaturationLabeller(store, every_s, per_path, slots=slots),
+            ReferenceLabeller(every_s, per_path),
+        )
         for samples in updates:
             labeller.update(StepSamples(samples) if shared else samples)
             expected = reference.update(samples)

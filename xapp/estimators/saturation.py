@@ -85,8 +85,8 @@ class SaturationLabeller:
         self._last_kept_s = np.empty(0)  # when a period of the path was last kept
         self._written = np.zeros(0, dtype=np.int64)  # periods kept (next slot: modulo per_path)
         self.kept = 0
-        # what may still be kept (MAX_KEPT_PER_S at the first update), as of the newest time
-        self._budget: float | None = None
+        # what may still be kept, as of the newest time seen (-inf: none yet)
+        self._budget = float(MAX_KEPT_PER_S)
         self._budget_s = -math.inf
 
     def update(self, samples: Sequence[KpiSample]) -> None:
@@ -99,7 +99,6 @@ class SaturationLabeller:
             self._grow(len(self._slots))
             for run in _runs_of_distinct(samples, places):
                 self._take(samples, places, shares, run, kept, most)
-            assert self._budget is not None  # (set by _refilled)
             self._budget -= len(kept)
         self.store.put_saturated_periods(kept)
         self.kept += len(kept)
@@ -108,8 +107,6 @@ class SaturationLabeller:
         """How many periods this update may keep: the budget, refilled by MAX_KEPT_PER_S for
         each second from the newest time seen before to the update's newest (times that go
         back, or are not finite, add nothing)."""
-        if self._budget is None:
-            self._budget = float(MAX_KEPT_PER_S)
         finite = times_s[np.isfinite(times_s)]
         if len(finite):
             newest = float(finite.max())
