@@ -1,4 +1,4 @@
-"""Every variant of the policy's C core gives the same weights and scores.
+"""Every variant of the policy's C core gives the same weights, scores and bounds.
 
 The installed core carries three builds of its loops (AVX-512, AVX2 and the x86-64 baseline)
 and the loader runs the widest this CPU has: the rest of the suite only ever tests that one.
@@ -127,6 +127,15 @@ def test_each_variant_of_the_core_decides_as_the_installed_one(
                     weights, means, stddevs, risks, stalls, normal, scores, 64, 1, paths,
                     robust.DRAWS, robust._rank(robust.DRAWS, quantile),
                 )  # fmt: skip
-                outs.append((out, optimal, scores))
+                bound, scale = np.zeros(64), np.zeros(64)
+                if paths <= robust.FRONTIER_PATHS:
+                    rank = robust._rank(robust.DRAWS, quantile)
+                    frontier = robust._frontier(paths, rank)
+                    levels, highest = robust._frontier_levels(paths, rank)
+                    core.frontier(
+                        means, stddevs, risks, stalls, levels, highest, frontier, bound, scale,
+                        64, paths, rank + 1, frontier.shape[1],
+                    )  # fmt: skip
+                outs.append((out, optimal, scores, bound, scale))
             for installed, alone in zip(*outs, strict=True):
                 np.testing.assert_array_equal(installed, alone)

@@ -916,6 +916,138 @@ static PyObject *reach(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* The largest sum over the frontier's tuples of each path's value at its rank (``values[p]``
+ * for path p: its draws, or zeros for a path left out), summed path by path in order. */
+WIDE_VECTORS
+static double frontier_max(const double *const *values, const int32_t *frontier, int paths,
+                           int tuples) {
+    double best = -INFINITY;
+    if (paths == 3) { /* a fleet's CPEs: the loop the compiler can vectorise */
+        const double *restrict v0 = values[0], *restrict v1 = values[1];
+        const double *restrict v2 = values[2];
+        const int32_t *restrict f0 = frontier, *restrict f1 = frontier + tuples;
+        const int32_t *restrict f2 = frontier + 2 * (size_t)tuples;
+        for (int k = 0; k < tuples; k++) {
+            const double summed = (v0[f0[k]] + v1[f1[k]]) + v2[f2[k]];
+            best = summed > best ? summed : best;
+        }
+        return best;
+    }
+    for (int k = 0; k < tuples; k++) {
+        double summed = values[0][frontier[k]];
+        for (int p = 1; p < paths; p++)
+            summed = summed + values[p][frontier[(size_t)p * tuples + k]];
+        best = summed > best ? summed : best;
+    }
+    return best;
+}
+
+/* robust.py's frontier_bound_many: per row, the most any weights' score can be (charged for
+ * the outages of the paths at risk that are weighted, over every choice of those), and the
+ * draws' scale, in the twin's operations and order (robust.py's _frontier_block). */
+static void frontier_row(const double *means, const double *stddevs, const double *risks,
+                         double stall, const double *levels, const double *highest,
+                         const int32_t *frontier, int paths, int level_count, int tuples,
+                         double *drawn, const double *zeros, double *bound_out,
+                         double *scale_out) {
+    double top[MAX_PATHS] = {0};
+    for (int p = 0; p < paths; p++) {
+        const double mean = means[p], stddev = stddevs[p];
+        for (int t = 0; t < level_count; t++) {
+            const double x = mean + stddev * levels[(size_t)p * level_count + t];
+            drawn[(size_t)p * level_count + t] = x > 0.0 ? x : 0.0;
+        }
+        const double y = mean + stddev * highest[p];
+        top[p] = y > 0.0 ? y : 0.0;
+    }
+    double scale = top[0];
+    for (int p = 1; p < paths; p++) scale = scale + top[p];
+    const double after_stall = 0.5 - stall > 0.0 ? 0.5 - stall : 0.0;
+    double bound = 0.0;
+    for (int left_out = 0; left_out < (1 << paths); left_out++) {
+        if (left_out == (1 << paths) - 1) continue; /* nothing weighted */
+        int valid = 1;
+        for (int p = 0; p < paths; p++)
+            if (((left_out >> p) & 1) && !(risks[p] > 0)) valid = 0;
+        if (!valid) continue;
+        const double *by_path[MAX_PATHS];
+        for (int p = 0; p < paths; p++)
+            by_path[p] = ((left_out >> p) & 1) ? zeros : drawn + (size_t)p * level_count;
+        const double best = frontier_max(by_path, frontier, paths, tuples);
+        double weighted_risk = 0.0;
+        for (int p = 0; p < paths; p++)
+            if (!((left_out >> p) & 1)) weighted_risk = weighted_risk + risks[p];
+        double rest = 0.0;
+        for (int p = 0; p < paths; p++)
+            if (!((left_out >> p) & 1)) rest = rest + (weighted_risk - risks[p]) * top[p];
+        const double share = 1.0 - 0.5 * weighted_risk;
+        const double charged = (share > 0.0 ? share : 0.0) * best + after_stall * rest;
+        bound = charged > bound ? charged : bound;
+    }
+    *bound_out = bound;
+    *scale_out = scale;
+}
+
+static PyObject *frontier(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *objects[9];
+    int rows, paths, level_count, tuples;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOiiii", &objects[0], &objects[1], &objects[2],
+                          &objects[3], &objects[4], &objects[5], &objects[6], &objects[7],
+                          &objects[8], &rows, &paths, &level_count, &tuples))
+        return NULL;
+    if (rows < 0 || paths < 1 || paths > MAX_PATHS || level_count < 1 ||
+        level_count > MAX_DRAWS || tuples < 1) {
+        PyErr_Format(PyExc_ValueError,
+                     "sizes out of range: rows %d, paths %d (1..%d), levels %d (1..%d), "
+                     "tuples %d",
+                     rows, paths, MAX_PATHS, level_count, MAX_DRAWS, tuples);
+        return NULL;
+    }
+    const Py_ssize_t cells = (Py_ssize_t)rows * paths;
+    Buffer buffers[9] = {0};
+    if (take(objects[0], &buffers[0], cells, 8, 0, "means") ||
+        take(objects[1], &buffers[1], cells, 8, 0, "stddevs") ||
+        take(objects[2], &buffers[2], cells, 8, 0, "risks") ||
+        take(objects[3], &buffers[3], rows, 8, 0, "stalls") ||
+        take(objects[4], &buffers[4], (Py_ssize_t)paths * level_count, 8, 0, "levels") ||
+        take(objects[5], &buffers[5], paths, 8, 0, "highest") ||
+        take(objects[6], &buffers[6], (Py_ssize_t)paths * tuples, 4, 0, "frontier") ||
+        take(objects[7], &buffers[7], rows, 8, 1, "bound") ||
+        take(objects[8], &buffers[8], rows, 8, 1, "scale")) {
+        release(buffers, 9);
+        return NULL;
+    }
+    const int32_t *tuples_at = buffers[6].view.buf;
+    for (Py_ssize_t i = 0; i < (Py_ssize_t)paths * tuples; i++) {
+        if (tuples_at[i] < 0 || tuples_at[i] >= level_count) {
+            release(buffers, 9);
+            PyErr_Format(PyExc_ValueError, "frontier holds %d, outside 0..%d", tuples_at[i],
+                         level_count - 1);
+            return NULL;
+        }
+    }
+    double *drawn = malloc(sizeof(double) * (size_t)(paths + 1) * level_count);
+    if (drawn == NULL) {
+        release(buffers, 9);
+        return PyErr_NoMemory();
+    }
+    const double *means = buffers[0].view.buf, *stddevs = buffers[1].view.buf;
+    const double *risks = buffers[2].view.buf, *stalls = buffers[3].view.buf;
+    const double *levels = buffers[4].view.buf, *highest = buffers[5].view.buf;
+    double *bound = buffers[7].view.buf, *scale = buffers[8].view.buf;
+    Py_BEGIN_ALLOW_THREADS;
+    double *zeros = drawn + (size_t)paths * level_count; /* a path left out's values */
+    for (int t = 0; t < level_count; t++) zeros[t] = 0.0;
+    for (int row = 0; row < rows; row++)
+        frontier_row(means + (size_t)row * paths, stddevs + (size_t)row * paths,
+                     risks + (size_t)row * paths, stalls[row], levels, highest, tuples_at,
+                     paths, level_count, tuples, drawn, zeros, bound + row, scale + row);
+    Py_END_ALLOW_THREADS;
+    free(drawn);
+    release(buffers, 9);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"optimal", optimal, METH_VARARGS,
      "optimal(capacities, out, rows, paths, max_weight): optimal_weights_batch into out."},
@@ -928,6 +1060,9 @@ static PyMethodDef methods[] = {
     {"reach", reach, METH_VARARGS,
      "reach(means, stddevs, normal, out, rows, paths, draws, rank): robust.reach_many into "
      "out."},
+    {"frontier", frontier, METH_VARARGS,
+     "frontier(means, stddevs, risks, stalls, levels, highest, frontier, bound, scale, rows, "
+     "paths, levels, tuples): robust.frontier_bound_many into bound and scale."},
     {NULL, NULL, 0, NULL},
 };
 

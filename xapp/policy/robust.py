@@ -344,6 +344,10 @@ def each_paths_quantile(
 # quotient's rounding among subnormal capacities (5e-324 Mbit/s and the like).
 REACH_MARGIN = 1 + 1e-9
 REACH_SLACK_MBPS = 1e-12
+# The frontier bound's tuples number about rank^(paths - 1) / 2 (613 for three paths at the
+# 0.3 quantile): worked out up to three paths, a fleet's CPEs (5G, Wi-Fi, LiFi); beyond, the
+# sum of the paths' quantiles stands alone.
+FRONTIER_PATHS = 3
 
 
 def reach_bound(
@@ -351,21 +355,27 @@ def reach_bound(
     stddevs_mbps: FloatArray,
     quantile: float,
     outage_probability: FloatArray,
+    stall_fraction: FloatArray | float = 0.0,
     *,
     compiled: bool | None = None,
 ) -> FloatArray:
     """What no weights over a CPE's paths can be scored above (``scores_many``), per row of
-    (CPEs × paths) beliefs and outage probabilities.
+    (CPEs × paths) beliefs and outage probabilities, with ``stall_fraction`` per row or for all
+    (0, the default, bounds any stall): the lesser of two bounds, each shown below.
 
-    Why, in each draw: a round with weights w carries T · min_i c_i/w_i (T the weights' sum,
-    over the weighted paths i), at most Σ c_i, and at most T/w_j · c_j for each weighted j.
-    With no outage to charge the score is the quantile of that, at most min_j T/w_j · q_j (q_j
-    the path's own quantile: a quantile of values each at most another's is at most its
-    quantile), which is at most Σ q_j (the shares w_j/T sum to 1, so some q_j is at least its
-    share of the least ratio). Charging outages (``_aggregates_at_risk_many``) gives full ·
-    (1 - P) + Σ p_i · dark_i with P the weighted paths' probabilities summed and dark_i ≤
-    full/2 + rest_i/2: at most the sum when P ≤ 2, P/2 times it beyond, draw by draw, so
-    there the quantile of the sum (``reach_many``) bounds it."""
+    The sum of the paths' quantiles. A round with weights w carries T · min_i c_i/w_i (T the
+    weights' sum, over the weighted paths i), at most Σ c_i, and at most T/w_j · c_j for each
+    weighted j. With no outage to charge the score is the quantile of that, at most min_j
+    T/w_j · q_j (q_j the path's own quantile: a quantile of values each at most another's is
+    at most its quantile), which is at most Σ q_j (the shares w_j/T sum to 1, so some q_j is at
+    least its share of the least ratio). Charging outages (``_aggregates_at_risk_many``) gives
+    full · (1 - P) + Σ p_i · dark_i with P the weighted paths' probabilities summed and dark_i
+    ≤ full/2 + rest_i/2: at most the sum when P ≤ 2, P/2 times it beyond, draw by draw, so
+    there the quantile of the sum (``reach_many``) bounds it.
+
+    The frontier (``frontier_bound_many``), for up to ``FRONTIER_PATHS`` paths: the most any
+    shares of the round could score, the draws being the ones scored. Far tighter: the sum of
+    quantiles supposes each path's low draws fall in the same draws, and they do not."""
     means = np.asarray(means_mbps, dtype=np.float64)
     risks = np.asarray(outage_probability, dtype=np.float64).reshape(means.shape)
     each = each_paths_quantile(means, stddevs_mbps, quantile)
@@ -373,11 +383,182 @@ def reach_bound(
     for path in range(1, each.shape[1]):  # (path by path: the inputs' one row sums alike)
         bound = bound + each[:, path]
     charged = np.flatnonzero((risks > 0).any(axis=1))
+    stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(means.shape)
     if len(charged):
-        stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(means.shape)
         of_sum = reach_many(means[charged], stddevs[charged], quantile, compiled=compiled)
         bound[charged] = of_sum * np.maximum(1.0, 0.5 * risks[charged].sum(axis=1))
-    return np.asarray(bound * REACH_MARGIN + REACH_SLACK_MBPS, dtype=np.float64)
+    bound = bound * REACH_MARGIN + REACH_SLACK_MBPS
+    if 1 <= means.shape[1] <= FRONTIER_PATHS and len(means):
+        stalls = np.broadcast_to(np.asarray(stall_fraction, dtype=np.float64), (len(means),))
+        frontier, scale = frontier_bound_many(
+            means, stddevs, risks, stalls, quantile, compiled=compiled
+        )
+        # (the absolute slack: a charged score's roundings are of the aggregates it sums, up
+        # to the draws' largest, where the bound itself may be near 0)
+        tight = frontier * REACH_MARGIN + (REACH_MARGIN - 1) * scale + REACH_SLACK_MBPS
+        bound = np.minimum(bound, tight)
+    return np.asarray(bound, dtype=np.float64)
+
+
+@cache
+def _frontier(paths: int, rank: int) -> npt.NDArray[np.int32]:
+    """(tuples, paths): how many of each path's lowest standard draws may be passed over
+    together, at most ``rank`` draws in all, each tuple maximal (no path's count can grow
+    without passing over more than ``rank``). Path p's t lowest draws are its lowest in any
+    beliefs (a draw is max(0, mean + σ · z), never falling as z rises), so the tuples serve
+    every CPE."""
+    normal = _standard_normal_draws(paths)
+    order = np.argsort(normal, axis=1, kind="stable")
+    last = order[-1]
+    # Per prefix of the other paths' counts, the most the last path's can be (-1: none).
+    most = np.full((rank + 1,) * (paths - 1), -1, dtype=np.int64)
+    for prefix in np.ndindex(*most.shape):
+        passed = np.zeros(normal.shape[1], dtype=bool)
+        for path, count in enumerate(prefix):
+            passed[order[path, :count]] = True
+        already = int(passed.sum())
+        if already > rank:
+            continue
+        # the last path's t lowest draws pass over this many more: the largest t within rank
+        more = np.concatenate(([0], np.cumsum(~passed[last[:rank]])))
+        most[prefix] = int(np.flatnonzero(already + more <= rank)[-1])
+    tuples = []
+    for prefix in np.ndindex(*most.shape):
+        t = int(most[prefix])
+        if t < 0:
+            continue
+        # maximal: no neighbour one further on in any path keeps as many for the last
+        if any(
+            prefix[path] < rank
+            and most[(*prefix[:path], prefix[path] + 1, *prefix[path + 1 :])] >= t
+            for path in range(paths - 1)
+        ):
+            continue
+        tuples.append((*prefix, t))
+    frontier = np.ascontiguousarray(np.array(tuples, dtype=np.int32).reshape(-1, paths).T)
+    frontier.setflags(write=False)
+    return frontier
+
+
+@cache
+def _frontier_levels(paths: int, rank: int) -> tuple[FloatArray, FloatArray]:
+    """Each path's standard draws of rank 0 to ``rank`` (paths, rank + 1), and its highest."""
+    ordered = np.sort(_standard_normal_draws(paths), axis=1)
+    levels = np.ascontiguousarray(ordered[:, : rank + 1])
+    highest = np.ascontiguousarray(ordered[:, -1])
+    levels.setflags(write=False)
+    highest.setflags(write=False)
+    return levels, highest
+
+
+def frontier_bound_many(
+    means_mbps: FloatArray,
+    stddevs_mbps: FloatArray,
+    outage_probability: FloatArray,
+    stall_fraction: FloatArray,
+    quantile: float,
+    *,
+    compiled: bool | None = None,
+) -> tuple[FloatArray, FloatArray]:
+    """Per row of (CPEs × paths) beliefs (at most ``FRONTIER_PATHS`` paths): what no weights'
+    score (``scores_many``) exceeds but for rounding, and the draws' scale (each path's
+    highest draw, summed) that rounding is relative to.
+
+    Why. Take shares s (the weights over their sum) and, first, no outage charged. A draw's
+    aggregate is min_i c_i/s_i over the weighted paths, and the score x its value of rank r:
+    at least D - r of the D draws have an aggregate of x or more, so each weighted path
+    carries x · s_i ≤ c_i in every one of them, hence x ≤ Σ_i m_i with m_i the least draw of
+    path i among them. Passing over r draws at most, m_i is path i's draw of the first rank
+    t_i not passed over, and passing over its t_i lowest draws for every i takes no more
+    than r draws: some tuple of ``_frontier`` is at least (t_i), and the draws rise with
+    rank. So x ≤ max over the frontier of Σ_i draw_i(t_i), the shares' best.
+
+    Outages charged: with W the weighted paths, P their probabilities summed and a = max(0,
+    1/2 - stall), a draw's charged aggregate is full · (1 - P/2) + a · Σ_i p_i · rest_i, and
+    rest_i (the others' round) is at most the others' draws summed. So the score is at most
+    max(0, 1 - P/2) times the frontier over W plus a · Σ_k (P - p_k) · the highest draw of k.
+    W's paths at risk are what P depends on: the bound is the largest over which of them are
+    weighted (the others all: a path more only raises the rest)."""
+    means = np.asarray(means_mbps, dtype=np.float64)
+    rows, paths = means.shape
+    stddevs = np.asarray(stddevs_mbps, dtype=np.float64).reshape(rows, paths)
+    risks = np.asarray(outage_probability, dtype=np.float64).reshape(rows, paths)
+    stalls = np.asarray(stall_fraction, dtype=np.float64).reshape(rows)
+    if not 1 <= paths <= FRONTIER_PATHS:
+        raise ValueError(f"the frontier bound takes 1 to {FRONTIER_PATHS} paths, not {paths}")
+    rank = _rank(DRAWS, quantile)
+    frontier = _frontier(paths, rank)
+    levels, highest = _frontier_levels(paths, rank)
+    bound, scale = np.empty(rows), np.empty(rows)
+    if rows and use_core(compiled, paths) and _sane(means, stddevs, risks, stalls):
+        core.frontier(
+            np.ascontiguousarray(means),
+            np.ascontiguousarray(stddevs),
+            np.ascontiguousarray(risks),
+            np.ascontiguousarray(stalls),
+            levels,
+            highest,
+            frontier,
+            bound,
+            scale,
+            rows,
+            paths,
+            rank + 1,
+            frontier.shape[1],
+        )
+        return bound, scale
+    for start in range(0, rows, BLOCK):
+        block = slice(start, start + BLOCK)
+        bound[block], scale[block] = _frontier_block(
+            means[block], stddevs[block], risks[block], stalls[block], frontier, levels, highest
+        )
+    return bound, scale
+
+
+def _frontier_block(
+    means: FloatArray,
+    stddevs: FloatArray,
+    risks: FloatArray,
+    stalls: FloatArray,
+    frontier: npt.NDArray[np.int32],
+    levels: FloatArray,
+    highest: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """``frontier_bound_many`` of a block of rows, in numpy (the core's twin: the same
+    operations in the same order)."""
+    rows, paths = means.shape
+    # Each path's draws at the frontier's ranks (rows, paths, rank + 1), as belief_draws.
+    drawn = np.maximum(0.0, means[:, :, None] + stddevs[:, :, None] * levels[None, :, :])
+    top = np.maximum(0.0, means + stddevs * highest[None, :])
+    scale = top[:, 0]
+    for path in range(1, paths):
+        scale = scale + top[:, path]
+    after_stall = np.maximum(0.0, 0.5 - stalls)
+    at_risk = risks > 0
+    bound = np.zeros(rows)
+    # Which paths at risk are left out: every subset (a bit per path; a path not at risk is
+    # never left out).
+    for left_out in range(1 << paths):
+        out = np.array([(left_out >> path) & 1 == 1 for path in range(paths)])
+        valid = (at_risk | ~out[None, :]).all(axis=1) & ~out.all()
+        if not valid.any():
+            continue
+        kept = ~out
+        summed = np.where(kept[0], drawn[:, 0, frontier[0]], 0.0)
+        for path in range(1, paths):
+            summed = summed + np.where(kept[path], drawn[:, path, frontier[path]], 0.0)
+        best = summed.max(axis=1)
+        weighted_risk = np.zeros(rows)
+        for path in range(paths):
+            if kept[path]:
+                weighted_risk = weighted_risk + risks[:, path]
+        rest = np.zeros(rows)
+        for path in range(paths):
+            if kept[path]:
+                rest = rest + (weighted_risk - risks[:, path]) * top[:, path]
+        charged = np.maximum(0.0, 1.0 - 0.5 * weighted_risk) * best + after_stall * rest
+        bound = np.where(valid, np.maximum(bound, charged), bound)
+    return bound, scale
 
 
 def _draws_by_block(means: FloatArray, stddevs: FloatArray) -> Iterator[tuple[slice, FloatArray]]:

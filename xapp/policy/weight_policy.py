@@ -424,7 +424,9 @@ class WeightPolicy:
                 if len(bounded):
                     rows_of = asked[bounded][:, None]
                     means, stddevs = capacity[rows_of, order], stddev[rows_of, order]
-                    reach = reach_bound(means, stddevs, config.quantile, risk[rows_of, order])
+                    reach = reach_bound(
+                        means, stddevs, config.quantile, risk[rows_of, order], stall[rows_of[:, 0]]
+                    )
                     at_most[bounded] = reach / carried[bounded] - 1
                 out_of_reach = at_most < gain_needed
                 spared[asked[spent | out_of_reach]] = True
@@ -514,7 +516,11 @@ class WeightPolicy:
             stddev.append(e.stddev_mbps if usable and e is not None else 0.0)
             risk.append(view.outage_probability)
         reach = reach_bound(
-            np.array([capacity]), np.array([stddev]), self.config.quantile, np.array([risk])
+            np.array([capacity]),
+            np.array([stddev]),
+            self.config.quantile,
+            np.array([risk]),
+            self._stall_fraction(request),
         )
         return float(reach[0] / carried_mbps - 1)
 
