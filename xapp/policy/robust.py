@@ -402,7 +402,7 @@ def reach_bound(
 
 @cache
 def _frontier(paths: int, rank: int) -> npt.NDArray[np.int32]:
-    """(tuples, paths): how many of each path's lowest standard draws may be passed over
+    """(paths, tuples): how many of each path's lowest standard draws may be passed over
     together, at most ``rank`` draws in all, each tuple maximal (no path's count can grow
     without passing over more than ``rank``). Path p's t lowest draws are its lowest in any
     beliefs (a draw is max(0, mean + σ · z), never falling as z rises), so the tuples serve
