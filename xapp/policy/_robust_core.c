@@ -1062,7 +1062,7 @@ static PyMethodDef methods[] = {
      "out."},
     {"frontier", frontier, METH_VARARGS,
      "frontier(means, stddevs, risks, stalls, levels, highest, frontier, bound, scale, rows, "
-     "paths, levels, tuples): robust.frontier_bound_many into bound and scale."},
+     "paths, level_count, tuples): robust.frontier_bound_many into bound and scale."},
     {NULL, NULL, 0, NULL},
 };
 
